@@ -1,0 +1,3 @@
+"""Root conftest: the shared fixtures live in erp.testing (services start in its plugin)."""
+
+from erp.testing.fixtures import *  # noqa: F403

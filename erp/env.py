@@ -1,0 +1,97 @@
+"""Typed readers for environment variables. Only `erp.settings` should call these.
+
+Each reader fails loudly with the variable's name when the value cannot be parsed, so a
+typo in a deployment never turns silently into a default.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+class ImproperlyConfiguredEnv(RuntimeError):
+    pass
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfiguredEnv(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfiguredEnv(f"{name} must be an integer, got {value!r}") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES entry from `postgresql://user:pass@host:port/name?host=/socket/dir`."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ImproperlyConfiguredEnv(
+            f"DATABASE_URL must start with postgresql://, got scheme {parts.scheme!r}"
+        )
+    query = parse_qs(parts.query)
+    host = query.get("host", [parts.hostname or ""])[0]
+    port = parts.port or (query.get("port", [""])[0])
+    options = {k: v[0] for k, v in query.items() if k not in {"host", "port"}}
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "USER": unquote(parts.username or "postgres"),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(port or ""),
+        "OPTIONS": options,
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+def email_from_url(url: str) -> dict[str, object]:
+    """Django EMAIL_* settings from `smtp://user:pass@host:port?tls=1` (or `console://`)."""
+    parts = urlsplit(url)
+    if parts.scheme == "console":
+        return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    if parts.scheme == "locmem":
+        return {"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}
+    if parts.scheme not in {"smtp", "smtps"}:
+        raise ImproperlyConfiguredEnv(
+            f"EMAIL_URL must be smtp://, smtps://, console:// or locmem://, got {parts.scheme!r}"
+        )
+    query = parse_qs(parts.query)
+    return {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": parts.hostname or "localhost",
+        "EMAIL_PORT": parts.port or (465 if parts.scheme == "smtps" else 25),
+        "EMAIL_HOST_USER": unquote(parts.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+        "EMAIL_USE_SSL": parts.scheme == "smtps",
+        "EMAIL_USE_TLS": query.get("tls", ["0"])[0] in {"1", "true"},
+    }

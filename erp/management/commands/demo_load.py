@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from erp.demo import demo_load
+
+
+class Command(BaseCommand):
+    help = "Carga la empresa de demostración (idempotente). Imprime el acceso de demostración."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        login = demo_load()
+        self.stdout.write(f"{login.email} / {login.password}")

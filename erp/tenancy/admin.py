@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db import models
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+
+from erp.tenancy.admin_base import (
+    TenantAdminMixin,
+    TenantOwnedAdmin,
+    managed_tenant_ids,
+    member_tenant_ids,
+)
+from erp.tenancy.models import ApiKey, Membership, Tenant
+from erp.tenancy.services import apikey_create, apikey_revoke
+
+
+@admin.register(Tenant)
+class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["name", "slug", "timezone", "language", "ai_credit_balance_usd", "is_active"]
+    search_fields = ["name", "slug"]
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet[Tenant]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(pk__in=member_tenant_ids(request))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if request.user.is_superuser:
+            return []
+        return ["slug", "ai_credit_balance_usd", "is_active"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if request.user.is_superuser:
+            return True
+        if obj is None:
+            return bool(managed_tenant_ids(request))
+        return obj.pk in managed_tenant_ids(request)
+
+
+@admin.register(Membership)
+class MembershipAdmin(TenantOwnedAdmin):
+    list_display = ["user", "role", "created_at"]
+    list_select_related = ["user", "tenant"]
+    search_fields = ["user__username", "user__email"]
+    autocomplete_fields: list[str] = []
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        # New members come from `manage.py user_create` (or a superuser): staff cannot
+        # browse other tenants' users to pick one.
+        return bool(request.user.is_superuser)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [] if request.user.is_superuser else ["user"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(TenantOwnedAdmin):
+    list_display = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke_keys"]
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        allowed = managed_tenant_ids(request)
+        tenant_id = obj.tenant_id or (allowed[0] if len(allowed) == 1 else None)
+        if not request.user.is_superuser and tenant_id not in allowed:
+            from django.http import Http404
+
+            raise Http404
+        created = apikey_create(
+            tenant=Tenant.objects.get(pk=tenant_id), name=obj.name, created_by=request.user
+        )
+        obj.pk = created.api_key.pk
+        obj.prefix = created.api_key.prefix
+        self.message_user(
+            request,
+            _("Clave creada. Cópiela ahora, no se volverá a mostrar: %(key)s")
+            % {"key": created.key},
+            messages.WARNING,
+        )
+
+    @admin.action(description=_("Revocar las claves seleccionadas"))
+    def revoke_keys(self, request: HttpRequest, queryset: models.QuerySet[ApiKey]) -> None:
+        for api_key in queryset:
+            apikey_revoke(api_key=api_key)
+        self.message_user(request, _("Claves revocadas."), messages.SUCCESS)

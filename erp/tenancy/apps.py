@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class TenancyConfig(AppConfig):
+    name = "erp.tenancy"
+    label = "tenancy"
+    verbose_name = _("Empresas y acceso")

@@ -1,0 +1,53 @@
+"""Reads on tenants, members and API keys, and the guarded `access_*` loaders.
+
+`access_*` put the tenant inside the query and raise the same 404 for "missing" and
+"not yours", so an outsider learns nothing about other tenants' ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import models
+from django.http import Http404
+
+from erp.tenancy.models import ApiKey, Membership, Tenant
+
+M = TypeVar("M", bound=models.Model)
+
+
+def access_tenant_object(model: type[M], tenant: Tenant, pk: Any) -> M:
+    try:
+        return model.objects.for_tenant(tenant).get(pk=pk)  # type: ignore[attr-defined,no-any-return]
+    except (model.DoesNotExist, ValueError, TypeError):  # type: ignore[attr-defined]
+        raise Http404 from None
+
+
+def access_api_key(tenant: Tenant, key_id: Any) -> ApiKey:
+    return access_tenant_object(ApiKey, tenant, key_id)
+
+
+def api_key_list(*, tenant: Tenant) -> models.QuerySet[ApiKey]:
+    return ApiKey.objects.for_tenant(tenant).order_by("-created_at", "-id")
+
+
+def user_memberships(user: AbstractBaseUser) -> models.QuerySet[Membership]:
+    # Crossing tenants is the point here: which tenants may this user act for?
+    return (
+        Membership.objects.unscoped()
+        .filter(user=user, tenant__is_active=True)
+        .select_related("tenant")
+        .order_by("tenant__name")
+    )
+
+
+def membership_for(user: AbstractBaseUser, tenant_slug: str | None) -> Membership | None:
+    memberships = user_memberships(user)
+    if tenant_slug:
+        return memberships.filter(tenant__slug=tenant_slug).first()
+    return memberships.first()
+
+
+def tenant_ids_for(user: AbstractBaseUser) -> list[int]:
+    return list(user_memberships(user).values_list("tenant_id", flat=True))

@@ -1,0 +1,42 @@
+"""Factories for the platform's rows. Apps add theirs next to their tests."""
+
+from __future__ import annotations
+
+import factory
+from django.contrib.auth import get_user_model
+
+from erp.tenancy.models import Membership, Tenant
+
+
+class TenantFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Tenant
+        django_get_or_create = ("slug",)
+
+    slug = factory.Sequence(lambda n: f"tenant-{n}")
+    name = factory.Sequence(lambda n: f"Empresa {n}")
+    timezone = "America/Mexico_City"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}@example.com")
+    email = factory.SelfAttribute("username")
+    is_staff = True
+    password = factory.PostGenerationMethodCall("set_password", "pass-1234")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    tenant = factory.SubFactory(TenantFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Membership.Role.OWNER
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return model_class.objects.for_tenant(kwargs["tenant"]).create(*args, **kwargs)

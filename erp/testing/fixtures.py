@@ -1,0 +1,96 @@
+"""Shared pytest fixtures: two tenants, three personas, an API client per tenant.
+
+Personas (Healthchecks/Saleor style): `owner` and `member` of tenant A, and `outsider`, the
+owner of tenant B. Every API test checks that the outsider gets 404 and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from erp.tenancy.models import Membership, Tenant
+from erp.tenancy.services import apikey_create
+from erp.testing.factories import MembershipFactory, TenantFactory, UserFactory
+
+
+@dataclass
+class Persona:
+    user: Any
+    tenant: Tenant
+    membership: Membership
+
+
+@pytest.fixture
+def tenant_a(db: Any) -> Tenant:
+    return TenantFactory(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def tenant_b(db: Any) -> Tenant:
+    return TenantFactory(slug="globex", name="Globex")
+
+
+def _persona(tenant: Tenant, username: str, role: str) -> Persona:
+    user = UserFactory(username=username)
+    membership = MembershipFactory(tenant=tenant, user=user, role=role)
+    return Persona(user=user, tenant=tenant, membership=membership)
+
+
+@pytest.fixture
+def owner(tenant_a: Tenant) -> Persona:
+    return _persona(tenant_a, "owner@acme.test", Membership.Role.OWNER)
+
+
+@pytest.fixture
+def member(tenant_a: Tenant) -> Persona:
+    return _persona(tenant_a, "agent@acme.test", Membership.Role.AGENT)
+
+
+@pytest.fixture
+def outsider(tenant_b: Tenant) -> Persona:
+    return _persona(tenant_b, "owner@globex.test", Membership.Role.OWNER)
+
+
+def api_client_for(tenant: Tenant) -> APIClient:
+    client = APIClient()
+    created = apikey_create(tenant=tenant, name="tests")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {created.key}")
+    client.api_key = created  # type: ignore[attr-defined]
+    return client
+
+
+@pytest.fixture
+def api_a(tenant_a: Tenant) -> APIClient:
+    """API client authenticated with an API key of tenant A."""
+    return api_client_for(tenant_a)
+
+
+@pytest.fixture
+def api_b(tenant_b: Tenant) -> APIClient:
+    """API client authenticated with an API key of tenant B (the outsider's)."""
+    return api_client_for(tenant_b)
+
+
+def session_client_for(persona: Persona) -> APIClient:
+    client = APIClient()
+    client.force_login(persona.user)
+    return client
+
+
+@pytest.fixture
+def owner_client(owner: Persona) -> APIClient:
+    return session_client_for(owner)
+
+
+@pytest.fixture
+def member_client(member: Persona) -> APIClient:
+    return session_client_for(member)
+
+
+@pytest.fixture
+def outsider_client(outsider: Persona) -> APIClient:
+    return session_client_for(outsider)

@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from erp import views
+from erp.tenancy import api as tenancy_api
+
+api_v1 = [
+    path("tenant", tenancy_api.CurrentTenantView.as_view(), name="tenant-current"),
+    path("api-keys", tenancy_api.ApiKeyListView.as_view(), name="apikey-list"),
+    path("api-keys/<int:key_id>", tenancy_api.ApiKeyDetailView.as_view(), name="apikey-detail"),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include(api_v1)),
+]
+
+handler404 = "erp.api.handlers.not_found"
+handler500 = "erp.api.handlers.server_error"

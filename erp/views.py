@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET
+
+from erp.embedded import redis_ping
+
+logger = logging.getLogger(__name__)
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """200 when the database and the broker answer, 503 otherwise."""
+    checks = {"database": _database_ok(), "broker": redis_ping(settings.REDIS_URL, timeout=1.0)}
+    ok = all(checks.values())
+    body = {"status": "ok" if ok else "unavailable", "checks": checks}
+    return JsonResponse(body, status=200 if ok else 503)
+
+
+def _database_ok() -> bool:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            return cursor.fetchone() == (1,)
+    except Exception:
+        logger.warning("healthz_database_failed", exc_info=True)
+        return False
+
+
+def home(request: HttpRequest):  # type: ignore[no-untyped-def]
+    return redirect("admin:index")
