@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "erp",
     "erp.tenancy",
+    "erp.llm",
     "ai_agents",
     "correo",
 ]
@@ -155,6 +156,13 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
 HTTP_ALLOW_PRIVATE_NETWORKS = env_bool("HTTP_ALLOW_PRIVATE_NETWORKS", default=False)
 HTTP_DEFAULT_TIMEOUT_SECONDS = 10.0
+
+# --- AI credits -----------------------------------------------------------------------------
+# "enforce": calls fail with NoCredits once a tenant's balance is spent; "overdraft": debit but
+# never refuse; "off": no debits at all. The embedded demo runs with "off" by default.
+AI_CREDITS_MODE = env_str("AI_CREDITS_MODE", "off" if EMBEDDED else "enforce")
+if AI_CREDITS_MODE not in {"enforce", "overdraft", "off"}:
+    raise RuntimeError("AI_CREDITS_MODE must be enforce, overdraft or off")
 
 # --- External services (on when their key is set) -------------------------------------------
 GOOGLE_AI_API_KEY = env_str("GOOGLE_AI_API_KEY")

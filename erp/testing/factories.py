@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import factory
 from django.contrib.auth import get_user_model
 
@@ -16,6 +18,7 @@ class TenantFactory(factory.django.DjangoModelFactory):
     slug = factory.Sequence(lambda n: f"tenant-{n}")
     name = factory.Sequence(lambda n: f"Empresa {n}")
     timezone = "America/Mexico_City"
+    ai_credit_balance_usd = Decimal("100")
 
 
 class UserFactory(factory.django.DjangoModelFactory):

