@@ -22,6 +22,14 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """A retrieved passage the caller put in the prompt (the offline provider quotes it)."""
+
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
 class LlmRequest:
     messages: Sequence[Message]
     system: str = ""
@@ -31,6 +39,7 @@ class LlmRequest:
     max_output_tokens: int | None = None
     timeout_s: float = 30.0  # per attempt
     model: str | None = None  # provider default when None
+    passages: Sequence[Passage] = ()  # best first; informational for real models
 
 
 @dataclass(frozen=True)
