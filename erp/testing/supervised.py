@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -45,10 +46,8 @@ class RunningStack:
     def rss_mb(self) -> float:
         total = 0
         for p in self.processes():
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 total += p.memory_info().rss
-            except psutil.NoSuchProcess:
-                pass
         return total / (1024 * 1024)
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
@@ -68,10 +67,8 @@ def stack_leftovers(data_dir: Path, port: int) -> list[psutil.Process]:
             left.append(p)
     # Postgres backends only show "postgres: ..." in their cmdline: find them by parent.
     for p in list(left):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             left.extend(p.children(recursive=True))
-        except psutil.NoSuchProcess:
-            pass
     return left
 
 

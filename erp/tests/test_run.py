@@ -42,7 +42,7 @@ def wait_gone(data_dir: Path, port: int, timeout: float = 10) -> list:
 
 def admin_login(base_url: str, email: str, password: str) -> requests.Response:
     session = requests.Session()
-    page = session.get(f"{base_url}/admin/login/", timeout=10)
+    session.get(f"{base_url}/admin/login/", timeout=10)
     token = session.cookies["csrftoken"]
     return session.post(
         f"{base_url}/admin/login/?next=/admin/",
