@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "erp.middleware.BodySizeLimitMiddleware",
     "erp.middleware.JsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -143,6 +144,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+# uvicorn serves no static files: WhiteNoise does (admin, API docs). The Docker image runs
+# `collectstatic` into STATIC_ROOT at build; without it (make run, tests) WhiteNoise looks the
+# files up in the apps' static folders on each request.
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = not STATIC_ROOT.is_dir()
 
 # --- Limits ---------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)

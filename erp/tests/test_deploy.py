@@ -428,3 +428,18 @@ def test_dockerfile_disagreements_are_reported():
     assert as_root == ["the image runs as root"]
     wsgi = dockerfile_problems(text.replace("uvicorn erp.asgi", "uvicorn erp.wsgi"), compose)
     assert len(wsgi) == 1 and wsgi[0].startswith("CMD does not serve erp.asgi")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/admin/css/base.css",
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css",
+    ],
+)
+def test_static_files_are_served_without_debug(client, settings, path):
+    # uvicorn serves no static files: without WhiteNoise the admin and API docs are unstyled.
+    assert settings.DEBUG is False
+    response = client.get(path)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/css")
