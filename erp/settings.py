@@ -156,6 +156,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
 HTTP_ALLOW_PRIVATE_NETWORKS = env_bool("HTTP_ALLOW_PRIVATE_NETWORKS", default=False)
 HTTP_DEFAULT_TIMEOUT_SECONDS = 10.0
+# Bodies larger than this are cut off with HttpResponseTooLarge (per-call `max_bytes` overrides).
+HTTP_MAX_RESPONSE_BYTES = env_int("HTTP_MAX_RESPONSE_BYTES", 10 * 1024 * 1024)
 
 # --- AI credits -----------------------------------------------------------------------------
 # "enforce": calls fail with NoCredits once a tenant's balance is spent; "overdraft": debit but
