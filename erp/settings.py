@@ -55,6 +55,9 @@ INSTALLED_APPS = [
     "ai_agents",
     "correo",
 ]
+if env_bool("ERP_TESTING"):
+    # Concrete models for testing shared machinery (e.g. encrypted fields); never in production.
+    INSTALLED_APPS.append("erp.testing.testapp")
 
 MIDDLEWARE = [
     "erp.middleware.RequestIdMiddleware",

@@ -26,11 +26,19 @@ from erp.testing.fake_http import FakeResponse, FakeServer
 SECRET = "s3cr3t-VALUE-do-not-log"
 
 
-@pytest.fixture
-def server():
+@pytest.fixture(scope="module")
+def _shared_server():
+    # One server per module: FakeServer.stop() waits out serve_forever's 0.5 s poll.
     with FakeServer() as fake:
-        fake.route("GET", r"/ok", FakeResponse.json({"ok": True}))
         yield fake
+
+
+@pytest.fixture
+def server(_shared_server):
+    _shared_server.routes = []
+    _shared_server.requests.clear()
+    _shared_server.route("GET", r"/ok", FakeResponse.json({"ok": True}))
+    return _shared_server
 
 
 def _port(server: FakeServer) -> int:
@@ -149,7 +157,9 @@ def test_retry_helper_honours_retry_after_and_recovers(server):
 
 
 def test_retry_helper_gives_up_at_once_when_retry_after_exceeds_the_cap(server):
-    server.route("GET", r"/later", FakeResponse.json({}, status=429, headers={"Retry-After": "3600"}))
+    server.route(
+        "GET", r"/later", FakeResponse.json({}, status=429, headers={"Retry-After": "3600"})
+    )
     client = HttpClient(base_url=server.url)
 
     with pytest.raises(HttpRateLimited) as info:
