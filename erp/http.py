@@ -312,6 +312,7 @@ class HttpClient:
     guard: bool = False
     follow_redirects: bool = False
     max_redirects: int = 5
+    verify: bool | str = True  # or a CA bundle path (private CAs, tests)
 
     def __init__(
         self,
@@ -469,7 +470,7 @@ class HttpClient:
         proxies = {} if adapter is not None else requests.utils.get_environ_proxies(url)
         try:
             return (adapter or self._adapter).send(
-                prepared, stream=True, timeout=timeouts, verify=True, proxies=proxies
+                prepared, stream=True, timeout=timeouts, verify=self.verify, proxies=proxies
             )
         except requests.exceptions.Timeout as exc:
             error: HttpError = HttpTimeout(

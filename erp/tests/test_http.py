@@ -366,3 +366,75 @@ def test_address_policy(address, blocked):
 def test_every_error_is_an_http_error():
     for cls in (HttpTimeout, HttpConnectionError, HttpRateLimited, HttpClientError):
         assert issubclass(cls, HttpError)
+
+
+def _self_signed(tmp_path, hostname):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_guard_pins_https_keeping_sni_and_certificate_hostname(tmp_path, monkeypatch):
+    import ssl
+
+    cert_path, key_path = _self_signed(tmp_path, "tenant-api.test")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    seen_sni: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: seen_sni.append(name)
+    real = socket.getaddrinfo
+
+    def resolver(host, *args, **kw):
+        if host == "tenant-api.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", args[0]))]
+        return real(host, *args, **kw)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+
+    class LoopbackAllowed(HttpClient):
+        guard = True
+        verify = str(cert_path)
+
+        def blocked_reason(self, ip):
+            return None if ip.is_loopback else address_blocked_reason(ip)
+
+    with FakeServer() as tls_server:
+        tls_server._httpd.socket = context.wrap_socket(tls_server._httpd.socket, server_side=True)
+        tls_server.route("GET", r"/ok", FakeResponse.json({"tls": True}))
+        port = _port(tls_server)
+
+        response = LoopbackAllowed().get(f"https://tenant-api.test:{port}/ok", timeout=2)
+        with pytest.raises(HttpConnectionError) as info:
+            LoopbackAllowed().get(f"https://127.0.0.1:{port}/ok", timeout=2)
+
+    assert response.json() == {"tls": True}
+    assert seen_sni[0] == "tenant-api.test"
+    assert tls_server.requests[0].header("host") == f"tenant-api.test:{port}"
+    assert info.value.retryable is False  # certificate does not match 127.0.0.1
