@@ -4,19 +4,27 @@ Keys come from the FIELD_ENCRYPTION_KEYS setting, newest first; any string works
 stretched with SHA-256 into a Fernet key). With no keys configured, the embedded run derives
 one from SECRET_KEY. Values are encrypted with the newest key and decrypted with any listed key,
 so rotation is: prepend a new key, run `manage.py secrets_rotate`, then drop the old key.
+
+Moving off the SECRET_KEY fallback works the same way: set
+`FIELD_ENCRYPTION_KEYS=<new key>,<current SECRET_KEY>`, run `secrets_rotate`, drop the second.
+Equality lookups are refused (ciphertexts are randomised); only `isnull` works.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import models
+from django.db import models, transaction
+from django.db.models import Value
+from django.db.models.functions import Cast
 
 PREFIX = "enc1:"
 
@@ -37,9 +45,20 @@ def _cipher(keys: tuple[str, ...]) -> MultiFernet:
     return MultiFernet([Fernet(_fernet_key(k)) for k in keys])
 
 
+def _keys() -> tuple[str, ...]:
+    configured = settings.FIELD_ENCRYPTION_KEYS
+    if isinstance(configured, str):  # a single key set by hand, not a list of its characters
+        configured = [configured]
+    keys = tuple(k for k in configured if k)
+    if keys:
+        return keys
+    # No dedicated keys: follow Django's own SECRET_KEY rotation (SECRET_KEY_FALLBACKS).
+    fallbacks = getattr(settings, "SECRET_KEY_FALLBACKS", [])
+    return tuple(k for k in (settings.SECRET_KEY, *fallbacks) if k)
+
+
 def cipher() -> MultiFernet:
-    keys = tuple(settings.FIELD_ENCRYPTION_KEYS) or (settings.SECRET_KEY,)
-    return _cipher(keys)
+    return _cipher(_keys())
 
 
 def encrypt(plaintext: str) -> str:
@@ -56,8 +75,13 @@ def decrypt(stored: str) -> str:
 
 
 def rotate(stored: str) -> str:
-    """Re-encrypt with the newest key."""
-    return PREFIX + cipher().rotate(stored[len(PREFIX) :].encode()).decode()
+    """Re-encrypt a stored value with the newest key (decrypting with any configured key)."""
+    if not stored.startswith(PREFIX):
+        raise DecryptionError("value is not an encrypted secret")
+    try:
+        return PREFIX + cipher().rotate(stored[len(PREFIX) :].encode()).decode()
+    except InvalidToken:
+        raise DecryptionError("no configured key decrypts this secret") from None
 
 
 class EncryptedTextField(models.TextField):  # type: ignore[type-arg]
@@ -81,3 +105,70 @@ class EncryptedTextField(models.TextField):  # type: ignore[type-arg]
         if lookup_name not in {"isnull"}:
             return None
         return super().get_lookup(lookup_name)
+
+
+# --- Rotation (maintenance) --------------------------------------------------------------------
+@dataclass(frozen=True)
+class RotationResult:
+    label: str  # "app_label.Model.field"
+    rotated: int
+    failed: int  # rows no configured key decrypts: left untouched
+
+
+def encrypted_fields() -> list[tuple[type[models.Model], EncryptedTextField]]:
+    """Every concrete EncryptedTextField of every installed model."""
+    found = []
+    for model in apps.get_models():
+        if model._meta.proxy or not model._meta.managed:
+            continue
+        for field in model._meta.concrete_fields:
+            if isinstance(field, EncryptedTextField):
+                found.append((model, field))
+    return found
+
+
+def secrets_rotate(*, batch_size: int = 500) -> list[RotationResult]:
+    """Re-encrypt every non-empty encrypted value with the newest key, one column at a time.
+
+    Reads the stored ciphertext as plain text (no decryption on load, so one bad row does not
+    stop the run) and writes the rotated ciphertext back as is (no second encryption). Uses the
+    plain base manager: this is maintenance code that crosses tenants on purpose.
+    """
+    results = []
+    for model, field in encrypted_fields():
+        queryset = (
+            model._base_manager.filter(**{f"{field.name}__isnull": False})
+            .annotate(_stored=Cast(field.name, models.TextField()))
+            .values_list("pk", "_stored")
+            .order_by("pk")
+        )
+        rotated = failed = 0
+        batch: list[models.Model] = []
+        for pk, stored in queryset.iterator(chunk_size=batch_size):
+            if not stored:
+                continue
+            try:
+                new_value = rotate(stored)
+            except DecryptionError:
+                failed += 1
+                continue
+            row = model(pk=pk)
+            # An expression with a plain TextField output is written verbatim by bulk_update.
+            setattr(row, field.attname, Value(new_value, output_field=models.TextField()))
+            batch.append(row)
+            if len(batch) >= batch_size:
+                rotated += _write(model, field, batch)
+        rotated += _write(model, field, batch)
+        label = f"{model._meta.label}.{field.name}"
+        results.append(RotationResult(label=label, rotated=rotated, failed=failed))
+    return results
+
+
+def _write(model: type[models.Model], field: models.Field[Any, Any], batch: list[Any]) -> int:
+    if not batch:
+        return 0
+    with transaction.atomic():
+        model._base_manager.bulk_update(batch, [field.name])
+    count = len(batch)
+    batch.clear()
+    return count

@@ -55,6 +55,9 @@ INSTALLED_APPS = [
     "ai_agents",
     "correo",
 ]
+if env_bool("ERP_TESTING"):
+    # Concrete models for testing shared machinery (e.g. encrypted fields); never in production.
+    INSTALLED_APPS.append("erp.testing.testapp")
 
 MIDDLEWARE = [
     "erp.middleware.RequestIdMiddleware",
@@ -172,6 +175,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
 HTTP_ALLOW_PRIVATE_NETWORKS = env_bool("HTTP_ALLOW_PRIVATE_NETWORKS", default=False)
 HTTP_DEFAULT_TIMEOUT_SECONDS = 10.0
+# Bodies larger than this are cut off with HttpResponseTooLarge (per-call `max_bytes` overrides).
+HTTP_MAX_RESPONSE_BYTES = env_int("HTTP_MAX_RESPONSE_BYTES", 10 * 1024 * 1024)
 
 # --- AI credits -----------------------------------------------------------------------------
 # "enforce": calls fail with NoCredits once a tenant's balance is spent; "overdraft": debit but

@@ -36,6 +36,7 @@ def pytest_load_initial_conftests(
 def _start_services() -> None:
     from erp import embedded
 
+    os.environ.setdefault("ERP_TESTING", "1")  # installs erp.testing.testapp
     data = _data_dir()
     if not os.environ.get("DATABASE_URL"):
         pgdata = data / "test-postgres"

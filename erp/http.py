@@ -1,0 +1,689 @@
+"""The one outbound HTTP client of the project (built on `requests`).
+
+Every call to the outside world goes through `HttpClient` (API clients subclass it):
+
+- explicit timeouts, always: `(connect, read)` seconds, default `HTTP_DEFAULT_TIMEOUT_SECONDS`;
+- no redirects unless asked for (`follow_redirects=True`); each hop is checked again;
+- a typed error taxonomy with a `retryable` flag, so retry decisions never parse messages;
+- a response size cap (`max_bytes`, default `HTTP_MAX_RESPONSE_BYTES`), enforced while streaming;
+- no cookie jar: nothing a server sets leaks into the next call (or the next tenant's);
+- logs are event-style (method, redacted URL, status, duration); bodies are never logged and
+  secrets (auth headers, `key`/`token`/... query params, JSON fields) are redacted in URLs and
+  in the body excerpts that errors carry;
+- an SSRF guard for URLs configured by tenants (`guard=True` per call or per client): http/https
+  only; the host is resolved and every address must be public unless
+  `HTTP_ALLOW_PRIVATE_NETWORKS` is on; the connection then goes to the address that was checked
+  (pinned, so DNS rebinding between check and connect is useless) while the Host header, TLS SNI
+  and certificate check keep using the hostname. Environment proxies are not used on guarded
+  calls (a proxy would make the check meaningless).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import ipaddress
+import json
+import logging
+import re
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+import requests
+from django.conf import settings
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ProtocolError
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import ReadTimeoutError as Urllib3ReadTimeout
+
+logger = logging.getLogger("erp.http")
+
+T = TypeVar("T")
+TimeoutArg = float | tuple[float, float] | None
+
+REDACTED = "[REDACTED]"
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key"}
+)
+SECRET_FIELDS = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "client_secret",
+        "code",
+        "password",
+        "secret",
+    }
+)
+BODY_EXCERPT_CHARS = 2000
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+USER_AGENT = "erp-ai-agents/0.1"
+
+
+# --- Errors ------------------------------------------------------------------------------------
+class HttpError(Exception):
+    """Base of every outbound HTTP error. `retryable`: another attempt may succeed."""
+
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str = "",
+        url: str = "",
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.method = method
+        self.url = url  # always redacted
+        self.status = status
+        self.retry_after = retry_after
+
+
+class HttpTimeout(HttpError):
+    retryable = True
+
+
+class HttpConnectionError(HttpError):
+    """Refused, reset, DNS failure, TLS failure: the server may answer later."""
+
+    retryable = True
+
+
+class HttpBlockedDestination(HttpError):
+    """The SSRF guard refused the URL (scheme, or an address that is not public)."""
+
+
+class HttpResponseTooLarge(HttpError):
+    """The body went past the size cap; reading stopped there."""
+
+
+class HttpTooManyRedirects(HttpError):
+    pass
+
+
+class HttpStatusError(HttpError):
+    """A non-2xx answer. `body` is a redacted excerpt, never the whole body."""
+
+    def __init__(self, message: str, *, body: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.body = body
+
+
+class HttpClientError(HttpStatusError):
+    """4xx (except 429): permanent, retrying the same request will not help."""
+
+
+class HttpRateLimited(HttpStatusError):
+    """429. `retry_after` is in seconds when the server said (seconds or HTTP-date)."""
+
+    retryable = True
+
+
+class HttpServerError(HttpStatusError):
+    """5xx: retryable."""
+
+    retryable = True
+
+
+# --- Redaction ---------------------------------------------------------------------------------
+def redact_url(url: str) -> str:
+    """The URL with user:password and secret query parameters replaced."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, REDACTED if k.lower() in SECRET_FIELDS else v) for k, v in pairs], safe="[]"
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: REDACTED if k.lower() in SECRET_HEADERS else v for k, v in headers.items()}
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of decoded JSON with the values of secret-named fields replaced, at any depth."""
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if str(k).lower() in SECRET_FIELDS else redact_json(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    return value
+
+
+_FORM_SECRET = re.compile(
+    r"(?i)\b(" + "|".join(sorted(SECRET_FIELDS, key=len, reverse=True)) + r")=([^&\s\"']+)"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
+
+
+def redact_body(raw: bytes, limit: int = BODY_EXCERPT_CHARS) -> str:
+    """A short, redacted excerpt of a response body, for error messages (never for logs)."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = json.dumps(redact_json(json.loads(text)), ensure_ascii=False)
+    except ValueError:
+        text = _FORM_SECRET.sub(lambda m: f"{m.group(1)}={REDACTED}", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# --- Retry-After -------------------------------------------------------------------------------
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+# --- SSRF guard --------------------------------------------------------------------------------
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def address_blocked_reason(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why this address is not a public destination, or None when it is."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is None and ip.teredo:
+            embedded = ip.teredo[1]
+        if embedded is not None:
+            reason = address_blocked_reason(embedded)
+            return f"{reason} (embedded in {ip})" if reason else None
+    checks = (
+        ("unspecified", ip.is_unspecified),
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("private", ip.is_private),
+        ("shared address space (CGNAT)", ip in _CGNAT),
+        ("reserved", ip.is_reserved),
+        ("not globally routable", not ip.is_global),
+    )
+    for reason, hit in checks:
+        if hit:
+            return reason
+    return None
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    seen: list[str] = []
+    for *_, sockaddr in infos:
+        address = str(sockaddr[0])
+        if address not in seen:
+            seen.append(address)
+    return seen
+
+
+class _PinnedConnectionMixin:
+    """Connects the socket to pre-checked addresses; `host` (Host, SNI, cert) is unchanged."""
+
+    pinned_addresses: tuple[str, ...] = ()
+    _dns_host: str
+
+    def _new_conn(self) -> socket.socket:
+        original = self._dns_host
+        last: Exception | None = None
+        for address in self.pinned_addresses:
+            self._dns_host = address
+            try:
+                return super()._new_conn()  # type: ignore[misc,no-any-return]
+            except (NewConnectionError, ConnectTimeoutError) as exc:
+                last = exc
+            finally:
+                self._dns_host = original
+        assert last is not None
+        raise last
+
+
+def _pinned_adapter(addresses: tuple[str, ...]) -> HTTPAdapter:
+    attrs = {"pinned_addresses": addresses}
+    http_conn = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), attrs)
+    https_conn = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), attrs)
+    adapter = HTTPAdapter(pool_connections=1, pool_maxsize=1, max_retries=0)
+    adapter.poolmanager.pool_classes_by_scheme = {
+        "http": type("PinnedHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": http_conn}),
+        "https": type("PinnedHTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": https_conn}),
+    }
+    return adapter
+
+
+# --- Responses ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: Mapping[str, str]  # case-insensitive (requests' structure)
+    content: bytes
+    url: str  # redacted: safe to log
+    elapsed_ms: float
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+# --- The client --------------------------------------------------------------------------------
+class HttpClient:
+    """Subclass per API: set `base_url` and override `default_headers()` for auth.
+
+    Non-2xx answers raise (`HttpClientError`, `HttpRateLimited`, `HttpServerError`) unless
+    `raise_for_status=False`; a 3xx that is not followed is returned as it is.
+    """
+
+    base_url: str = ""
+    guard: bool = False
+    follow_redirects: bool = False
+    max_redirects: int = 5
+    verify: bool | str = True  # or a CA bundle path (private CAs, tests)
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        guard: bool | None = None,
+        timeout: TimeoutArg = None,
+        max_bytes: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if base_url is not None:
+            self.base_url = base_url
+        if guard is not None:
+            self.guard = guard
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.headers = dict(headers or {})
+        self._adapter = HTTPAdapter(max_retries=0)
+
+    # Hooks for subclasses ------------------------------------------------------------------
+    def default_headers(self) -> dict[str, str]:
+        return {"User-Agent": USER_AGENT, **self.headers}
+
+    def blocked_reason(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+        """The guard's address policy (override only to narrow it, or in tests)."""
+        if settings.HTTP_ALLOW_PRIVATE_NETWORKS:
+            return None
+        return address_blocked_reason(ip)
+
+    # Public surface ------------------------------------------------------------------------
+    def get(self, url: str, **kw: Any) -> HttpResponse:
+        return self.request("GET", url, **kw)
+
+    def post(self, url: str, **kw: Any) -> HttpResponse:
+        return self.request("POST", url, **kw)
+
+    def put(self, url: str, **kw: Any) -> HttpResponse:
+        return self.request("PUT", url, **kw)
+
+    def patch(self, url: str, **kw: Any) -> HttpResponse:
+        return self.request("PATCH", url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> HttpResponse:
+        return self.request("DELETE", url, **kw)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        data: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: TimeoutArg = None,
+        guard: bool | None = None,
+        follow_redirects: bool | None = None,
+        max_bytes: int | None = None,
+        raise_for_status: bool = True,
+    ) -> HttpResponse:
+        method = method.upper()
+        guarded = self.guard if guard is None else guard
+        follow = self.follow_redirects if follow_redirects is None else follow_redirects
+        cap = max_bytes or self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
+        timeouts = self._timeouts(timeout)
+        merged = {**self.default_headers(), **(headers or {})}
+        prepared = self._prepare(method, self._absolute(url), params, json, data, merged)
+
+        for _hop in range(self.max_redirects + 1):
+            adapter = self._pinned_for(prepared) if guarded else None
+            started = time.monotonic()
+            try:
+                raw = self._send(prepared, adapter=adapter, timeouts=timeouts, started=started)
+                try:
+                    status, location = raw.status_code, raw.headers.get("location")
+                    if not (follow and status in REDIRECT_STATUSES and location):
+                        return self._finish(
+                            prepared, raw, started, cap=cap, raise_for_status=raise_for_status
+                        )
+                    self._log_done(prepared, status, started)
+                finally:
+                    raw.close()
+            finally:
+                if adapter is not None:
+                    adapter.close()
+            assert location is not None
+            prepared = self._redirected(prepared, status, urljoin(str(prepared.url), location))
+        raise HttpTooManyRedirects(
+            f"more than {self.max_redirects} redirects",
+            method=method,
+            url=redact_url(str(prepared.url)),
+        )
+
+    # Internals -----------------------------------------------------------------------------
+    def _absolute(self, url: str) -> str:
+        if "://" in url or not self.base_url:
+            return url
+        return self.base_url.rstrip("/") + "/" + url.lstrip("/")
+
+    def _timeouts(self, timeout: TimeoutArg) -> tuple[float, float]:
+        value = timeout if timeout is not None else self.timeout
+        if value is None:
+            value = float(settings.HTTP_DEFAULT_TIMEOUT_SECONDS)
+        return value if isinstance(value, tuple) else (float(value), float(value))
+
+    def _prepare(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        json_body: Any,
+        data: Any,
+        headers: Mapping[str, str],
+    ) -> requests.PreparedRequest:
+        try:
+            return requests.Request(
+                method, url, params=params, json=json_body, data=data, headers=dict(headers)
+            ).prepare()
+        except (requests.exceptions.RequestException, ValueError) as exc:
+            raise HttpError(
+                f"invalid URL: {type(exc).__name__}", method=method, url=redact_url(url)
+            ) from None
+
+    def _redirected(
+        self, prepared: requests.PreparedRequest, status: int, location: str
+    ) -> requests.PreparedRequest:
+        new = prepared.copy()
+        new.prepare_url(location, None)
+        if status == 303 or (status in {301, 302} and prepared.method == "POST"):
+            if prepared.method != "HEAD":
+                new.method = "GET"
+            new.body = None
+            for name in ("Content-Length", "Content-Type", "Transfer-Encoding"):
+                new.headers.pop(name, None)
+        old, target = urlsplit(str(prepared.url)), urlsplit(location)
+        if (old.scheme, old.hostname, old.port) != (target.scheme, target.hostname, target.port):
+            # Credentials are for the origin they were given to, not for wherever it points.
+            for name in list(new.headers):
+                if name.lower() in SECRET_HEADERS:
+                    del new.headers[name]
+        return new
+
+    def _send(
+        self,
+        prepared: requests.PreparedRequest,
+        *,
+        adapter: HTTPAdapter | None,
+        timeouts: tuple[float, float],
+        started: float,
+    ) -> requests.Response:
+        """One hop, headers only (the body is streamed by `_finish`)."""
+        method, url = str(prepared.method), str(prepared.url)
+        safe_url = redact_url(url)
+        # Guarded calls go straight to the checked address: no environment proxy.
+        proxies = {} if adapter is not None else requests.utils.get_environ_proxies(url)
+        try:
+            return (adapter or self._adapter).send(
+                prepared, stream=True, timeout=timeouts, verify=self.verify, proxies=proxies
+            )
+        except requests.exceptions.Timeout as exc:
+            error: HttpError = HttpTimeout(
+                f"timed out: {type(exc).__name__}", method=method, url=safe_url
+            )
+        except requests.exceptions.SSLError:
+            error = HttpConnectionError("TLS failure", method=method, url=safe_url)
+            error.retryable = False  # a bad certificate will not fix itself on retry
+        except requests.exceptions.ConnectionError as exc:
+            error = HttpConnectionError(
+                f"connection failed: {_root_cause(exc)}", method=method, url=safe_url
+            )
+        except (requests.exceptions.RequestException, Urllib3Error, ValueError) as exc:
+            error = HttpError(f"request failed: {type(exc).__name__}", method=method, url=safe_url)
+        raise self._log_error(error, started)
+
+    def _pinned_for(self, prepared: requests.PreparedRequest) -> HTTPAdapter:
+        method, url = str(prepared.method), str(prepared.url)
+        safe_url = redact_url(url)
+        parts = urlsplit(url)
+        if parts.scheme not in {"http", "https"}:
+            raise self._log_error(
+                HttpBlockedDestination(
+                    f"scheme {parts.scheme!r} is not allowed", method=method, url=safe_url
+                ),
+                None,
+            )
+        try:
+            host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            host = None
+        if not host:
+            raise self._log_error(
+                HttpBlockedDestination("no valid host", method=method, url=safe_url), None
+            )
+        try:
+            addresses = _resolve(host, port)
+        except (OSError, UnicodeError):
+            raise self._log_error(
+                HttpConnectionError("name resolution failed", method=method, url=safe_url), None
+            ) from None
+        for address in addresses:
+            reason = self.blocked_reason(ipaddress.ip_address(address))
+            if reason:
+                raise self._log_error(
+                    HttpBlockedDestination(
+                        f"{host} resolves to {address}: {reason}", method=method, url=safe_url
+                    ),
+                    None,
+                )
+        return _pinned_adapter(tuple(addresses))
+
+    def _finish(
+        self,
+        prepared: requests.PreparedRequest,
+        raw: requests.Response,
+        started: float,
+        *,
+        cap: int,
+        raise_for_status: bool,
+    ) -> HttpResponse:
+        method, safe_url = str(prepared.method), redact_url(str(prepared.url))
+        try:
+            content = self._read_capped(raw, cap, method=method, safe_url=safe_url)
+        except HttpError as error:
+            raise self._log_error(error, started) from None
+        status = raw.status_code
+        elapsed_ms = self._log_done(prepared, status, started)
+        if raise_for_status and status >= 400:
+            raise _status_error(method, safe_url, status, raw.headers, content)
+        return HttpResponse(
+            status=status, headers=raw.headers, content=content, url=safe_url, elapsed_ms=elapsed_ms
+        )
+
+    @staticmethod
+    def _log_done(prepared: requests.PreparedRequest, status: int, started: float) -> float:
+        method, safe_url = str(prepared.method), redact_url(str(prepared.url))
+        elapsed_ms = (time.monotonic() - started) * 1000
+        log = logger.warning if status >= 400 else logger.info
+        log(
+            "http.request %s %s -> %s in %.0f ms",
+            method,
+            safe_url,
+            status,
+            elapsed_ms,
+            extra={
+                "http_method": method,
+                "http_url": safe_url,
+                "http_status": status,
+                "duration_ms": round(elapsed_ms, 1),
+            },
+        )
+        return elapsed_ms
+
+    @staticmethod
+    def _read_capped(raw: requests.Response, cap: int, *, method: str, safe_url: str) -> bytes:
+        declared = raw.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise HttpResponseTooLarge(
+                f"declared body of {declared} bytes exceeds the cap of {cap}",
+                method=method,
+                url=safe_url,
+                status=raw.status_code,
+            )
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in _iter_raw(raw):
+                size += len(chunk)
+                if size > cap:
+                    raise HttpResponseTooLarge(
+                        f"body exceeds the cap of {cap} bytes",
+                        method=method,
+                        url=safe_url,
+                        status=raw.status_code,
+                    )
+                chunks.append(chunk)
+        except Urllib3ReadTimeout:
+            raise HttpTimeout("timed out reading the body", method=method, url=safe_url) from None
+        except (ProtocolError, requests.exceptions.ConnectionError, OSError) as exc:
+            raise HttpConnectionError(
+                f"connection broken while reading: {type(exc).__name__}",
+                method=method,
+                url=safe_url,
+            ) from None
+        return b"".join(chunks)
+
+    @staticmethod
+    def _log_error(error: HttpError, started: float | None) -> HttpError:
+        elapsed_ms = (time.monotonic() - started) * 1000 if started is not None else 0.0
+        logger.warning(
+            "http.error %s %s -> %s in %.0f ms",
+            error.method,
+            error.url,
+            type(error).__name__,
+            elapsed_ms,
+            extra={
+                "http_method": error.method,
+                "http_url": error.url,
+                "http_error": type(error).__name__,
+                "duration_ms": round(elapsed_ms, 1),
+            },
+        )
+        return error
+
+
+def _iter_raw(raw: requests.Response) -> Iterator[bytes]:
+    # Decoded bytes are counted, so a compressed bomb hits the cap too.
+    yield from raw.raw.stream(64 * 1024, decode_content=True)
+
+
+def _root_cause(exc: BaseException) -> str:
+    seen = exc
+    while seen.__context__ is not None or seen.__cause__ is not None:
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    return type(seen).__name__
+
+
+def _status_error(
+    method: str, safe_url: str, status: int, headers: Mapping[str, str], content: bytes
+) -> HttpStatusError:
+    body = redact_body(content)
+    retry_after = parse_retry_after(headers.get("retry-after"))
+    kw: dict[str, Any] = {
+        "method": method,
+        "url": safe_url,
+        "status": status,
+        "body": body,
+        "retry_after": retry_after,
+    }
+    message = f"{method} {safe_url} answered {status}"
+    if status == 429:
+        return HttpRateLimited(message, **kw)
+    if status >= 500:
+        return HttpServerError(message, **kw)
+    return HttpClientError(message, **kw)
+
+
+# --- Retries -----------------------------------------------------------------------------------
+def with_retries(
+    call: Callable[[], T],
+    *,
+    attempts: int = 3,
+    base_delay: float = 0.5,
+    max_delay: float = 30.0,
+    max_retry_after: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run `call`, retrying only retryable `HttpError`s, at most `attempts` times in all.
+
+    Waits `base_delay * 2**n` (capped at `max_delay`) or the server's Retry-After. When the
+    server asks for longer than `max_retry_after`, the error is raised at once: the caller (a
+    Celery task) can reschedule itself with `countdown=error.retry_after` instead of blocking.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except HttpError as error:
+            if not error.retryable or attempt == attempts:
+                raise
+            if error.retry_after is not None:
+                if error.retry_after > max_retry_after:
+                    raise
+                delay = error.retry_after
+            else:
+                delay = min(max_delay, base_delay * 2 ** (attempt - 1))
+            logger.info(
+                "http.retry attempt %s/%s after %s, waiting %.2f s",
+                attempt,
+                attempts,
+                type(error).__name__,
+                delay,
+                extra={"http_url": error.url, "attempt": attempt},
+            )
+            sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
