@@ -1,3 +1,4 @@
 """Root conftest: the shared fixtures live in erp.testing (services start in its plugin)."""
 
+from erp.testing.fake_openai import _fake_openai_server, fake_openai  # noqa: F401
 from erp.testing.fixtures import *  # noqa: F403
