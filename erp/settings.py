@@ -122,10 +122,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_DEFAULT_QUEUE = "realtime"
 # Customer replies never wait behind bulk work (ingestion, digests): two queues, two workers
-# in production. Routes are declared by each app's tasks via `queue=`.
-CELERY_TASK_QUEUES_NAMES = ["realtime", "bulk"]
+# in production. A task whose name's last part starts with `bulk_` (e.g.
+# "ai_agents.bulk_ingest_document") goes to `bulk`; every other task to `realtime`.
+CELERY_TASK_ROUTES = {"*.bulk_*": {"queue": "bulk"}}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # our LOGGING (JSON lines, request ids) applies
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 
 # --- Auth, i18n, static ---------------------------------------------------------------------

@@ -67,7 +67,6 @@ class MembershipAdmin(TenantOwnedAdmin):
 class ApiKeyAdmin(TenantOwnedAdmin):
     list_display = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
-    fields = ["tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke_keys"]
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:

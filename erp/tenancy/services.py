@@ -83,7 +83,7 @@ def apikey_revoke(*, api_key: ApiKey) -> ApiKey:
 
 def apikey_authenticate(*, key: str) -> ApiKey | None:
     """The active key matching `key` (constant-time comparison), or None."""
-    parts = key.split("_", 2)  # the random part may itself contain "_"
+    parts = key.split("_", 2)
     prefix = parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else ""
     candidate = (
         ApiKey.objects.unscoped().select_related("tenant").filter(prefix=prefix).first()

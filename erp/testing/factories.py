@@ -25,11 +25,17 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}@example.com")
     email = factory.SelfAttribute("username")
     is_staff = True
     password = factory.PostGenerationMethodCall("set_password", "pass-1234")
+
+    @factory.post_generation
+    def _save(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]
+        if create:
+            self.save()
 
 
 class MembershipFactory(factory.django.DjangoModelFactory):

@@ -1,0 +1,83 @@
+"""A real `celery worker` process against the test database and broker.
+
+Use with `transactional_db` (the worker has its own connection: it only sees committed rows).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from erp.celery import app
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    host = s["HOST"]
+    if host.startswith("/"):
+        return f"postgresql://{s['USER']}@/{s['NAME']}?host={host}&port={s['PORT'] or 5432}"
+    password = f":{s['PASSWORD']}" if s["PASSWORD"] else ""
+    return f"postgresql://{s['USER']}{password}@{host}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.fixture
+def celery_worker_process(
+    transactional_db: Any, tmp_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    name = f"test{os.getpid()}-{time.monotonic_ns()}@%h"
+    env = dict(os.environ, DATABASE_URL=_database_url(), LOG_FORMAT="json")
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "erp",
+                "worker",
+                "-Q",
+                "realtime,bulk",
+                "-P",
+                "solo",
+                "-l",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                name,
+            ],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    destination = name.replace("%h", os.uname().nodename)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"worker exited early:\n{log_path.read_text()}")
+        if app.control.ping(timeout=0.3, destination=[destination]):
+            break
+    else:
+        proc.kill()
+        raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
+    proc.log_path = log_path  # type: ignore[attr-defined]
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()

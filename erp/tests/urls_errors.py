@@ -1,0 +1,36 @@
+"""Test URLconf: the real routes plus views that fail on purpose."""
+
+from django.http import HttpResponse
+from django.urls import path
+from django.views.decorators.http import require_POST
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.response import Response
+
+from erp.urls import handler404, handler500  # noqa: F401
+from erp.urls import urlpatterns as real_urlpatterns
+
+
+def boom(request):
+    raise RuntimeError("kaboom with secret sk-should-not-leak")
+
+
+@require_POST
+def plain_webhook(request):
+    return HttpResponse("ok")
+
+
+@api_view(["POST"])
+@authentication_classes([])
+@permission_classes([])
+def echo(request):
+    return Response({"received": request.data})
+
+
+urlpatterns = [
+    path("api/v1/boom", boom),
+    path("webhooks/boom", boom),
+    path("webhooks/plain", plain_webhook),
+    path("api/v1/echo", echo),
+    path("api/v1/kb/1/documents", echo),
+    *real_urlpatterns,
+]
