@@ -34,6 +34,7 @@ _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
 
 class OfflineProvider:
     name = PROVIDER_NAME
+    default_model = MODEL_NAME
 
     @classmethod
     def from_settings(cls) -> OfflineProvider:

@@ -202,7 +202,7 @@ class OpenAICompatProvider:
             schema = json_schema_lower(request.json_schema)
             payload["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "action", "strict": True, "schema": schema},
+                "json_schema": {"name": "action", "strict": strict_ok(schema), "schema": schema},
             }
         return payload
 
@@ -345,6 +345,20 @@ def json_schema_lower(schema: Any) -> Any:
     if out.get("type") == "object" and "additionalProperties" not in out:
         out["additionalProperties"] = False
     return out
+
+
+def strict_ok(schema: Any) -> bool:
+    """Whether OpenAI's strict mode accepts the schema: it requires every property of every
+    object to be listed in `required` (ours leave per-action arguments optional). Ollama,
+    vLLM and llama.cpp ignore the flag and constrain decoding with the schema either way."""
+    if isinstance(schema, list):
+        return all(strict_ok(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and set(properties) - set(schema.get("required") or []):
+        return False
+    return all(strict_ok(value) for key, value in schema.items() if key != "enum")
 
 
 def status_error(response: requests.Response, *, provider: str, model: str) -> errors.LlmError:

@@ -305,3 +305,20 @@ def test_json_schema_lower_handles_nesting() -> None:
         },
         "additionalProperties": False,
     }
+
+
+def test_strict_only_when_every_property_is_required(fake_openai: FakeOpenAI) -> None:
+    optional_args = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["respond", "search"]},
+            "answer": {"type": "string"},
+            "query": {"type": "string"},
+        },
+        "required": ["action"],
+    }
+    provider().generate(ask(json_schema=optional_args))
+    response_format = fake_openai.chat_requests[0]["response_format"]["json_schema"]
+    # OpenAI rejects strict schemas with optional properties; the schema still constrains.
+    assert response_format["strict"] is False
+    assert response_format["schema"]["properties"]["query"] == {"type": "string"}
