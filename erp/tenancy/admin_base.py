@@ -18,6 +18,8 @@ from erp.tenancy.selectors import user_memberships
 
 
 def managed_tenant_ids(request: HttpRequest) -> list[int]:
+    if not request.user.is_authenticated:
+        return []
     cached = getattr(request, "_managed_tenant_ids", None)
     if cached is None:
         cached = [m.tenant_id for m in user_memberships(request.user) if m.can_manage]
@@ -26,6 +28,8 @@ def managed_tenant_ids(request: HttpRequest) -> list[int]:
 
 
 def member_tenant_ids(request: HttpRequest) -> list[int]:
+    if not request.user.is_authenticated:
+        return []
     cached = getattr(request, "_member_tenant_ids", None)
     if cached is None:
         cached = [m.tenant_id for m in user_memberships(request.user)]
