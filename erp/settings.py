@@ -191,6 +191,8 @@ GOOGLE_AI_BASE_URL = env_str("GOOGLE_AI_BASE_URL", "https://generativelanguage.g
 LLM_DEFAULT_MODEL = env_str("LLM_DEFAULT_MODEL", "gemma-4-26b-a4b-it")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+# The OpenAI-compatible server's model when the caller names none (else LLM_DEFAULT_MODEL).
+OPENAI_DEFAULT_MODEL = env_str("OPENAI_DEFAULT_MODEL")
 WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
 WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
 WHATSAPP_GRAPH_BASE_URL = env_str("WHATSAPP_GRAPH_BASE_URL", "https://graph.facebook.com/v24.0")

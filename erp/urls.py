@@ -3,12 +3,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from erp import views
+from erp.llm import api as llm_api
 from erp.tenancy import api as tenancy_api
 
 api_v1 = [
     path("tenant", tenancy_api.CurrentTenantView.as_view(), name="tenant-current"),
     path("api-keys", tenancy_api.ApiKeyListView.as_view(), name="apikey-list"),
     path("api-keys/<int:key_id>", tenancy_api.ApiKeyDetailView.as_view(), name="apikey-detail"),
+    path("usage", llm_api.UsageView.as_view(), name="usage"),
 ]
 
 urlpatterns = [

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from erp.llm.models import ModelPrice, UsageLog
+from erp.tenancy.admin_base import TenantOwnedAdmin
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Prices are global (every tenant is billed with them): only superusers edit them."""
+
+    list_display = ["provider", "model", "input_per_million_usd", "output_per_million_usd"]
+    list_filter = ["provider"]
+    search_fields = ["provider", "model"]
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+
+@admin.register(UsageLog)
+class UsageLogAdmin(TenantOwnedAdmin):
+    """The ledger is append-only: written by the gateway, never edited by hand."""
+
+    list_display = [
+        "created_at",
+        "operation",
+        "provider",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "success",
+    ]
+    list_filter = ["operation", "success", "provider"]
+    search_fields = ["model", "error_message"]
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
