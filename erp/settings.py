@@ -148,11 +148,11 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = env_str("STATIC_ROOT") or str(DATA_DIR / "static")
 # WhiteNoise serves static files from the ASGI app. By default straight from the apps (no
 # collectstatic step: the embedded run and tests); the production image runs collectstatic at
 # build time and sets STATIC_MANIFEST=1 for hashed, compressed, cacheable files.
 STATIC_MANIFEST = env_bool("STATIC_MANIFEST", default=False)
+STATIC_ROOT = env_str("STATIC_ROOT") or (str(DATA_DIR / "static") if STATIC_MANIFEST else None)
 WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
