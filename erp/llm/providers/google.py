@@ -56,6 +56,7 @@ _BLOCKING_FINISH = frozenset(
 )
 _EMBED_TASKS = {"query": "RETRIEVAL_QUERY", "passage": "RETRIEVAL_DOCUMENT"}
 
+_NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
 _clients: dict[tuple[str, str, str], genai.Client] = {}
 _clients_lock = threading.Lock()
 _models_without_system: set[str] = set()
@@ -168,7 +169,8 @@ def _contents(messages: Sequence[Message], fold_system: str) -> list[types.Conte
 
 def _config(request: LlmRequest, *, with_system: bool) -> types.GenerateContentConfig:
     config: dict[str, Any] = {
-        "http_options": types.HttpOptions(timeout=max(1, math.ceil(request.timeout_s * 1000)))
+        "http_options": types.HttpOptions(timeout=max(1, math.ceil(request.timeout_s * 1000))),
+        "automatic_function_calling": _NO_AFC,
     }
     if request.system and with_system:
         config["system_instruction"] = request.system
