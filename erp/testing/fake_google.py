@@ -104,6 +104,15 @@ class FakeGoogle:
     def stop(self) -> None:
         self.server.stop()
 
+    def reset(self) -> None:
+        """Empty the queue and the recorded requests; back to the default reply."""
+        with self._lock:
+            self.queue.clear()
+            self.default = self.reply("ok")
+            self.stream_sent_at.clear()
+        with self.server._lock:
+            self.server.requests.clear()
+
     @property
     def url(self) -> str:
         return self.server.url
@@ -289,12 +298,22 @@ class FakeGoogle:
         return FakeResponse.json({"embeddings": embeddings})
 
 
+@pytest.fixture(scope="session")
+def _fake_google_server() -> Iterator[FakeGoogle]:
+    fake = FakeGoogle().start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
 @pytest.fixture
-def fake_google(settings: Any) -> Iterator[FakeGoogle]:
-    """A running fake Google AI Studio; settings point the Google provider at it."""
+def fake_google(_fake_google_server: FakeGoogle, settings: Any) -> Iterator[FakeGoogle]:
+    """The fake Google AI Studio, reset; settings point the Google provider at it."""
     from erp.llm.providers import google
 
-    fake = FakeGoogle().start()
+    fake = _fake_google_server
+    fake.reset()
     settings.GOOGLE_AI_BASE_URL = fake.url
     settings.GOOGLE_AI_API_KEY = "fake-google-key"
     settings.LLM_DEFAULT_MODEL = "gemma-4-26b-a4b-it"
@@ -302,5 +321,5 @@ def fake_google(settings: Any) -> Iterator[FakeGoogle]:
     try:
         yield fake
     finally:
-        fake.stop()
+        fake.reset()
         google.reset_state()
