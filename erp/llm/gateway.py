@@ -40,6 +40,8 @@ MIN_ATTEMPT_S = 0.05  # an attempt shorter than this is not worth starting
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How the gateway retries. Its `timeout_s` replaces the request's for each attempt."""
+
     timeout_s: float = 30.0  # per attempt
     attempts: int = 4  # total, the first included
     base_delay_s: float = 1.0

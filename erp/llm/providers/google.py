@@ -316,7 +316,7 @@ class GoogleProvider:
             api_key=key,
             base_url=settings.GOOGLE_AI_BASE_URL,
             default_model=settings.LLM_DEFAULT_MODEL,
-            api_version=getattr(settings, "GOOGLE_AI_API_VERSION", "v1beta"),
+            api_version=settings.GOOGLE_AI_API_VERSION or "v1beta",
         )
 
     # generation ------------------------------------------------------------------------
