@@ -16,7 +16,7 @@ import importlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,15 @@ from django.conf import settings
 from erp.llm import usage
 from erp.llm.errors import LlmError, NoCredits, NotConfigured, RateLimited, Timeout, Unavailable
 from erp.llm.models import Operation
-from erp.llm.types import LlmRequest, LlmResult, Provider, TextDelta
+from erp.llm.types import (
+    EmbeddingProvider,
+    EmbeddingResult,
+    EmbeddingTask,
+    LlmRequest,
+    LlmResult,
+    Provider,
+    TextDelta,
+)
 from erp.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -263,6 +271,52 @@ def llm_stream(
             close = getattr(events, "close", None)
             if close is not None:
                 close()
+
+
+def llm_embed(
+    texts: Sequence[str],
+    *,
+    provider: EmbeddingProvider,
+    model: str,
+    context: CallContext,
+    dimensions: int | None = None,
+    task: EmbeddingTask = "passage",
+    retry: RetryPolicy = AGENTS,
+) -> EmbeddingResult:
+    """Embeddings with the same retries and ledger as generation (operation "embedding"
+    unless the context says otherwise)."""
+    if context.operation == Operation.LLM_REQUEST:
+        context = dataclasses.replace(context, operation=Operation.EMBEDDING.value)
+    _ensure_credits(context, provider.name, model)
+    attempts = _Attempts(retry, LlmRequest(messages=()))
+    last_error: LlmError | None = None
+    while True:
+        attempt = attempts.next_request()
+        if attempt is None:
+            raise last_error or _out_of_time(provider.name, model)
+        started = time.monotonic()
+        try:
+            result = provider.embed(
+                texts, model=model, dimensions=dimensions, task=task, timeout_s=attempt.timeout_s
+            )
+        except LlmError as exc:
+            _record(context, provider=provider.name, model=model, started=started, error=exc)
+            last_error = exc
+            if not attempts.wait_before_retry(exc):
+                raise
+            continue
+        usage.usage_record(
+            tenant=context.tenant,
+            operation=context.operation,
+            provider=provider.name,
+            model=result.model,
+            input_tokens=result.input_tokens,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            agent_id=context.agent_id,
+            conversation_id=context.conversation_id,
+            message_id=context.message_id,
+        )
+        return result
 
 
 class StreamAbandoned(Exception):

@@ -91,6 +91,7 @@ class FakeGoogle:
     def __init__(self) -> None:
         self.server = FakeServer()
         self.queue: deque[Behaviour] = deque()
+        self.embed_queue: deque[Behaviour] = deque()  # errors for batchEmbedContents
         self.default: Behaviour = self.reply("ok")
         self.stream_sent_at: list[float] = []  # monotonic time each SSE event was written
         self._lock = threading.Lock()
@@ -108,6 +109,7 @@ class FakeGoogle:
         """Empty the queue and the recorded requests; back to the default reply."""
         with self._lock:
             self.queue.clear()
+            self.embed_queue.clear()
             self.default = self.reply("ok")
             self.stream_sent_at.clear()
         with self.server._lock:
@@ -121,6 +123,11 @@ class FakeGoogle:
     def push(self, *behaviours: Behaviour) -> None:
         with self._lock:
             self.queue.extend(behaviours)
+
+    def push_embed(self, *behaviours: Behaviour) -> None:
+        """Answers for the next embedding calls (an error, or a 200 for computed vectors)."""
+        with self._lock:
+            self.embed_queue.extend(behaviours)
 
     @staticmethod
     def reply(
@@ -288,6 +295,10 @@ class FakeGoogle:
             yield f"data: {json.dumps(event)}\r\n\r\n".encode()
 
     def _embed(self, request: FakeRequest) -> FakeResponse:
+        with self._lock:
+            scripted = self.embed_queue.popleft() if self.embed_queue else None
+        if scripted is not None and scripted.status != 200:
+            return FakeResponse.json(scripted.body, status=scripted.status, delay=scripted.delay)
         embeddings = []
         for item in request.json().get("requests", []):
             text = "".join(p.get("text", "") for p in item["content"]["parts"])

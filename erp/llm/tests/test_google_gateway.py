@@ -21,7 +21,14 @@ from erp.llm.errors import (
     Timeout,
     Unavailable,
 )
-from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate, llm_stream
+from erp.llm.gateway import (
+    CallContext,
+    RetryPolicy,
+    get_provider,
+    llm_embed,
+    llm_generate,
+    llm_stream,
+)
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.providers.google import GoogleProvider
 from erp.llm.types import LlmRequest, LlmResult, Message, TextDelta
@@ -504,3 +511,24 @@ def test_embeddings_are_batched_by_100(fake_google: FakeGoogle):
     assert fake_google.server.requests[-1].json()["requests"][0]["taskType"] == (
         "RETRIEVAL_DOCUMENT"
     )
+
+
+def test_llm_embed_retries_and_records_embedding_usage(fake_google: FakeGoogle, ctx: CallContext):
+    fake_google.push_embed(fake_google.unavailable())
+
+    result = llm_embed(
+        ["hola"],
+        provider=GoogleProvider.from_settings(),
+        model="gemini-embedding-001",
+        context=ctx,
+        dimensions=2,
+        retry=FAST,
+    )
+
+    assert len(result.vectors) == 1 and len(result.vectors[0]) == 2
+    logs = rows(ctx.tenant)
+    assert [(log.operation, log.success) for log in logs] == [
+        ("embedding", False),
+        ("embedding", True),
+    ]
+    assert logs[1].input_tokens == 1  # estimated: batchEmbedContents reports no tokens
