@@ -188,6 +188,8 @@ if AI_CREDITS_MODE not in {"enforce", "overdraft", "off"}:
 # --- External services (on when their key is set) -------------------------------------------
 GOOGLE_AI_API_KEY = env_str("GOOGLE_AI_API_KEY")
 GOOGLE_AI_BASE_URL = env_str("GOOGLE_AI_BASE_URL", "https://generativelanguage.googleapis.com")
+# v1beta: the version Google documents responseSchema/systemInstruction on (the SDK defaults to v1).
+GOOGLE_AI_API_VERSION = env_str("GOOGLE_AI_API_VERSION", "v1beta")
 LLM_DEFAULT_MODEL = env_str("LLM_DEFAULT_MODEL", "gemma-4-26b-a4b-it")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")

@@ -116,6 +116,8 @@ class FakeServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body are separate writes: with Nagle on, delayed ACKs add ~40 ms.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
