@@ -1,0 +1,171 @@
+"""Reads for knowledge bases; `knowledge_search` is the retrieval the pipeline uses.
+
+Hybrid search = HNSW cosine (one partial index per embedding space) + Postgres full-text
+with OR semantics over the query's lexemes (`es_unaccent`), fused by weighted reciprocal
+rank fusion. The tenant condition is inside both SQL statements.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import QuerySet
+
+from ai_agents.knowledge import embeddings
+from ai_agents.knowledge.spaces import INDEXED_SPACES, is_safe_space
+from ai_agents.models import Chunk, Document, KnowledgeBase
+from erp.tenancy.models import Tenant
+
+Mode = Literal["hybrid", "vector", "lexical"]
+
+RRF_K = 60
+CANDIDATES = 40  # per list, before fusion
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    chunk_id: uuid.UUID
+    document_id: uuid.UUID
+    document_title: str
+    content: str
+    heading_path: list[str]
+    score: float  # fused score, 1.0 = first in both lists (see `_normalised`)
+
+
+def knowledge_base_list(*, tenant: Tenant) -> QuerySet[KnowledgeBase]:
+    return KnowledgeBase.objects.for_tenant(tenant).order_by("name")
+
+
+def document_list(*, kb: KnowledgeBase) -> QuerySet[Document]:
+    return Document.objects.for_tenant(kb.tenant_id).filter(knowledge_base=kb).defer("data")
+
+
+def _vector_ranking(
+    *, tenant_id: int, kb_ids: Sequence[uuid.UUID], space: str, vector: list[float], limit: int
+) -> list[uuid.UUID]:
+    if not is_safe_space(space):
+        return []
+    dims = len(vector)
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+    # The space is inlined so the planner can prove the partial index's predicate.
+    # space: checked by is_safe_space; dims: an int.
+    sql = (
+        "SELECT id FROM ai_agents_chunk "  # noqa: S608
+        f"WHERE tenant_id = %s AND knowledge_base_id = ANY(%s) AND embedding_space = '{space}' "
+        f"ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) LIMIT %s"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        if space in INDEXED_SPACES:
+            ef = max(limit, int(getattr(settings, "KB_HNSW_EF_SEARCH", 100)))
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        cursor.execute(sql, [tenant_id, list(kb_ids), literal, limit])
+        return [row[0] for row in cursor.fetchall()]
+
+
+LEXICAL_SQL = """
+WITH q AS (
+    SELECT replace(plainto_tsquery('es_unaccent', %s)::text, ' & ', ' | ')::tsquery AS query
+)
+SELECT c.id FROM ai_agents_chunk c, q
+WHERE c.tenant_id = %s AND c.knowledge_base_id = ANY(%s) AND c.search_vector @@ q.query
+ORDER BY ts_rank(c.search_vector, q.query) DESC, c.id
+LIMIT %s
+"""
+
+
+def _lexical_ranking(
+    *, tenant_id: int, kb_ids: Sequence[uuid.UUID], query: str, limit: int
+) -> list[uuid.UUID]:
+    with connection.cursor() as cursor:
+        cursor.execute(LEXICAL_SQL, [query, tenant_id, list(kb_ids), limit])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _fuse(rankings: Iterable[tuple[float, list[uuid.UUID]]]) -> dict[uuid.UUID, float]:
+    scores: dict[uuid.UUID, float] = defaultdict(float)
+    for weight, ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] += weight / (RRF_K + rank)
+    return scores
+
+
+def knowledge_search(
+    *,
+    tenant: Tenant,
+    knowledge_base_ids: Sequence[uuid.UUID | str],
+    query: str,
+    k: int = 5,
+    min_score: float | None = None,
+    mode: Mode = "hybrid",
+) -> list[SearchHit]:
+    """The `k` best chunks of these knowledge bases (of `tenant` only), best first.
+
+    `score` is the fused reciprocal-rank score divided by its maximum (first in every list),
+    so it lies in (0, 1]; `min_score` drops hits below it.
+    """
+    query = (query or "").strip()
+    if not query or k <= 0:
+        return []
+    kbs = list(knowledge_base_list(tenant=tenant).filter(pk__in=list(knowledge_base_ids)))
+    if not kbs:
+        return []
+    kb_ids = [kb.pk for kb in kbs]
+    limit = max(CANDIDATES, k)
+    lexical_weight = float(getattr(settings, "KB_LEXICAL_WEIGHT", 0.5))
+    rankings: list[tuple[float, list[uuid.UUID]]] = []
+    if mode in ("hybrid", "vector"):
+        by_space: dict[str, list[KnowledgeBase]] = defaultdict(list)
+        for kb in kbs:
+            by_space[kb.embedding_space].append(kb)
+        for space, group in by_space.items():
+            vector = embeddings.embed_query(group[0], query)
+            ids = _vector_ranking(
+                tenant_id=tenant.pk,
+                kb_ids=[kb.pk for kb in group],
+                space=space,
+                vector=vector,
+                limit=limit,
+            )
+            rankings.append((1.0, ids))
+    if mode in ("hybrid", "lexical"):
+        ids = _lexical_ranking(tenant_id=tenant.pk, kb_ids=kb_ids, query=query, limit=limit)
+        rankings.append((lexical_weight if mode == "hybrid" else 1.0, ids))
+    best_possible = sum(w for w, _ids in rankings) / (RRF_K + 1)
+    fused = _fuse(rankings)
+    top = sorted(fused.items(), key=lambda item: -item[1])
+    hits = [(cid, score / best_possible) for cid, score in top]
+    if min_score is not None:
+        hits = [(cid, s) for cid, s in hits if s >= min_score]
+    hits = hits[:k]
+    return _load_hits(tenant, hits)
+
+
+def _load_hits(tenant: Tenant, hits: list[tuple[uuid.UUID, float]]) -> list[SearchHit]:
+    if not hits:
+        return []
+    rows: dict[Any, Chunk] = {
+        c.pk: c
+        for c in Chunk.objects.for_tenant(tenant)
+        .filter(pk__in=[cid for cid, _s in hits])
+        .select_related("document")
+        .only("id", "content", "heading_path", "document_id", "document__title")
+    }
+    return [
+        SearchHit(
+            chunk_id=cid,
+            document_id=rows[cid].document_id,
+            document_title=rows[cid].document.title,
+            content=rows[cid].content,
+            heading_path=list(rows[cid].heading_path),
+            score=round(score, 6),
+        )
+        for cid, score in hits
+        if cid in rows
+    ]

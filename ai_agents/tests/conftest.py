@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+try:
+    import ai_agents.knowledge.chunking
+    import ai_agents.knowledge.parsers  # noqa: F401
+except ImportError:  # the content branch has not landed yet
+    from ai_agents.tests import standins
+
+    standins.install()
+
+
+@pytest.fixture
+def run_tasks(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
+    """`with run_tasks(): ...`: tasks queued on commit inside the block run in-process when
+    it ends (Celery eager mode), as a worker would run them."""
+    from erp.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield lambda: django_capture_on_commit_callbacks(execute=True)
+    finally:
+        app.conf.task_always_eager = previous
