@@ -1,0 +1,26 @@
+"""Knowledge-base routes, included under /api/v1/ by erp/urls.py (by string, not import)."""
+
+from django.urls import path
+
+from ai_agents.api import views
+
+urlpatterns = [
+    path("knowledge-bases", views.KnowledgeBaseListView.as_view(), name="kb-list"),
+    path("knowledge-bases/<str:kb_id>", views.KnowledgeBaseDetailView.as_view(), name="kb-detail"),
+    path(
+        "knowledge-bases/<str:kb_id>/documents",
+        views.DocumentListView.as_view(),
+        name="kb-document-list",
+    ),
+    path(
+        "knowledge-bases/<str:kb_id>/documents/<str:doc_id>",
+        views.DocumentDetailView.as_view(),
+        name="kb-document-detail",
+    ),
+    path(
+        "knowledge-bases/<str:kb_id>/documents/<str:doc_id>/reindex",
+        views.DocumentReindexView.as_view(),
+        name="kb-document-reindex",
+    ),
+    path("knowledge-bases/<str:kb_id>/search", views.SearchView.as_view(), name="kb-search"),
+]

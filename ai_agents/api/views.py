@@ -1,0 +1,220 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import Http404
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import exceptions, mixins, parsers, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ai_agents.api.permissions import CanEditKnowledge
+from ai_agents.api.serializers import (
+    DocumentSerializer,
+    KnowledgeBaseCreateSerializer,
+    KnowledgeBaseSerializer,
+    KnowledgeBaseUpdateSerializer,
+    SearchHitSerializer,
+    SearchSerializer,
+    TextDocumentSerializer,
+)
+from ai_agents.models import Document, KnowledgeBase
+from ai_agents.selectors.knowledge import document_list, knowledge_base_list, knowledge_search
+from ai_agents.services import knowledge as services
+from erp.api.views import TenantGenericAPIView
+from erp.tenancy.models import Tenant
+from erp.tenancy.selectors import access_tenant_object
+
+
+def _access_kb(tenant: Tenant, kb_id: Any) -> KnowledgeBase:
+    if not _is_uuid(kb_id):
+        raise Http404
+    return access_tenant_object(KnowledgeBase, tenant, kb_id)
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = 413
+    default_code = "payload_too_large"
+
+
+def _bad_request(exc: services.KnowledgeError) -> exceptions.APIException:
+    if isinstance(exc, services.DocumentTooLarge):
+        return PayloadTooLarge(str(exc))
+    return exceptions.ValidationError({"detail": str(exc)})
+
+
+class KnowledgeBaseListView(mixins.ListModelMixin, TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = KnowledgeBaseSerializer
+
+    def get_queryset(self) -> Any:
+        return knowledge_base_list(tenant=self.tenant).order_by("-created_at")
+
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    @extend_schema(request=KnowledgeBaseCreateSerializer, responses={201: KnowledgeBaseSerializer})
+    def post(self, request: Request) -> Response:
+        form = KnowledgeBaseCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            kb = services.knowledge_base_create(tenant=self.tenant, **form.validated_data)
+        except services.KnowledgeError as exc:
+            raise _bad_request(exc) from None
+        return Response(KnowledgeBaseSerializer(kb).data, status=status.HTTP_201_CREATED)
+
+
+class KnowledgeBaseDetailView(TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = KnowledgeBaseSerializer
+
+    def _kb(self, kb_id: Any) -> KnowledgeBase:
+        return _access_kb(self.tenant, kb_id)
+
+    def get(self, request: Request, kb_id: Any) -> Response:
+        return Response(KnowledgeBaseSerializer(self._kb(kb_id)).data)
+
+    @extend_schema(request=KnowledgeBaseUpdateSerializer, responses=KnowledgeBaseSerializer)
+    def patch(self, request: Request, kb_id: Any) -> Response:
+        kb = self._kb(kb_id)
+        form = KnowledgeBaseUpdateSerializer(data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        try:
+            kb = services.knowledge_base_update(kb=kb, **form.validated_data)
+        except services.KnowledgeError as exc:
+            raise _bad_request(exc) from None
+        return Response(KnowledgeBaseSerializer(kb).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, kb_id: Any) -> Response:
+        services.knowledge_base_delete(kb=self._kb(kb_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = DocumentSerializer
+    parser_classes = [parsers.JSONParser, parsers.MultiPartParser, parsers.FormParser]
+
+    def get_queryset(self) -> Any:
+        kb = _access_kb(self.tenant, self.kwargs["kb_id"])
+        return document_list(kb=kb).order_by("-created_at")
+
+    def get(self, request: Request, kb_id: Any) -> Response:
+        return self.list(request)
+
+    @extend_schema(
+        request={
+            "multipart/form-data": inline_serializer(
+                "DocumentUpload", {"file": serializers.FileField()}
+            ),
+            "application/json": TextDocumentSerializer,
+        },
+        responses={202: DocumentSerializer, 200: DocumentSerializer},
+        summary="Añade un documento (archivo o texto); se procesa en segundo plano",
+    )
+    def post(self, request: Request, kb_id: Any) -> Response:
+        kb = _access_kb(self.tenant, kb_id)
+        upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+        if upload is not None:
+            data = upload.read()
+            args: dict[str, Any] = {
+                "filename": upload.name or "",
+                "mime_type": upload.content_type,
+                "title": str(request.data.get("title") or upload.name or ""),
+                "source": Document.Source.UPLOAD,
+            }
+        else:
+            form = TextDocumentSerializer(data=request.data)
+            if not form.is_valid():
+                if "file" in request.data or request.content_type.startswith("multipart/"):
+                    raise exceptions.ValidationError({"file": [_("Adjunte un archivo.")]})
+                raise exceptions.ValidationError(form.errors)
+            data = form.validated_data["text"].encode()
+            args = {
+                "filename": "",
+                "mime_type": "text/plain",
+                "title": form.validated_data["title"],
+                "source": Document.Source.TEXT,
+            }
+        try:
+            added = services.document_add(kb=kb, data=data, **args)
+        except services.KnowledgeError as exc:
+            raise _bad_request(exc) from None
+        code = status.HTTP_202_ACCEPTED if added.created else status.HTTP_200_OK
+        body = DocumentSerializer(added.document).data
+        body["duplicate"] = not added.created
+        return Response(body, status=code)
+
+
+class _DocumentMixin:
+    tenant: Tenant
+
+    def _document(self, kb_id: Any, doc_id: Any) -> Document:
+        kb = _access_kb(self.tenant, kb_id)
+        document = document_list(kb=kb).filter(pk=doc_id).first() if _is_uuid(doc_id) else None
+        if document is None:
+            raise Http404
+        return document
+
+
+class DocumentDetailView(_DocumentMixin, TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = DocumentSerializer
+
+    def get(self, request: Request, kb_id: Any, doc_id: Any) -> Response:
+        return Response(DocumentSerializer(self._document(kb_id, doc_id)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, kb_id: Any, doc_id: Any) -> Response:
+        services.document_delete(document=self._document(kb_id, doc_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DocumentReindexView(_DocumentMixin, TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = DocumentSerializer
+
+    @extend_schema(request=None, responses={202: DocumentSerializer})
+    def post(self, request: Request, kb_id: Any, doc_id: Any) -> Response:
+        document = services.document_reindex(document=self._document(kb_id, doc_id))
+        return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+class SearchView(TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = SearchSerializer
+
+    def get_permissions(self) -> Any:
+        # A search is a read even though it is a POST.
+        from erp.tenancy.permissions import HasTenant
+
+        return [HasTenant()]
+
+    @extend_schema(
+        request=SearchSerializer,
+        responses=inline_serializer("SearchResults", {"results": SearchHitSerializer(many=True)}),
+        summary="Búsqueda híbrida (vectorial + texto completo), mejores primero",
+    )
+    def post(self, request: Request, kb_id: Any) -> Response:
+        kb = _access_kb(self.tenant, kb_id)
+        form = SearchSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        hits = knowledge_search(
+            tenant=self.tenant,
+            knowledge_base_ids=[kb.pk],
+            query=form.validated_data["query"],
+            k=form.validated_data["k"],
+            min_score=form.validated_data.get("min_score"),
+        )
+        return Response({"results": SearchHitSerializer(hits, many=True).data})
