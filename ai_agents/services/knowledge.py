@@ -223,12 +223,14 @@ def _progress(document: Document, **fields: Any) -> None:
 
 def document_ingest(*, document: Document) -> Document:
     """Parse, chunk, embed and store. Never raises for a bad document: it ends `failed`."""
-    from ai_agents.knowledge.chunking import chunk_sections
-    from ai_agents.knowledge.parsers import DocumentError, parse_document
+    from ai_agents.knowledge.parsers import DocumentError
 
     kb = document.knowledge_base
     _progress(document, status=Document.Status.PROCESSING, progress=1, error="")
     try:
+        from ai_agents.knowledge.chunking import chunk_sections
+        from ai_agents.knowledge.parsers import parse_document
+
         data = bytes(document.data)
         parsed = parse_document(
             data,

@@ -8,10 +8,13 @@ import pytest
 try:
     import ai_agents.knowledge.chunking
     import ai_agents.knowledge.parsers  # noqa: F401
+
+    STANDINS = False
 except ImportError:  # the content branch has not landed yet
     from ai_agents.tests import standins
 
     standins.install()
+    STANDINS = True
 
 
 @pytest.fixture
