@@ -62,7 +62,7 @@ def test_failure_mid_embedding_keeps_previous_chunks_and_says_why(
         return real(texts)
 
     monkeypatch.setattr(embeddings.local_model(), "passage", flaky)
-    document = document_ingest(document=Document.objects.for_tenant(tenant_a).get())
+    document_ingest(document=Document.objects.for_tenant(tenant_a).get())
     assert calls["n"] == 2  # failed on the second batch, after progress was saved
     stored = Document.objects.for_tenant(tenant_a).get()
     assert stored.status == "failed"
