@@ -135,7 +135,8 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
             data = form.validated_data["text"].encode()
             args = {
                 "filename": "",
-                "mime_type": "text/plain",
+                # Markdown reads plain text as paragraphs and keeps any headings.
+                "mime_type": "text/markdown",
                 "title": form.validated_data["title"],
                 "source": Document.Source.TEXT,
             }

@@ -50,7 +50,9 @@ def test_reindex_replaces_chunks_atomically(tenant_a: Tenant) -> None:
 def test_failure_mid_embedding_keeps_previous_chunks_and_says_why(
     tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    document = document_ingest(document=_doc(tenant_a, chunk_size=64, chunk_overlap=8))
+    assert (
+        document_ingest(document=_doc(tenant_a, chunk_size=64, chunk_overlap=8)).status == "ready"
+    )
     before = set(Chunk.objects.for_tenant(tenant_a).values_list("id", flat=True))
     calls = {"n": 0}
     real = embeddings.local_model().passage
