@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import mimetypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,9 +126,29 @@ def knowledge_base_delete(*, kb: KnowledgeBase) -> None:
     kb.delete()
 
 
-def knowledge_base_get_or_create(*, tenant: Tenant, name: str) -> KnowledgeBase:
+def knowledge_base_get_or_create(
+    *, tenant: Tenant, name: str, **fields: Any
+) -> tuple[KnowledgeBase, bool]:
     kb = KnowledgeBase.objects.for_tenant(tenant).filter(name=name).first()
-    return kb or knowledge_base_create(tenant=tenant, name=name)
+    if kb is not None:
+        return kb, False
+    return knowledge_base_create(tenant=tenant, name=name, **fields), True
+
+
+def document_add_and_ingest(
+    *,
+    kb: KnowledgeBase,
+    data: bytes,
+    filename: str,
+    on_progress: Callable[[int], None] | None = None,
+) -> DocumentAdded:
+    """In-process ingestion (commands, demo): skips content already `ready` in this base."""
+    added = document_add(kb=kb, data=data, filename=filename, title=filename, enqueue=False)
+    document = added.document
+    if document.status != Document.Status.READY:
+        document = Document.objects.for_tenant(kb.tenant_id).get(pk=document.pk)
+        document_ingest(document=document, on_progress=on_progress)
+    return DocumentAdded(document, added.created)
 
 
 # --- documents ------------------------------------------------------------------------------
@@ -219,10 +240,17 @@ def _progress(document: Document, **fields: Any) -> None:
     Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).update(**fields)
     for name, value in fields.items():
         setattr(document, name, value)
+    listener = getattr(document, "_on_progress", None)
+    if listener is not None and "progress" in fields:
+        listener(document.progress)
 
 
-def document_ingest(*, document: Document) -> Document:
-    """Parse, chunk, embed and store. Never raises for a bad document: it ends `failed`."""
+def document_ingest(
+    *, document: Document, on_progress: Callable[[int], None] | None = None
+) -> Document:
+    """Parse, chunk, embed and store. Never raises for a bad document: it ends `failed`.
+    `on_progress(percent)` is called as the saved progress changes (command-line bars)."""
+    document._on_progress = on_progress  # type: ignore[attr-defined]
     from ai_agents.knowledge.parsers import DocumentError
 
     kb = document.knowledge_base

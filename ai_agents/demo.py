@@ -1,0 +1,28 @@
+"""The demo knowledge base: `fixtures/demo_kb/*.md`, loaded by `demo_load` (idempotent by
+content hash: unchanged documents are not embedded again)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+
+from ai_agents.services.knowledge import document_add_and_ingest, knowledge_base_get_or_create
+from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import tenant_scope
+
+DEMO_KB_NAME = "Preguntas frecuentes"
+DEMO_KB_DIR = Path(settings.BASE_DIR) / "fixtures" / "demo_kb"
+
+
+def demo_knowledge_load(tenant: Tenant) -> None:
+    with tenant_scope(tenant):
+        kb, _created = knowledge_base_get_or_create(
+            tenant=tenant,
+            name=DEMO_KB_NAME,
+            description="Horarios, precios, entregas y políticas de la panadería.",
+        )
+        for path in sorted(DEMO_KB_DIR.glob("*.md")):
+            if path.name.lower() == "readme.md":
+                continue
+            document_add_and_ingest(kb=kb, data=path.read_bytes(), filename=path.name)
