@@ -151,6 +151,16 @@ def test_html_is_sniffed_when_type_is_unknown() -> None:
     assert sections(doc) == [(["A"], "b")]
 
 
+def test_xhtml_with_xml_declaration_and_declared_charset() -> None:
+    data = (
+        '<?xml version="1.0" encoding="windows-1252"?>\n'
+        '<html xmlns="http://www.w3.org/1999/xhtml"><head>'
+        '<meta charset="windows-1252"/></head><body><h1>Menú</h1><p>Café de olla</p></body></html>'
+    ).encode("cp1252")
+    doc = parse_document(data, filename="menu.xhtml", mime_type="application/xhtml+xml")
+    assert sections(doc) == [(["Menú"], "Café de olla")]
+
+
 def test_html_with_only_scripts_is_empty() -> None:
     with pytest.raises(EmptyDocument):
         parse_document(b"<html><script>x()</script></html>", filename="a.html", mime_type=None)
