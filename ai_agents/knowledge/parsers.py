@@ -247,6 +247,8 @@ class _HeadingStack:
         self._stack: list[tuple[int, str]] = []
 
     def push(self, level: int, title: str) -> None:
+        if not title:
+            return
         while self._stack and self._stack[-1][0] >= level:
             self._stack.pop()
         self._stack.append((level, title))
@@ -410,10 +412,16 @@ def _html_root(text: str) -> Any:
     from lxml import etree
 
     parser = etree.HTMLParser(
-        remove_comments=True, remove_pis=True, no_network=True, recover=True, huge_tree=True
+        encoding="utf-8",
+        remove_comments=True,
+        remove_pis=True,
+        no_network=True,
+        recover=True,
+        huge_tree=True,
     )
     try:
-        root = etree.fromstring(text, parser=parser)
+        # Bytes, not str: lxml rejects str input that carries an XML encoding declaration (XHTML).
+        root = etree.fromstring(text.encode("utf-8"), parser=parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         raise CorruptDocument(_("El archivo HTML no se pudo interpretar.")) from exc
     if root is None:
