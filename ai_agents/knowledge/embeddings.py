@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 LOCAL_BATCH = 16
 REMOTE_BATCH = 64
-QUERY_CACHE_SECONDS = 600
 
 _model: Any = None
 _model_lock = threading.Lock()
@@ -96,5 +95,5 @@ def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
         vector = local_model().query(text).tolist()
     else:
         vector = _remote(kb, [text], "query", kb.tenant)[0]
-    cache.set(key, vector, getattr(settings, "KB_QUERY_CACHE_SECONDS", QUERY_CACHE_SECONDS))
+    cache.set(key, vector, settings.KB_QUERY_CACHE_SECONDS)
     return list(vector)

@@ -23,6 +23,7 @@ from ai_agents.models import Chunk, Document, KnowledgeBase
 from erp.tenancy.models import Tenant
 
 Mode = Literal["hybrid", "vector", "lexical"]
+Ranking = list[tuple[uuid.UUID, int]]  # (chunk id, rank from 1)
 
 RRF_K = 60
 CANDIDATES = 40  # per list, before fusion
@@ -62,7 +63,7 @@ def _vector_ranking(
     )
     with transaction.atomic(), connection.cursor() as cursor:
         if space in INDEXED_SPACES:
-            ef = max(limit, int(getattr(settings, "KB_HNSW_EF_SEARCH", 100)))
+            ef = max(limit, int(settings.KB_HNSW_EF_SEARCH))
             cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}")
             cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
         cursor.execute(sql, [tenant_id, list(kb_ids), literal, limit])
@@ -73,25 +74,37 @@ LEXICAL_SQL = """
 WITH q AS (
     SELECT replace(plainto_tsquery('es_unaccent', %s)::text, ' & ', ' | ')::tsquery AS query
 )
-SELECT c.id FROM ai_agents_chunk c, q
+SELECT c.id, ts_rank(c.search_vector, q.query) AS rank FROM ai_agents_chunk c, q
 WHERE c.tenant_id = %s AND c.knowledge_base_id = ANY(%s) AND c.search_vector @@ q.query
-ORDER BY ts_rank(c.search_vector, q.query) DESC, c.id
+ORDER BY rank DESC, c.id
 LIMIT %s
 """
 
 
 def _lexical_ranking(
     *, tenant_id: int, kb_ids: Sequence[uuid.UUID], query: str, limit: int
-) -> list[uuid.UUID]:
+) -> Ranking:
     with connection.cursor() as cursor:
         cursor.execute(LEXICAL_SQL, [query, tenant_id, list(kb_ids), limit])
-        return [row[0] for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+    # Equal ts_rank values share a rank (short queries tie often): no arbitrary order.
+    ranking: Ranking = []
+    previous: float | None = None
+    for position, (chunk_id, score) in enumerate(rows, start=1):
+        rank = ranking[-1][1] if previous is not None and score == previous else position
+        ranking.append((chunk_id, rank))
+        previous = score
+    return ranking
 
 
-def _fuse(rankings: Iterable[tuple[float, list[uuid.UUID]]]) -> dict[uuid.UUID, float]:
+def _ranked(ids: list[uuid.UUID]) -> Ranking:
+    return [(chunk_id, rank) for rank, chunk_id in enumerate(ids, start=1)]
+
+
+def _fuse(rankings: Iterable[tuple[float, Ranking]]) -> dict[uuid.UUID, float]:
     scores: dict[uuid.UUID, float] = defaultdict(float)
     for weight, ranking in rankings:
-        for rank, chunk_id in enumerate(ranking, start=1):
+        for chunk_id, rank in ranking:
             scores[chunk_id] += weight / (RRF_K + rank)
     return scores
 
@@ -118,8 +131,8 @@ def knowledge_search(
         return []
     kb_ids = [kb.pk for kb in kbs]
     limit = max(CANDIDATES, k)
-    lexical_weight = float(getattr(settings, "KB_LEXICAL_WEIGHT", 0.5))
-    rankings: list[tuple[float, list[uuid.UUID]]] = []
+    lexical_weight = float(settings.KB_LEXICAL_WEIGHT)
+    rankings: list[tuple[float, Ranking]] = []
     if mode in ("hybrid", "vector"):
         by_space: dict[str, list[KnowledgeBase]] = defaultdict(list)
         for kb in kbs:
@@ -133,14 +146,14 @@ def knowledge_search(
                 vector=vector,
                 limit=limit,
             )
-            rankings.append((1.0, ids))
+            rankings.append((1.0, _ranked(ids)))
     if mode in ("hybrid", "lexical"):
-        ids = _lexical_ranking(tenant_id=tenant.pk, kb_ids=kb_ids, query=query, limit=limit)
-        rankings.append((lexical_weight if mode == "hybrid" else 1.0, ids))
+        lexical = _lexical_ranking(tenant_id=tenant.pk, kb_ids=kb_ids, query=query, limit=limit)
+        rankings.append((lexical_weight if mode == "hybrid" else 1.0, lexical))
     best_possible = sum(w for w, _ids in rankings) / (RRF_K + 1)
     fused = _fuse(rankings)
-    top = sorted(fused.items(), key=lambda item: -item[1])
-    hits = [(cid, score / best_possible) for cid, score in top]
+    top = sorted(fused.items(), key=lambda item: (-item[1], str(item[0])))
+    hits = [(cid, round(score / best_possible, 6)) for cid, score in top]
     if min_score is not None:
         hits = [(cid, s) for cid, s in hits if s >= min_score]
     hits = hits[:k]
@@ -164,7 +177,7 @@ def _load_hits(tenant: Tenant, hits: list[tuple[uuid.UUID, float]]) -> list[Sear
             document_title=rows[cid].document.title,
             content=rows[cid].content,
             heading_path=list(rows[cid].heading_path),
-            score=round(score, 6),
+            score=score,
         )
         for cid, score in hits
         if cid in rows

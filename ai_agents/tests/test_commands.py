@@ -20,9 +20,7 @@ EVAL_FILE = Path(settings.BASE_DIR) / "fixtures" / "kb_eval_demo.jsonl"
 pytestmark = pytest.mark.django_db
 
 
-def test_kb_ingest_creates_base_ingests_and_prints_totals(
-    tenant_a: Tenant, tmp_path: Path
-) -> None:
+def test_kb_ingest_creates_base_ingests_and_prints_totals(tenant_a: Tenant, tmp_path: Path) -> None:
     (tmp_path / "horario.md").write_text("# Horario\n\nAbrimos a las 8 de la mañana.\n")
     (tmp_path / "precios.txt").write_text("El pan cuesta 5 pesos.\n")
     out, err = StringIO(), StringIO()
