@@ -70,14 +70,31 @@ def _vector_ranking(
         return [row[0] for row in cursor.fetchall()]
 
 
+# OR over the query's lexemes. A lexeme found in `df` or more chunks of the searched bases is
+# dropped, like a stop word: it barely discriminates, and ranking all its matches would cost
+# O(matches). This bounds the work to under `df` rows per kept lexeme (counted via the GIN index).
 LEXICAL_SQL = """
-WITH q AS (
-    SELECT replace(plainto_tsquery('es_unaccent', %s)::text, ' & ', ' | ')::tsquery AS query
+WITH terms AS (
+    SELECT DISTINCT lexeme
+    FROM unnest(tsvector_to_array(to_tsvector('es_unaccent', %(query)s))) AS lexeme
+), kept AS (
+    SELECT t.lexeme FROM terms t
+    WHERE (
+        SELECT count(*) FROM (
+            SELECT 1 FROM ai_agents_chunk c
+            WHERE c.tenant_id = %(tenant)s AND c.knowledge_base_id = ANY(%(kbs)s)
+              AND c.search_vector @@ quote_literal(t.lexeme)::tsquery
+            LIMIT %(df)s
+        ) s
+    ) < %(df)s
+), q AS (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM kept
 )
 SELECT c.id, ts_rank(c.search_vector, q.query) AS rank FROM ai_agents_chunk c, q
-WHERE c.tenant_id = %s AND c.knowledge_base_id = ANY(%s) AND c.search_vector @@ q.query
+WHERE q.query IS NOT NULL AND c.tenant_id = %(tenant)s AND c.knowledge_base_id = ANY(%(kbs)s)
+  AND c.search_vector @@ q.query
 ORDER BY rank DESC, c.id
-LIMIT %s
+LIMIT %(limit)s
 """
 
 
@@ -85,7 +102,14 @@ def _lexical_ranking(
     *, tenant_id: int, kb_ids: Sequence[uuid.UUID], query: str, limit: int
 ) -> Ranking:
     with connection.cursor() as cursor:
-        cursor.execute(LEXICAL_SQL, [query, tenant_id, list(kb_ids), limit])
+        params = {
+            "query": query,
+            "tenant": tenant_id,
+            "kbs": list(kb_ids),
+            "df": int(settings.KB_LEXICAL_MAX_DF),
+            "limit": limit,
+        }
+        cursor.execute(LEXICAL_SQL, params)
         rows = cursor.fetchall()
     # Equal ts_rank values share a rank (short queries tie often): no arbitrary order.
     ranking: Ranking = []
