@@ -266,9 +266,8 @@ def run(args: argparse.Namespace) -> None:
                     tenant=tenant, knowledge_base_ids=[kb.pk], query=text, k=5, mode=mode
                 )
                 part.append((time.perf_counter() - t0) * 1000)
-        print(
-            f"  {mode} only: P50 {statistics.median(part):.1f} ms, P95 {percentile(part, 95):.1f} ms"
-        )
+        p50, p95 = statistics.median(part), percentile(part, 95)
+        print(f"  {mode} only: P50 {p50:.1f} ms, P95 {p95:.1f} ms")
 
     if args.explain:
         text, vector = queries[0]
