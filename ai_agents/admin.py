@@ -1,0 +1,181 @@
+"""Admin: knowledge bases with multi-file upload and live progress; documents with re-index,
+delete and a chunk preview. Writes go through the knowledge services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.urls import path, reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_POST
+
+from ai_agents.models import Chunk, Document, KnowledgeBase
+from ai_agents.services import knowledge as services
+from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
+
+PREVIEW_CHARS = 300
+
+
+def _status_row(document: Document) -> dict[str, Any]:
+    return {
+        "id": str(document.pk),
+        "title": document.title,
+        "status": document.status,
+        "status_label": str(document.get_status_display()),
+        "progress": document.progress,
+        "chunk_count": document.chunk_count,
+        "error": document.error,
+    }
+
+
+@admin.register(KnowledgeBase)
+class KnowledgeBaseAdmin(TenantOwnedAdmin):
+    list_display = ["name", "embedding_model", "embedding_dimensions", "document_count"]
+    search_fields = ["name", "description"]
+    change_form_template = "admin/ai_agents/knowledgebase/change_form.html"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # The embedding space is fixed once a base exists (its vectors depend on it).
+        if obj is not None:
+            return ["embedding_provider", "embedding_model", "embedding_dimensions"]
+        return []
+
+    @admin.display(description=gettext_lazy("documentos"))
+    def document_count(self, obj: KnowledgeBase) -> int:
+        return Document.objects.for_tenant(obj.tenant_id).filter(knowledge_base=obj).count()
+
+    def get_urls(self) -> list[Any]:
+        own = [
+            path(
+                "<path:object_id>/upload/",
+                self.admin_site.admin_view(require_POST(self.upload_view)),
+                name="ai_agents_knowledgebase_upload",
+            ),
+            path(
+                "<path:object_id>/status/",
+                self.admin_site.admin_view(self.status_view),
+                name="ai_agents_knowledgebase_status",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def _kb(self, request: HttpRequest, object_id: str) -> KnowledgeBase:
+        kb = self.get_object(request, object_id)
+        if kb is None:
+            raise Http404
+        return kb
+
+    def upload_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        kb = self._kb(request, object_id)
+        if not self.has_change_permission(request, kb):
+            raise Http404
+        files = request.FILES.getlist("files")
+        if not files:
+            messages.error(request, _("Elija al menos un archivo."))
+        for upload in files:
+            try:
+                added = services.document_add(
+                    kb=kb,
+                    data=upload.read(),
+                    filename=upload.name or "",
+                    mime_type=upload.content_type,
+                )
+            except services.KnowledgeError as exc:
+                messages.error(request, f"{upload.name}: {exc}")
+                continue
+            if added.created:
+                messages.success(request, _("%(name)s: en cola.") % {"name": upload.name})
+            else:
+                messages.info(request, _("%(name)s: ya estaba en la base.") % {"name": upload.name})
+        url = reverse("admin:ai_agents_knowledgebase_change", args=[kb.pk])
+        return HttpResponseRedirect(url)
+
+    def status_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
+        kb = self._kb(request, object_id)
+        documents = Document.objects.for_tenant(kb.tenant_id).filter(knowledge_base=kb)
+        rows = [_status_row(d) for d in documents.defer("data").order_by("-created_at")[:200]]
+        return JsonResponse({"documents": rows})
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        extra = dict(extra_context or {})
+        kb = self.get_object(request, object_id)
+        if kb is not None:
+            documents = Document.objects.for_tenant(kb.tenant_id).filter(knowledge_base=kb)
+            extra["kb_documents"] = documents.defer("data").order_by("-created_at")[:200]
+            extra["kb_upload_url"] = reverse("admin:ai_agents_knowledgebase_upload", args=[kb.pk])
+            extra["kb_status_url"] = reverse("admin:ai_agents_knowledgebase_status", args=[kb.pk])
+            extra["kb_can_upload"] = self.has_change_permission(request, kb)
+        return super().change_view(request, object_id, form_url, extra)
+
+
+class ChunkInline(TenantAdminMixin, admin.TabularInline):  # type: ignore[type-arg]
+    model = Chunk
+    extra = 0
+    can_delete = False
+    max_num = 0
+    fields = ["ordinal", "heading_text", "token_count", "preview"]
+    readonly_fields = fields
+    ordering = ["ordinal"]
+    verbose_name_plural = gettext_lazy("fragmentos (vista previa)")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
+        # The parent document is already tenant-checked; the formset filters by it.
+        return Chunk.objects.unscoped().defer("embedding")
+
+    @admin.display(description=gettext_lazy("contenido"))
+    def preview(self, obj: Chunk) -> str:
+        text = obj.content
+        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Document)
+class DocumentAdmin(TenantOwnedAdmin):
+    list_display = ["title", "knowledge_base", "status", "progress", "chunk_count", "created_at"]
+    list_filter = ["status", "source"]
+    search_fields = ["title", "original_filename"]
+    actions = ["reindex"]
+    inlines = [ChunkInline]
+    fields = [
+        "knowledge_base",
+        "title",
+        "source",
+        "original_filename",
+        "mime_type",
+        "content_hash",
+        "status",
+        "progress",
+        "error",
+        "chunk_count",
+        "created_at",
+        "updated_at",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).defer("data").select_related("knowledge_base")
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False  # documents are added from their knowledge base (upload form)
+
+    @admin.action(description=gettext_lazy("Volver a indexar"))
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        count = 0
+        for document in queryset:
+            services.document_reindex(document=document)
+            count += 1
+        messages.success(request, _("%(n)s documento(s) en cola.") % {"n": count})

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from ai_agents.models import Chunk, Document, KnowledgeBase
+from ai_agents.services.knowledge import knowledge_base_create
+from erp.tenancy.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def _login(persona: Any) -> Client:
+    client = Client()
+    client.force_login(persona.user)
+    return client
+
+
+@pytest.fixture
+def kb(tenant_a: Tenant) -> KnowledgeBase:
+    return knowledge_base_create(tenant=tenant_a, name="Ayuda")
+
+
+def test_owner_uploads_several_files_and_sees_progress(
+    owner: Any, kb: KnowledgeBase, run_tasks: Any
+) -> None:
+    client = _login(owner)
+    page = client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/change/")
+    assert page.status_code == 200
+    assert b"kb-upload-form" in page.content
+
+    with run_tasks():
+        response = client.post(
+            f"/admin/ai_agents/knowledgebase/{kb.pk}/upload/",
+            {
+                "files": [
+                    SimpleUploadedFile("a.md", b"# Horario\n\nAbrimos a las 8.", "text/markdown"),
+                    SimpleUploadedFile("b.txt", b"Cerramos a las 20 horas.", "text/plain"),
+                    SimpleUploadedFile("c.txt", b"", "text/plain"),
+                ]
+            },
+        )
+    assert response.status_code == 302
+    status = client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/status/").json()
+    rows = {d["title"]: d for d in status["documents"]}
+    assert set(rows) == {"a.md", "b.txt"}  # the empty file was refused with a message
+    assert all(d["status"] == "ready" and d["progress"] == 100 for d in rows.values())
+
+    document = Document.objects.for_tenant(kb.tenant).get(title="a.md")
+    detail = client.get(f"/admin/ai_agents/document/{document.pk}/change/")
+    assert detail.status_code == 200
+    assert "Abrimos a las 8." in detail.content.decode()  # chunk preview
+
+    old = set(Chunk.objects.for_tenant(kb.tenant).values_list("pk", flat=True))
+    with run_tasks():
+        client.post(
+            "/admin/ai_agents/document/",
+            {"action": "reindex", "_selected_action": [str(document.pk)]},
+        )
+    new = set(Chunk.objects.for_tenant(kb.tenant).values_list("pk", flat=True))
+    assert len(new) == len(old) and new != old
+
+
+def test_outsider_cannot_see_or_upload(outsider: Any, kb: KnowledgeBase) -> None:
+    client = _login(outsider)
+    assert client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/status/").status_code == 404
+    assert client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/change/").status_code == 404
+    response = client.post(
+        f"/admin/ai_agents/knowledgebase/{kb.pk}/upload/",
+        {"files": [SimpleUploadedFile("x.txt", b"intruso", "text/plain")]},
+    )
+    assert response.status_code == 404
+    assert Document.objects.unscoped().count() == 0
