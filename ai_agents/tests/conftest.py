@@ -5,17 +5,6 @@ from typing import Any
 
 import pytest
 
-try:
-    import ai_agents.knowledge.chunking
-    import ai_agents.knowledge.parsers  # noqa: F401
-
-    STANDINS = False
-except ImportError:  # the content branch has not landed yet
-    from ai_agents.tests import standins
-
-    standins.install()
-    STANDINS = True
-
 
 @pytest.fixture
 def run_tasks(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:

@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from ai_agents.models import Chunk, Document, KnowledgeBase
+from ai_agents.tests import knowledge_samples as samples
 
 pytestmark = pytest.mark.django_db
 
@@ -196,3 +197,48 @@ def test_member_can_read_but_not_write(member_client: APIClient, api_a: APIClien
     denied = member_client.post("/api/v1/knowledge-bases", {"name": "Otra"}, format="json")
     assert denied.status_code == 403
     assert KnowledgeBase.objects.unscoped().count() == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "ctype", "build", "needle"),
+    [
+        ("horario.txt", "text/plain", lambda: "Abrimos a las 7:30 de la mañana.".encode(), "7:30"),
+        ("faq.md", "text/markdown", lambda: FAQ.encode(), "Bizum"),
+        (
+            "pagina.html",
+            "text/html",
+            lambda: (
+                "<html><body><h1>Envíos</h1><p>Repartimos en bicicleta.</p>"
+                "<script>alert(1)</script></body></html>".encode()
+            ),
+            "bicicleta",
+        ),
+        (
+            "menu.pdf",
+            "application/pdf",
+            lambda: samples.pdf_bytes([["La concha cuesta 18 pesos."], ["Bolillo 5 pesos."]]),
+            "concha",
+        ),
+        (
+            "servicios.docx",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            samples.docx_bytes,
+            "72 horas",
+        ),
+    ],
+)
+def test_each_format_is_ingested_and_found(
+    api_a: APIClient, run_tasks: Any, name: str, ctype: str, build: Any, needle: str
+) -> None:
+    kb = _create_kb(api_a)
+    with run_tasks():
+        response = _upload(api_a, kb["id"], name, build(), ctype)
+    assert response.status_code == 202, response.content
+    doc = api_a.get(f"/api/v1/knowledge-bases/{kb['id']}/documents/{response.json()['id']}")
+    assert doc.json()["status"] == "ready", doc.json()
+    assert doc.json()["mime_type"] == ctype
+    results = api_a.post(
+        f"/api/v1/knowledge-bases/{kb['id']}/search", {"query": needle, "k": 3}, format="json"
+    ).json()["results"]
+    assert any(needle in r["content"] for r in results)
+    assert all("alert(1)" not in r["content"] for r in results)

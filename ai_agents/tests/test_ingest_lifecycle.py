@@ -15,7 +15,6 @@ from ai_agents.services.knowledge import (
     knowledge_base_create,
     knowledge_base_update,
 )
-from ai_agents.tests.conftest import STANDINS
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
 
@@ -131,7 +130,6 @@ def test_paid_embedding_error_fails_the_document_readably(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(STANDINS, reason="the worker needs the real parsers (kb-content branch)")
 def test_real_worker_ingests_an_upload(celery_worker_process: Any, api_a: APIClient) -> None:
     kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
     response = api_a.post(
