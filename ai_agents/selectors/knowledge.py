@@ -7,6 +7,7 @@ rank fusion. The tenant condition is inside both SQL statements.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -20,7 +21,10 @@ from django.db.models import QuerySet
 from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import INDEXED_SPACES, is_safe_space
 from ai_agents.models import Chunk, Document, KnowledgeBase
+from erp.llm.errors import LlmError
 from erp.tenancy.models import Tenant
+
+logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "lexical"]
 Ranking = list[tuple[uuid.UUID, int]]  # (chunk id, rank from 1)
@@ -37,6 +41,16 @@ class SearchHit:
     content: str
     heading_path: list[str]
     score: float  # fused score, 1.0 = first in both lists (see `_normalised`)
+
+
+def _is_uuid(value: uuid.UUID | str) -> bool:
+    if isinstance(value, uuid.UUID):
+        return True
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def knowledge_base_list(*, tenant: Tenant) -> QuerySet[KnowledgeBase]:
@@ -70,23 +84,25 @@ def _vector_ranking(
         return [row[0] for row in cursor.fetchall()]
 
 
-# OR over the query's lexemes. A lexeme found in `df` or more chunks of the searched bases is
-# dropped, like a stop word: it barely discriminates, and ranking all its matches would cost
-# O(matches). This bounds the work to under `df` rows per kept lexeme (counted via the GIN index).
+# OR over the query's lexemes. A lexeme estimated (planner statistics of the column, refreshed
+# by ANALYZE/autovacuum) to occur in `df` or more chunks is dropped, like a stop word: it barely
+# discriminates, and ranking all its matches would cost O(matches). Lexemes missing from the
+# statistics are rare by definition and kept. Small tables never drop anything.
 LEXICAL_SQL = """
-WITH terms AS (
+WITH stats AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
+           c.reltuples AS total
+    FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
+    JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
+    WHERE s.schemaname = current_schema() AND s.tablename = 'ai_agents_chunk'
+      AND s.attname = 'search_vector'
+), terms AS (
     SELECT DISTINCT lexeme
     FROM unnest(tsvector_to_array(to_tsvector('es_unaccent', %(query)s))) AS lexeme
 ), kept AS (
     SELECT t.lexeme FROM terms t
-    WHERE (
-        SELECT count(*) FROM (
-            SELECT 1 FROM ai_agents_chunk c
-            WHERE c.tenant_id = %(tenant)s AND c.knowledge_base_id = ANY(%(kbs)s)
-              AND c.search_vector @@ quote_literal(t.lexeme)::tsquery
-            LIMIT %(df)s
-        ) s
-    ) < %(df)s
+    LEFT JOIN stats st ON true
+    WHERE coalesce(st.freqs[array_position(st.elems, t.lexeme)] * st.total, 0) < %(df)s
 ), q AS (
     SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM kept
 )
@@ -150,7 +166,8 @@ def knowledge_search(
     query = (query or "").strip()
     if not query or k <= 0:
         return []
-    kbs = list(knowledge_base_list(tenant=tenant).filter(pk__in=list(knowledge_base_ids)))
+    wanted = [kb_id for kb_id in knowledge_base_ids if _is_uuid(kb_id)]
+    kbs = list(knowledge_base_list(tenant=tenant).filter(pk__in=wanted))
     if not kbs:
         return []
     kb_ids = [kb.pk for kb in kbs]
@@ -162,7 +179,17 @@ def knowledge_search(
         for kb in kbs:
             by_space[kb.embedding_space].append(kb)
         for space, group in by_space.items():
-            vector = embeddings.embed_query(group[0], query)
+            try:
+                vector = embeddings.embed_query(group[0], query)
+            except LlmError as exc:
+                # A paid embedding provider is down: full-text still answers in hybrid mode.
+                logger.warning(
+                    "kb.query_embedding_failed",
+                    extra={"space": space, "error": type(exc).__name__},
+                )
+                if mode == "vector":
+                    raise
+                continue
             ids = _vector_ranking(
                 tenant_id=tenant.pk,
                 kb_ids=[kb.pk for kb in group],

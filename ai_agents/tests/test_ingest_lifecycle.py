@@ -149,3 +149,20 @@ def test_real_worker_ingests_an_upload(celery_worker_process: Any, api_a: APICli
         time.sleep(0.1)
     assert status["status"] == "ready", status
     assert status["chunk_count"] == Chunk.objects.unscoped().count() > 0
+
+
+@pytest.mark.django_db
+def test_search_falls_back_to_full_text_when_the_embedding_provider_fails(
+    tenant_a: Tenant, fake_google: Any
+) -> None:
+    from ai_agents.selectors.knowledge import knowledge_search
+    from erp.testing.fake_google import Behaviour
+
+    kb = knowledge_base_create(tenant=tenant_a, name="G", embedding_provider="google")
+    doc = document_add(kb=kb, data=LONG.encode(), filename="c.md", enqueue=False).document
+    assert document_ingest(document=doc).status == "ready"
+    fake_google.push_embed(*[Behaviour(status=401, body={"error": {"code": 401}})] * 5)
+    hits = knowledge_search(
+        tenant=tenant_a, knowledge_base_ids=[kb.pk, "no-es-un-uuid"], query="producto número 23"
+    )
+    assert hits and "número 23" in hits[0].content
