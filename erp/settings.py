@@ -172,11 +172,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 # --- Knowledge bases (retrieval) ------------------------------------------------------------
-KB_HNSW_EF_SEARCH = env_int("KB_HNSW_EF_SEARCH", 200)  # HNSW candidates per vector search
+KB_HNSW_EF_SEARCH = 200  # HNSW candidates per vector search
 KB_LEXICAL_WEIGHT = 0.3  # weight of the full-text list in the rank fusion (vector = 1.0)
 # Query words in about this many chunks or more (planner statistics) are ignored by full-text
-KB_LEXICAL_MAX_DF = env_int("KB_LEXICAL_MAX_DF", 2000)
-KB_QUERY_CACHE_SECONDS = env_int("KB_QUERY_CACHE_SECONDS", 600)  # query embeddings cache
+KB_LEXICAL_MAX_DF = 2000
+KB_QUERY_CACHE_SECONDS = 600  # query embeddings cache
 
 # --- Outbound HTTP --------------------------------------------------------------------------
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
