@@ -70,3 +70,15 @@ def test_demo_load_then_kb_eval_meets_the_quality_goal() -> None:
     print(figures)
     assert figures["questions"] >= 60
     assert figures["hybrid"]["recall@5"] >= 0.90
+
+
+def test_kb_ingest_refuses_oversized_files(tenant_a: Tenant, tmp_path: Path, settings: Any) -> None:
+    settings.UPLOAD_MAX_BYTES = 50
+    (tmp_path / "grande.txt").write_text("palabra " * 20)
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "kb_ingest", tenant_a.slug, "Ayuda", str(tmp_path), stdout=StringIO(), stderr=err
+        )
+    assert "demasiado grande" in err.getvalue()
+    assert Document.objects.for_tenant(tenant_a).count() == 0
