@@ -9,6 +9,7 @@ Query vectors are cached briefly (Django cache), keyed by space and text hash.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -21,6 +22,8 @@ from erp.llm.gateway import CallContext, get_provider, llm_embed
 
 if TYPE_CHECKING:
     from ai_agents.models import KnowledgeBase
+
+logger = logging.getLogger(__name__)
 
 LOCAL_BATCH = 16
 REMOTE_BATCH = 64
@@ -88,12 +91,21 @@ def embed_passages(
 
 def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
     key = "kbq:" + hashlib.sha256(f"{kb.embedding_space}\n{text}".encode()).hexdigest()
-    cached = cache.get(key)
+    cached = _cache_call(cache.get, key)
     if cached is not None:
         return list(cached)
     if kb.embedding_provider == "local":
         vector = local_model().query(text).tolist()
     else:
         vector = _remote(kb, [text], "query", kb.tenant)[0]
-    cache.set(key, vector, settings.KB_QUERY_CACHE_SECONDS)
+    _cache_call(cache.set, key, vector, settings.KB_QUERY_CACHE_SECONDS)
     return list(vector)
+
+
+def _cache_call(method: Callable[..., Any], *args: Any) -> Any:
+    """The cache only saves time: when it is down, search still works."""
+    try:
+        return method(*args)
+    except Exception as exc:
+        logger.warning("kb.query_cache_unavailable", extra={"error": type(exc).__name__})
+        return None
