@@ -7,6 +7,7 @@ transaction as the row, so concurrent calls never lose a debit.
 
 from __future__ import annotations
 
+import time
 import uuid
 from contextlib import nullcontext
 from decimal import ROUND_HALF_UP, Decimal
@@ -36,10 +37,33 @@ DEFAULT_PRICES: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
 }
 
 
+# The price table is tiny and read on every model call: each process keeps a copy for
+# PRICE_CACHE_SECONDS, so an edit in the admin reaches every process within that time (the
+# process that saved it at once, through `price_cache_clear`).
+PRICE_CACHE_SECONDS = 30.0
+_price_cache: dict[str, object] = {"loaded_at": None, "prices": {}}
+
+
+def price_cache_clear() -> None:
+    _price_cache["loaded_at"] = None
+
+
+def _price_table() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
+    loaded_at = _price_cache["loaded_at"]
+    now = time.monotonic()
+    if loaded_at is None or now - float(loaded_at) > PRICE_CACHE_SECONDS:  # type: ignore[arg-type]
+        _price_cache["prices"] = {
+            (row.provider, row.model): (row.input_per_million_usd, row.output_per_million_usd)
+            for row in ModelPrice.objects.all()
+        }
+        _price_cache["loaded_at"] = now
+    return _price_cache["prices"]  # type: ignore[return-value]
+
+
 def price_for(provider: str, model: str) -> tuple[Decimal, Decimal]:
-    row = ModelPrice.objects.filter(provider=provider, model=model).first()
-    if row is not None:
-        return row.input_per_million_usd, row.output_per_million_usd
+    table = _price_table()
+    if (provider, model) in table:
+        return table[(provider, model)]
     return DEFAULT_PRICES.get((provider, model), (Decimal("0"), Decimal("0")))
 
 
