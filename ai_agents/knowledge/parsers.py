@@ -215,14 +215,15 @@ def decode_text(data: bytes) -> str:
 # -- shared text helpers ---------------------------------------------------------------------
 
 _SPACES = re.compile(r"[ \t\f\v\u00a0\u200b]+")
-_BLANK_LINES = re.compile(r"\n\s*\n\s*")
+_LINE_EDGES = re.compile(r" ?\n ?")
+_BLANK_LINES = re.compile(r"\n{2,}")
 
 
 def _normalize_block(text: str) -> str:
     """Collapse spaces inside lines, keep single newlines, at most one blank line in a row."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+    text = _SPACES.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _LINE_EDGES.sub("\n", text)
+    return _BLANK_LINES.sub("\n\n", text).strip()
 
 
 def _sections_from_blocks(blocks: list[tuple[list[str], str]]) -> list[Section]:
