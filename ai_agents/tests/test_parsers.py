@@ -196,6 +196,25 @@ def test_pdf_gives_one_section_per_page() -> None:
     assert "Página con (paréntesis)" in doc.sections[1].text
 
 
+def test_pdf_bookmarks_become_heading_paths() -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    source = pdf_bytes([["Portada"], ["Lunes a viernes"], ["Domingo"], ["Calle Córdoba"]])
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(source)))
+    hours = writer.add_outline_item(title="Horarios", page_number=1)
+    writer.add_outline_item(title="Fin de semana", page_number=2, parent=hours)
+    writer.add_outline_item(title="Ubicación", page_number=3)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    doc = parse_document(buffer.getvalue(), filename="guia.pdf", mime_type=None)
+    assert [(s.heading_path, s.text) for s in doc.sections] == [
+        (["Página 1"], "Portada"),
+        (["Horarios"], "Lunes a viernes"),
+        (["Horarios", "Fin de semana"], "Domingo"),
+        (["Ubicación"], "Calle Córdoba"),
+    ]
+
+
 def test_pdf_detected_by_magic_bytes_despite_wrong_name() -> None:
     doc = parse_document(pdf_bytes([["Hola"]]), filename="archivo.txt", mime_type="text/plain")
     assert doc.mime_type == "application/pdf"
