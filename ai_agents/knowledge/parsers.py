@@ -68,6 +68,9 @@ _MIME_ALIASES = {
     "application/x-pdf": MIME_PDF,
     MIME_DOCX: MIME_DOCX,
 }
+_GENERIC_MIMES = frozenset(
+    {"application/octet-stream", "binary/octet-stream", "application/unknown"}
+)
 # Magic bytes of formats people upload by mistake: named in the error so they know what happened.
 _KNOWN_BINARIES = (
     (b"\x89PNG", "PNG"),
@@ -125,6 +128,8 @@ def parse_document(data: bytes, *, filename: str, mime_type: str | None) -> Pars
 def _detect(data: bytes, *, filename: str, mime_type: str | None) -> str:
     ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     declared_mime = (mime_type or "").split(";", 1)[0].strip().lower()
+    if declared_mime in _GENERIC_MIMES:
+        declared_mime = ""  # browsers send these for any unknown file: sniff instead
     declared = _MIME_ALIASES.get(declared_mime) or _EXTENSIONS.get(ext)
     head = data[:1024]
     if b"%PDF-" in head:

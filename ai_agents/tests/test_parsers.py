@@ -161,6 +161,21 @@ def test_xhtml_with_xml_declaration_and_declared_charset() -> None:
     assert sections(doc) == [(["Menú"], "Café de olla")]
 
 
+@pytest.mark.parametrize(
+    ("data", "filename", "expected"),
+    [
+        (b"# Hola\ntexto", "notas.md", "text/markdown"),
+        (b"<html><body><p>hola</p></body></html>", "subida", "text/html"),
+        (b"hola", "subida", "text/plain"),
+    ],
+)
+def test_generic_mime_type_falls_back_to_extension_and_sniffing(
+    data: bytes, filename: str, expected: str
+) -> None:
+    doc = parse_document(data, filename=filename, mime_type="application/octet-stream")
+    assert doc.mime_type == expected
+
+
 def test_html_with_only_scripts_is_empty() -> None:
     with pytest.raises(EmptyDocument):
         parse_document(b"<html><script>x()</script></html>", filename="a.html", mime_type=None)
