@@ -189,7 +189,7 @@ def html_to_text(html: str, *, limit: int = 4000) -> str:
         return ""
     try:
         raw = _render(html, budget=limit + 200)
-    except Exception:  # noqa: BLE001 - never raise on hostile input; degrade instead
+    except Exception:  # never raise on hostile input; degrade instead
         raw = _crude(html)
     return truncate(normalise(raw), limit)
 
