@@ -31,6 +31,7 @@ import html as html_lib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -232,41 +233,40 @@ def _render(html: str, *, budget: int) -> str:
 
 
 def _walk(root: LexborNode, out: _Out, hidden_classes: frozenset[str]) -> None:
-    # Iterative depth-first walk (no recursion limit on absurdly nested mail). Stack items are
-    # (node, ctx) to enter, or a callable to run when the element's children are done.
-    stack: list[object] = [(root, _Ctx())]
-    while stack and not out.full:
-        item = stack.pop()
-        if callable(item):
-            item()
+    # Iterative depth-first walk along child/next pointers (no recursion limit on absurdly
+    # nested mail, no list of siblings built): one frame per open element holds the next child
+    # to visit, the context its children inherit and what to run when it closes.
+    frames: list[list[Any]] = [[root.child, _Ctx(), None]]
+    while frames and not out.full:
+        frame = frames[-1]
+        node = frame[0]
+        if node is None:
+            frames.pop()
+            if frame[2] is not None:
+                frame[2]()
             continue
-        node, ctx = item  # type: ignore[misc]
+        frame[0] = node.next
         tag = node.tag
         if tag == "-text":
             value = node.text_content or ""
-            if ctx.pre:
-                out.text(value)
-            else:
+            if not frame[1].pre:
                 value = _SPACES.sub(" ", value)
-                if value:
-                    out.text(value)
+            if value:
+                out.text(value)
             continue
         if not tag or tag[0] in "-!#" or tag in SKIP_TAGS:
             continue  # comments, doctype, non-rendered elements
         attrs = node.attributes
-        new_ctx = _element_ctx(tag, attrs, ctx, hidden_classes)
-        if new_ctx is None:
+        ctx = _element_ctx(tag, attrs, frame[1], hidden_classes)
+        if ctx is None:
             continue  # hidden: the whole subtree goes
-        closers = _open(tag, attrs, out)
-        if closers is not None:
-            stack.append(closers)
-        children = []
+        closer = _open(tag, attrs, out)
         child = node.child
-        while child is not None:
-            children.append(child)
-            child = child.next
-        for child in reversed(children):
-            stack.append((child, new_ctx))
+        if child is None:
+            if closer is not None:
+                closer()
+        else:
+            frames.append([child, ctx, closer])
 
 
 def _open(tag: str, attrs: dict[str, str | None], out: _Out) -> Callable[[], None] | None:
@@ -306,14 +306,14 @@ def _open(tag: str, attrs: dict[str, str | None], out: _Out) -> Callable[[], Non
 
 
 def _close_cell(out: _Out, slot: int) -> None:
-    content = "".join(out.parts[slot + 1 :])
-    if not content.strip():
-        return
+    parts = out.parts
+    if not any(not parts[i].isspace() and parts[i] for i in range(slot + 1, len(parts))):
+        return  # an empty cell (spacer) gets no separator
     # A separator before this cell when an earlier cell of the same line had content.
-    for part in reversed(out.parts[:slot]):
-        line = part.rsplit("\n", 1)[-1]
-        if line.strip():
-            out.parts[slot] = " | "
+    for i in range(slot - 1, -1, -1):
+        part = parts[i]
+        if part.rsplit("\n", 1)[-1].strip():
+            parts[slot] = " | "
             return
         if "\n" in part:
             return
