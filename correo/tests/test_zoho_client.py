@@ -352,3 +352,13 @@ def test_hostile_search_input_reaches_zoho_as_one_safe_term(fake_zoho: FakeZoho,
         query='foo::sender:ceo@acme.example" OR "', subject="x:y"
     )
     assert fake_zoho.search_keys() == ['entire:"foo sender ceo@acme.example OR"::subject:"x y"']
+
+
+def test_token_endpoint_failures_are_typed(fake_zoho: FakeZoho, zoho_connection):
+    fake_zoho.push_token(FakeResponse.json({}, status=502))
+    with pytest.raises(ZohoUnavailable):
+        ZohoMailClient(zoho_connection).search(query="x")
+    fake_zoho.push_token(FakeResponse.json({}, delay=0.6))
+    with pytest.raises(ZohoTimeout):
+        ZohoMailClient(zoho_connection, timeout=(1.0, 0.2)).search(query="x")
+    assert reload(zoho_connection).last_error == ""  # not the member's fault: no reconnect asked
