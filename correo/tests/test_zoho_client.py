@@ -362,3 +362,20 @@ def test_token_endpoint_failures_are_typed(fake_zoho: FakeZoho, zoho_connection)
     with pytest.raises(ZohoTimeout):
         ZohoMailClient(zoho_connection, timeout=(1.0, 0.2)).search(query="x")
     assert reload(zoho_connection).last_error == ""  # not the member's fault: no reconnect asked
+
+
+def test_concurrent_refresh_adopts_the_other_workers_token(fake_zoho: FakeZoho, zoho_connection):
+    from django.core.cache import cache
+
+    ZohoMailClient(zoho_connection).account_id()  # one refresh; the row has a token
+    stale = reload(zoho_connection)
+    good_token = stale.access_token
+    stale.access_token, stale.access_token_expires_at = "", None  # this worker's view: none
+    reset_token_cache()
+    cache.add(f"correo:zoho:refresh-lock:{zoho_connection.pk}", 1, 20)  # another is refreshing
+
+    ZohoMailClient(stale).search(query="x")
+
+    assert len(fake_zoho.token_requests("refresh_token")) == 1
+    search = fake_zoho.mail_requests(r"/messages/search$")[0]
+    assert search.header("authorization") == f"Zoho-oauthtoken {good_token}"

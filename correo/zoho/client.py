@@ -64,6 +64,8 @@ logger = logging.getLogger("correo.zoho")
 
 MAIL_TIMEOUT = (5.0, 15.0)
 TOKEN_MARGIN_SECONDS = 120  # refresh this long before Zoho's expiry
+REFRESH_LOCK_SECONDS = 20  # one refresh per mailbox at a time, across workers
+REFRESH_WAIT_SECONDS = 3.0  # how long a second worker waits for the first one's token
 SEARCH_TERM_CHARS = 100
 MAX_LIMIT = 200
 RETRY_DELAY_SECONDS = 0.3
@@ -275,6 +277,15 @@ class ZohoMailClient(HttpClient):
             if conn.access_token and expires and expires > fresh_after:
                 self._remember(fingerprint, conn.access_token, expires)
                 return conn.access_token
+        lock = f"correo:zoho:refresh-lock:{conn.pk}"
+        if not cache.add(lock, 1, REFRESH_LOCK_SECONDS):
+            # Another worker is refreshing this mailbox: use its token rather than spend one
+            # more of Zoho's 10 refreshes per 10 minutes.
+            adopted = self._await_other_refresh(
+                fingerprint, rejected=conn.access_token if force else ""
+            )
+            if adopted:
+                return adopted
         accounts = ZohoAccountsClient(base_url=self.accounts_base_url, timeout=self._timeout_arg)
         try:
             grant = accounts.refresh(refresh_token=conn.refresh_token, throttle_key=str(conn.pk))
@@ -282,6 +293,8 @@ class ZohoMailClient(HttpClient):
             raise self._auth_failed(
                 "Zoho rejected the refresh token; reconnect the mailbox", error.code
             ) from None
+        finally:
+            cache.delete(lock)
         expires_at = timezone.now() + timedelta(seconds=grant.expires_in)
         conn.access_token = grant.access_token
         conn.access_token_expires_at = expires_at
@@ -293,6 +306,33 @@ class ZohoMailClient(HttpClient):
         self._remember(fingerprint, grant.access_token, expires_at)
         logger.info("correo.zoho.token_refreshed", extra={"zoho_connection": conn.pk})
         return grant.access_token
+
+    def _await_other_refresh(self, fingerprint: str, *, rejected: str) -> str:
+        """Polls the row briefly for a token another worker is fetching ('' if none came)."""
+        conn = self.connection
+        deadline = time.monotonic() + REFRESH_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            row = (
+                ZohoConnection.objects.for_tenant(conn.tenant_id)
+                .filter(pk=conn.pk)
+                .only("refresh_token", "access_token", "access_token_expires_at")
+                .first()
+            )
+            fresh_after = timezone.now() + timedelta(seconds=TOKEN_MARGIN_SECONDS)
+            if (
+                row is not None
+                and row.refresh_token == conn.refresh_token
+                and row.access_token
+                and row.access_token != rejected
+                and row.access_token_expires_at
+                and row.access_token_expires_at > fresh_after
+            ):
+                conn.access_token = row.access_token
+                conn.access_token_expires_at = row.access_token_expires_at
+                self._remember(fingerprint, row.access_token, row.access_token_expires_at)
+                return row.access_token
+        return ""
 
     def _remember(self, fingerprint: str, token: str, expires_at: datetime) -> None:
         with _tokens_lock:
