@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -184,13 +183,10 @@ def test_exact_limit_is_not_truncated():
     assert len(cut) == 4000 and cut.endswith(ELLIPSIS)
 
 
-def test_five_megabyte_message_is_fast():
+def test_five_megabyte_message_is_converted_and_bounded():
     row = "<tr><td style='padding:4px'>Línea de pedido {i}</td><td>12,50&nbsp;&euro;</td></tr>"
     html = "<html><body><table>" + "".join(row.format(i=i) for i in range(60000))
     html = html[: 5 * 1024 * 1024] + "</table></body></html>"
-    started = time.perf_counter()
     text = html_to_text(html)
-    elapsed = time.perf_counter() - started
     assert text.startswith("Línea de pedido 0 | 12,50 €\nLínea de pedido 1 | 12,50 €")
-    assert len(text) <= 4000
-    assert elapsed < 1.0  # the bench measures the real figure (goal 200 ms); CI machines vary
+    assert len(text) <= 4000  # speed is measured by bench/html_to_text.py, not here
