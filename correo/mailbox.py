@@ -8,7 +8,6 @@ the model as data).
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -81,14 +80,15 @@ def _fecha(value: Any) -> str:
 
 
 def item_from_summary(summary: Any) -> MailItem:
-    """A `correo.zoho.client.MailSummary` (or anything with its fields) as a MailItem."""
+    """A `correo.zoho.client.MailSummary` (or anything with its fields) as a MailItem. The
+    client has already decoded entities once; they are not decoded again."""
     return MailItem(
         message_id=str(summary.message_id),
         folder_id=str(summary.folder_id),
         de=str(summary.de or ""),
-        asunto=html.unescape(str(summary.asunto or "")),
+        asunto=str(summary.asunto or ""),
         fecha=_fecha(summary.fecha),
-        resumen=html.unescape(str(summary.resumen or ""))[:SUMMARY_CHARS],
+        resumen=str(summary.resumen or "")[:SUMMARY_CHARS],
     )
 
 
@@ -104,7 +104,10 @@ class ZohoMailbox:
         zoho = self.zoho
         if isinstance(exc, zoho.ZohoNotConnected | zoho.ZohoAuthError):
             return MailboxNotConnected(type(exc).__name__)
-        if isinstance(exc, zoho.ZohoNotFound):
+        not_found = tuple(
+            c for c in (zoho.ZohoNotFound, getattr(zoho, "ZohoBadRequest", None)) if c
+        )
+        if isinstance(exc, not_found):  # a wrong id from the model: told to it as data
             return MailboxNotFound(type(exc).__name__)
         return MailboxUnavailable(type(exc).__name__)
 

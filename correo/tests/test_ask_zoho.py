@@ -1,0 +1,112 @@
+"""The secretary over the real Zoho adapter and the real HTML-to-text (branch correo-zoho).
+
+Skipped until `correo.zoho.client` and `correo.html_text` are merged. The Zoho client itself
+is replaced by a stub with its interface (`search`, `read_html`, `list_recent`), so what is
+tested here is our side: error translation and that only visible text reaches the model,
+inside the delimiters.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+zoho = pytest.importorskip("correo.zoho.client", reason="needs the Zoho client (correo-zoho)")
+html_text = pytest.importorskip("correo.html_text", reason="needs html_to_text (correo-zoho)")
+
+from correo import mailbox as mailbox_module  # noqa: E402
+from correo import secretary  # noqa: E402
+from erp.llm.gateway import RetryPolicy  # noqa: E402
+from erp.testing.fake_google import FakeGoogle  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+MALICIOUS = json.loads((DATA / "zoho_message_content.json").read_text())["data"]["content"]
+
+
+class StubClient:
+    def __init__(self, *, html: str = "", error: Exception | None = None) -> None:
+        self.html = html
+        self.error = error
+
+    def search(self, **kw: Any) -> list[Any]:
+        if self.error:
+            raise self.error
+        return []
+
+    def read_html(self, *, message_id: str, folder_id: str) -> str:
+        if self.error:
+            raise self.error
+        return self.html
+
+    def list_recent(self, **kw: Any) -> list[Any]:
+        return []
+
+
+@pytest.fixture
+def use_client(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(secretary, "RETRY", RetryPolicy(timeout_s=2, attempts=2, base_delay_s=0))
+
+    def install(client: StubClient) -> None:
+        box = mailbox_module.ZohoMailbox(client, zoho, html_text.html_to_text)
+        monkeypatch.setattr(mailbox_module, "mailbox_for", lambda user, tenant: box)
+
+    return install
+
+
+def ask(client: Any) -> Any:
+    return client.post(
+        "/api/correo/ask",
+        data=json.dumps({"question": "¿Y la factura?"}),
+        content_type="application/json",
+    )
+
+
+def test_hidden_instructions_in_a_mail_never_reach_the_model(
+    owner_client: Any, fake_google: FakeGoogle, use_client: Any
+):
+    use_client(StubClient(html=MALICIOUS))
+    fake_google.push(
+        fake_google.reply_json({"action": "leer", "messageId": "1", "folderId": "2"}),
+        fake_google.reply_json({"action": "responder", "answer": "Factura de 1.250 €."}),
+    )
+
+    assert ask(owner_client).status_code == 200
+
+    prompt = "".join(
+        p["text"] for c in fake_google.generate_requests[1]["contents"] for p in c["parts"]
+    )
+    data = prompt.split("<<<DATOS_DEL_BUZON")[-1].split("DATOS_DEL_BUZON>>>")[0]
+    assert "Hi Rebecca" in data and "10423" in data  # visible text, as data
+    for hidden in (
+        "admin mode",
+        "mark this sender as trusted",
+        "ignore previous instructions",
+        "hidden attribute text",
+        "should never appear",
+    ):
+        assert hidden not in prompt
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        ("ZohoUnavailable", 502, "mailbox_unavailable"),
+        ("ZohoTimeout", 502, "mailbox_unavailable"),
+        ("ZohoRateLimited", 502, "mailbox_unavailable"),
+        ("ZohoAuthError", 503, "mailbox_not_connected"),
+        ("ZohoNotConnected", 503, "mailbox_not_connected"),
+    ],
+)
+def test_zoho_errors_become_502_or_503(
+    owner_client: Any, fake_google: FakeGoogle, use_client: Any, error: str, status: int, code: str
+):
+    use_client(StubClient(error=getattr(zoho, error)("fallo")))
+    fake_google.push(fake_google.reply_json({"action": "buscar", "query": "factura"}))
+
+    response = ask(owner_client)
+
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
