@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
+from correo import access
 from correo.api.views import CONNECT_URL, HISTORY_MAX_MESSAGES, QUESTION_MAX_CHARS
 from correo.mailbox import mailbox_connected
 from correo.secretary import latest_digest
@@ -19,6 +20,11 @@ from erp.tenancy.selectors import membership_for
 @staff_member_required
 @ensure_csrf_cookie
 def chat_page(request: HttpRequest) -> HttpResponse:
+    if access.enabled():
+        try:
+            access.verify(request.headers.get(access.HEADER, ""), email=request.user.email)
+        except access.AccessDenied:
+            return HttpResponseForbidden(_("El token de Cloudflare Access falta o no es válido."))
     membership = membership_for(request.user, request.headers.get("X-Tenant"))
     tenant = membership.tenant if membership else None
     context = {

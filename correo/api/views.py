@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 QUESTION_MAX_CHARS = 2000
 HISTORY_MAX_MESSAGES = 12
 HISTORY_ROLES = ("user", "assistant")
+HISTORY_ITEM_MAX_CHARS = 4000  # longer history messages are cut, not refused
 RATE_LIMIT = 20
 RATE_WINDOW_S = 60
 CONNECT_URL = "/correo/zoho/connect"
@@ -109,7 +110,7 @@ def _validate(data: Any) -> tuple[str, list[HistoryMessage]] | Response:
         message = _("El historial debe ser una lista de mensajes.")
         return _error(400, "validation_error", message, field="history")
     history = [
-        HistoryMessage(role=item["role"], content=item["content"].strip())
+        HistoryMessage(role=item["role"], content=item["content"].strip()[:HISTORY_ITEM_MAX_CHARS])
         for item in raw_history
         if isinstance(item, dict)
         and item.get("role") in HISTORY_ROLES

@@ -177,3 +177,9 @@ def test_access_is_not_required_when_not_configured(
 
 def test_access_token_alone_is_not_a_login(client: Any, owner: Persona, keys: Keys):
     assert ask(client, keys.token()).status_code == 401
+
+
+def test_the_page_also_requires_the_access_token(owner_client: Any, keys: Keys):
+    assert owner_client.get("/correo/").status_code == 403
+    ok = owner_client.get("/correo/", HTTP_CF_ACCESS_JWT_ASSERTION=keys.token())
+    assert ok.status_code == 200

@@ -331,6 +331,17 @@ def test_history_is_filtered_to_the_last_12_valid_messages(
     assert "Usuario: mensaje-04" in prompt and "Secretaria: mensaje-05" in prompt
 
 
+def test_long_history_messages_are_cut(
+    owner_client: Any, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
+):
+    history = [{"role": "assistant", "content": "a" * 4000 + "CORTADO"}]
+    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Vale."}))
+
+    assert post(owner_client, {"question": "¿Y?", "history": history}).status_code == 200
+    prompt = prompt_of(fake_google.generate_requests[0])
+    assert "a" * 4000 in prompt and "CORTADO" not in prompt
+
+
 def test_get_is_405(owner_client: Any):
     response = owner_client.get(URL)
 
