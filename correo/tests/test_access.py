@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
 """Cloudflare Access on /api/correo/ask: the published test vectors, then tokens we sign."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from correo import access, secretary
-from correo.tests.conftest import FakeMailbox
+from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox  # noqa: F401
 from erp.llm.gateway import RetryPolicy
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_http import FakeResponse, FakeServer

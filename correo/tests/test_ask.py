@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
 """POST /api/correo/ask through the real gateway and the fake Google server; the mailbox is
 the in-memory fake of `correo.mailbox.Mailbox` (HTTP-level Zoho tests: test_ask_zoho.py)."""
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 from correo import secretary
 from correo.mailbox import MailboxNotConnected, MailboxUnavailable
 from correo.models import ChatQuery, Digest
-from correo.tests.conftest import FakeMailbox, hetzner_items
+from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
 from erp.llm.gateway import RetryPolicy
 from erp.llm.models import UsageLog
 from erp.testing.fake_google import FakeGoogle

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from correo.tests.fakes import clean_cache, fake_mailbox  # noqa: F401
+
 zoho = pytest.importorskip("correo.zoho.client", reason="needs the Zoho client (correo-zoho)")
 html_text = pytest.importorskip("correo.html_text", reason="needs html_to_text (correo-zoho)")
 
@@ -110,3 +112,90 @@ def test_zoho_errors_become_502_or_503(
 
     assert response.status_code == status
     assert response.json()["error"]["code"] == code
+
+
+# --- end to end: the real Zoho client against the fake Zoho server (after the merge) --------
+
+
+@pytest.fixture
+def zoho_e2e(monkeypatch: pytest.MonkeyPatch) -> Any:
+    fake_zoho_module = pytest.importorskip(
+        "correo.tests.fake_zoho", reason="needs the fake Zoho server (correo-zoho)"
+    )
+    monkeypatch.setattr(secretary, "RETRY", RetryPolicy(timeout_s=2, attempts=2, base_delay_s=0))
+    return fake_zoho_module
+
+
+MARKER = "MARCADOR-ZOHO-a81c44"
+
+
+def test_hetzner_example_through_the_zoho_client(
+    zoho_e2e: Any,
+    request: pytest.FixtureRequest,
+    owner_client: Any,
+    fake_google: FakeGoogle,
+    caplog: pytest.LogCaptureFixture,
+):
+    from correo.tests.test_sensitive import rows_containing
+
+    fake_zoho = request.getfixturevalue("fake_zoho")
+    request.getfixturevalue("zoho_connection")
+    caplog.set_level("DEBUG")
+    fake_zoho.add_message(
+        message_id="msg_123",
+        subject="Server maintenance",
+        from_address="alerts@hetzner.de",
+        html=MALICIOUS.replace("Hi Rebecca", f"Your server was rebooted {MARKER}. Hi Rebecca"),
+    )
+    fake_zoho.add_message(message_id="msg_999", subject="Otro", from_address="x@y.test")
+    answer = "El último aviso de Hetzner decía que tu servidor se reinició por mantenimiento."
+    fake_google.push(
+        fake_google.reply_json({"action": "buscar", "from": "alerts@hetzner.de"}),
+        fake_google.reply_json(
+            {"action": "leer", "messageId": "msg_123", "folderId": zoho_e2e.INBOX_ID}
+        ),
+        fake_google.reply_json({"action": "responder", "answer": answer}),
+    )
+
+    response = ask(owner_client)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["answer"] == answer and response.json()["tool_rounds"] == 2
+    second = "".join(
+        p["text"] for c in fake_google.generate_requests[1]["contents"] for p in c["parts"]
+    )
+    assert "msg_123" in second and "msg_999" not in second  # searched by sender
+    third = "".join(
+        p["text"] for c in fake_google.generate_requests[2]["contents"] for p in c["parts"]
+    )
+    data = third.split("<<<DATOS_DEL_BUZON")[-1].split("DATOS_DEL_BUZON>>>")[0]
+    assert MARKER in data and "admin mode" not in third
+    assert rows_containing(MARKER) == []
+    assert MARKER not in "\n".join(r.getMessage() for r in caplog.records)
+
+
+def test_revoked_zoho_token_is_503_and_zoho_outage_is_502(
+    zoho_e2e: Any, request: pytest.FixtureRequest, owner_client: Any, fake_google: FakeGoogle
+):
+    fake_zoho = request.getfixturevalue("fake_zoho")
+    request.getfixturevalue("zoho_connection")
+    fake_zoho.push_mail(*[zoho_e2e.mail_error(500, "INTERNAL_ERROR", "Internal")] * 5)
+    fake_google.push(fake_google.reply_json({"action": "buscar", "query": "factura"}))
+
+    response = ask(owner_client)
+
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "mailbox_unavailable"
+
+    fake_zoho.reset()
+    fake_zoho.revoke()
+    from correo.zoho.client import reset_token_cache
+
+    reset_token_cache()
+    fake_zoho.expire_access_tokens()
+    fake_google.push(fake_google.reply_json({"action": "buscar", "query": "factura"}))
+
+    response = ask(owner_client)
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "mailbox_not_connected"

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
 """The daily digest (F0): classification in batches, storage without bodies, task and command."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from correo import digest as digest_module
 from correo import tasks
 from correo.mailbox import MailItem
 from correo.models import Digest, ZohoConnection
-from correo.tests.conftest import FakeMailbox
+from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox  # noqa: F401
 from erp.llm.gateway import RetryPolicy
 from erp.llm.models import UsageLog
 from erp.testing.fake_google import FakeGoogle

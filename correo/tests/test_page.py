@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from correo.models import Digest
+from correo.tests.fakes import clean_cache, fake_mailbox  # noqa: F401
 from erp.testing.fixtures import Persona
 
 

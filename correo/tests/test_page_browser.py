@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
 """The staff page in Debian's Chromium (Playwright): log in, ask, see the answer and rounds;
 reload, the conversation is gone; nothing was written to web storage."""
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from correo.tests.conftest import FakeMailbox, hetzner_items
+from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fixtures import Persona
 

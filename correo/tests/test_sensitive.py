@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
 """Mail bodies never reach the database or the logs (the spec's "Datos sensibles")."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 from django.db import connection
 
 from correo import secretary
-from correo.tests.conftest import FakeMailbox, hetzner_items
+from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
 from erp.llm.gateway import RetryPolicy
 from erp.testing.fake_google import FakeGoogle
 

@@ -1,3 +1,6 @@
+"""In-memory stand-ins for correo tests (imported by the test modules; no conftest.py so
+that it merges with the Zoho branch's)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -13,7 +16,7 @@ from correo.mailbox import MailItem
 
 
 @pytest.fixture(autouse=True)
-def _clean_cache() -> Iterator[None]:
+def clean_cache() -> Iterator[None]:
     cache.clear()  # rate-limit slots and cached JWKS are per test
     yield
     cache.clear()
