@@ -211,6 +211,8 @@ ZOHO_ACCOUNTS_BASE_URL = env_str("ZOHO_ACCOUNTS_BASE_URL", "https://accounts.zoh
 ZOHO_MAIL_BASE_URL = env_str("ZOHO_MAIL_BASE_URL", "https://mail.zoho.com")
 CF_ACCESS_TEAM_DOMAIN = env_str("CF_ACCESS_TEAM_DOMAIN")
 CF_ACCESS_AUD = env_str("CF_ACCESS_AUD")
+# The team's JWKS; unset: https://<CF_ACCESS_TEAM_DOMAIN>/cdn-cgi/access/certs.
+CF_ACCESS_CERTS_URL = env_str("CF_ACCESS_CERTS_URL")
 
 _email_url = env_str("EMAIL_URL")
 if _email_url:

@@ -22,6 +22,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
     path("api/v1/", include("ai_agents.api.urls")),
+    path("api/correo/", include("correo.api.urls")),
+    path("correo/", include("correo.urls")),
 ]
 
 handler404 = "erp.api.handlers.not_found"

@@ -2,8 +2,9 @@
 
 Conventions the rest of the knowledge pipeline relies on:
 - `Section.heading_path` lists the headings above the text, outermost first (Markdown `#`, HTML
-  h1-h6, DOCX "Heading n"); text before the first heading has an empty path. PDFs have no reliable
-  headings: one section per page with path ["Página N"].
+  h1-h6, DOCX "Title"/"Heading n"); text before the first heading has an empty path. PDFs give one
+  section per page: its path is the bookmark (outline) path covering the page when the PDF has
+  bookmarks, else ["Página N"].
 - `Section.text` never contains its own heading line; paragraphs are separated by a blank line,
   lines (list items, table rows) by a single newline; table cells are joined with " | ".
 - Sections with no text are dropped; a document with no text at all raises `EmptyDocument`.
@@ -67,6 +68,9 @@ _MIME_ALIASES = {
     "application/x-pdf": MIME_PDF,
     MIME_DOCX: MIME_DOCX,
 }
+_GENERIC_MIMES = frozenset(
+    {"application/octet-stream", "binary/octet-stream", "application/unknown"}
+)
 # Magic bytes of formats people upload by mistake: named in the error so they know what happened.
 _KNOWN_BINARIES = (
     (b"\x89PNG", "PNG"),
@@ -124,6 +128,8 @@ def parse_document(data: bytes, *, filename: str, mime_type: str | None) -> Pars
 def _detect(data: bytes, *, filename: str, mime_type: str | None) -> str:
     ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     declared_mime = (mime_type or "").split(";", 1)[0].strip().lower()
+    if declared_mime in _GENERIC_MIMES:
+        declared_mime = ""  # browsers send these for any unknown file: sniff instead
     declared = _MIME_ALIASES.get(declared_mime) or _EXTENSIONS.get(ext)
     head = data[:1024]
     if b"%PDF-" in head:
@@ -215,14 +221,15 @@ def decode_text(data: bytes) -> str:
 # -- shared text helpers ---------------------------------------------------------------------
 
 _SPACES = re.compile(r"[ \t\f\v\u00a0\u200b]+")
-_BLANK_LINES = re.compile(r"\n\s*\n\s*")
+_LINE_EDGES = re.compile(r" ?\n ?")
+_BLANK_LINES = re.compile(r"\n{2,}")
 
 
 def _normalize_block(text: str) -> str:
     """Collapse spaces inside lines, keep single newlines, at most one blank line in a row."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+    text = _SPACES.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _LINE_EDGES.sub("\n", text)
+    return _BLANK_LINES.sub("\n\n", text).strip()
 
 
 def _sections_from_blocks(blocks: list[tuple[list[str], str]]) -> list[Section]:
@@ -532,9 +539,11 @@ def _parse_pdf(data: bytes) -> list[Section]:
             raise UnsupportedDocument(
                 _("El PDF está protegido con contraseña; quite la protección y vuelva a subirlo.")
             )
+        outline = _pdf_outline_paths(reader)
         blocks = []
         for number, page in enumerate(reader.pages, start=1):
-            blocks.append(([str(_("Página %(n)d") % {"n": number})], page.extract_text() or ""))
+            path = outline.get(number - 1) or [str(_("Página %(n)d") % {"n": number})]
+            blocks.append((path, page.extract_text() or ""))
     except DocumentError:
         raise
     except (PyPdfError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
@@ -548,6 +557,44 @@ def _parse_pdf(data: bytes) -> list[Section]:
             )
         )
     return sections
+
+
+def _pdf_outline_paths(reader: Any) -> dict[int, list[str]]:
+    """Page index -> path of the last bookmark starting on or before it (bookmarks are optional)."""
+    starts: list[tuple[int, int, list[str]]] = []  # (page, order, path)
+
+    def walk(items: list[Any], parents: list[str]) -> None:
+        last: list[str] = parents
+        for item in items:
+            if isinstance(item, list):
+                walk(item, last)
+                continue
+            title = " ".join(str(getattr(item, "title", "") or "").split())
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # a broken bookmark must not lose the text
+                page = None
+            if title and page is not None and page >= 0:
+                last = [*parents, title]
+                starts.append((page, len(starts), last))
+
+    try:
+        walk(reader.outline, [])
+    except Exception:
+        return {}
+    if not starts:
+        return {}
+    starts.sort()
+    paths: dict[int, list[str]] = {}
+    current: list[str] = []
+    position = 0
+    for page in range(len(reader.pages)):
+        while position < len(starts) and starts[position][0] <= page:
+            current = starts[position][2]
+            position += 1
+        if current:
+            paths[page] = current
+    return paths
 
 
 # -- DOCX ------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from erp.llm.models import ModelPrice, UsageLog
+from erp.llm.usage import price_cache_clear
 from erp.tenancy.admin_base import TenantOwnedAdmin
 
 
@@ -31,6 +32,10 @@ class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return bool(request.user.is_superuser)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        super().delete_queryset(request, queryset)
+        price_cache_clear()
 
 
 @admin.register(UsageLog)

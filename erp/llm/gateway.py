@@ -3,7 +3,7 @@
     result = llm_generate(request, context=CallContext(tenant=tenant), retry=AGENTS)
 
 Every attempt, successful or not, writes one `UsageLog` row (and debits the tenant's credit
-in the same transaction). Only retryable errors (`Timeout`, `Unavailable`, `RateLimited`)
+in the same SQL statement). Only retryable errors (`Timeout`, `Unavailable`, `RateLimited`)
 are retried, with exponential backoff, honouring the provider's retry delay up to
 `max_delay_s`; a total deadline bounds all attempts and shortens the last one. Streams retry
 only until their first delta has been yielded.

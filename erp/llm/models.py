@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from typing import Any
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -76,3 +77,20 @@ class ModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}/{self.model}"
+
+    # The gateway caches the price table per process (erp.llm.usage); a write here must reach
+    # this process at once, other processes within PRICE_CACHE_SECONDS.
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        _clear_price_cache()
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().delete(*args, **kwargs)
+        _clear_price_cache()
+        return result
+
+
+def _clear_price_cache() -> None:
+    from erp.llm.usage import price_cache_clear
+
+    price_cache_clear()

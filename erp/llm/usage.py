@@ -7,13 +7,13 @@ transaction as the row, so concurrent calls never lose a debit.
 
 from __future__ import annotations
 
+import time
 import uuid
-from contextlib import nullcontext
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection
+from django.utils import timezone
 
 from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
@@ -36,10 +36,33 @@ DEFAULT_PRICES: dict[tuple[str, str], tuple[Decimal, Decimal]] = {
 }
 
 
+# The price table is tiny and read on every model call: each process keeps a copy for
+# PRICE_CACHE_SECONDS, so an edit in the admin reaches every process within that time (the
+# process that saved it at once, through `price_cache_clear`).
+PRICE_CACHE_SECONDS = 30.0
+_price_cache: dict[str, object] = {"loaded_at": None, "prices": {}}
+
+
+def price_cache_clear() -> None:
+    _price_cache["loaded_at"] = None
+
+
+def _price_table() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
+    loaded_at = _price_cache["loaded_at"]
+    now = time.monotonic()
+    if loaded_at is None or now - float(loaded_at) > PRICE_CACHE_SECONDS:  # type: ignore[arg-type]
+        _price_cache["prices"] = {
+            (row.provider, row.model): (row.input_per_million_usd, row.output_per_million_usd)
+            for row in ModelPrice.objects.all()
+        }
+        _price_cache["loaded_at"] = now
+    return _price_cache["prices"]  # type: ignore[return-value]
+
+
 def price_for(provider: str, model: str) -> tuple[Decimal, Decimal]:
-    row = ModelPrice.objects.filter(provider=provider, model=model).first()
-    if row is not None:
-        return row.input_per_million_usd, row.output_per_million_usd
+    table = _price_table()
+    if (provider, model) in table:
+        return table[(provider, model)]
     return DEFAULT_PRICES.get((provider, model), (Decimal("0"), Decimal("0")))
 
 
@@ -77,27 +100,63 @@ def usage_record(
     cost = cost_usd(
         provider=provider, model=model, input_tokens=input_tokens, output_tokens=output_tokens
     )
-    debit = bool(cost) and settings.AI_CREDITS_MODE != "off"
-    # Without a debit one INSERT is atomic by itself: no BEGIN/COMMIT round trips per call.
-    with transaction.atomic() if debit else nullcontext():
-        log = UsageLog.objects.for_tenant(tenant).create(
-            tenant=tenant,
-            operation=operation,
-            provider=provider,
-            model=model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            total_tokens=input_tokens + output_tokens,
-            cost_usd=cost,
-            latency_ms=latency_ms,
-            success=success,
-            error_message=error_message[:2000],
-            agent_id=agent_id,
-            conversation_id=conversation_id,
-            message_id=message_id,
-        )
-        if debit:
-            Tenant.objects.filter(pk=tenant.pk).update(
-                ai_credit_balance_usd=F("ai_credit_balance_usd") - cost
-            )
+    log = UsageLog(
+        tenant=tenant,
+        operation=operation,
+        provider=provider,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+        cost_usd=cost,
+        latency_ms=latency_ms,
+        success=success,
+        error_message=error_message[:2000],
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        message_id=message_id,
+        created_at=timezone.now(),
+    )
+    if not cost or settings.AI_CREDITS_MODE == "off":
+        log.save(force_insert=True)
+        return log
+    _insert_and_debit(log)
     return log
+
+
+_COLUMNS = [
+    "id",
+    "tenant_id",
+    "agent_id",
+    "conversation_id",
+    "message_id",
+    "operation",
+    "provider",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost_usd",
+    "latency_ms",
+    "success",
+    "error_message",
+    "created_at",
+]
+
+
+def _insert_and_debit(log: UsageLog) -> None:
+    """The row and the debit in ONE statement: atomic without BEGIN/COMMIT round trips, and
+    the balance is decremented in place, so concurrent calls never lose a debit."""
+    usage_table = UsageLog._meta.db_table
+    tenant_table = Tenant._meta.db_table
+    placeholders = ", ".join(["%s"] * len(_COLUMNS))
+    sql = (
+        f"WITH ins AS (INSERT INTO {usage_table} ({', '.join(_COLUMNS)}) "  # noqa: S608
+        f"VALUES ({placeholders}) RETURNING tenant_id, cost_usd) "
+        f"UPDATE {tenant_table} t "
+        "SET ai_credit_balance_usd = t.ai_credit_balance_usd - ins.cost_usd "
+        "FROM ins WHERE t.id = ins.tenant_id"
+    )
+    params = [getattr(log, column) for column in _COLUMNS]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)

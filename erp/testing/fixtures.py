@@ -94,3 +94,13 @@ def member_client(member: Persona) -> APIClient:
 @pytest.fixture
 def outsider_client(outsider: Persona) -> APIClient:
     return session_client_for(outsider)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_price_table() -> Any:
+    """Each test sees the ModelPrice rows it creates (the gateway caches the price table)."""
+    from erp.llm.usage import price_cache_clear
+
+    price_cache_clear()
+    yield
+    price_cache_clear()

@@ -1,0 +1,137 @@
+# ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
+"""The staff page in Debian's Chromium (Playwright): log in, ask, see the answer and rounds;
+reload, the conversation is gone; nothing was written to web storage."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
+from erp.testing.fake_google import FakeGoogle
+from erp.testing.fixtures import Persona
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
+]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    # The Playwright sync API runs an event loop in this thread, so Django's ORM would refuse
+    # to run here (browser-tests.md pitfall 6); only while the browser lives.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as pw:
+            chromium = pw.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            )
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any) -> Iterator[Any]:
+    context = browser.new_context(base_url=live_server.url, locale="es-ES")
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()
+
+
+def test_ask_on_the_page_then_reload_forgets(
+    page: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
+):
+    from playwright.sync_api import expect
+
+    fake_mailbox.items = hetzner_items()
+    fake_mailbox.bodies[("msg_123", "inbox")] = "Your server was rebooted for maintenance."
+    answer = "El último aviso de Hetzner decía que tu servidor se reinició por mantenimiento."
+    fake_google.push(
+        fake_google.reply_json({"action": "buscar", "from": "alerts@hetzner.de"}),
+        fake_google.reply_json({"action": "leer", "messageId": "msg_123", "folderId": "inbox"}),
+        fake_google.reply_json({"action": "responder", "answer": answer}),
+    )
+
+    page.goto("/correo/")
+    assert "/admin/login/" in page.url  # login required
+    page.fill("#id_username", owner.user.username)
+    page.fill("#id_password", "pass-1234")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/correo/")
+    expect(page.get_by_text("Buzón sin conectar.")).to_be_visible()
+    expect(page.get_by_role("link", name="Conectar Zoho Mail")).to_have_attribute(
+        "href", "/correo/zoho/connect"
+    )
+
+    storage_js = "[JSON.stringify(localStorage), JSON.stringify(sessionStorage), document.cookie]"
+    before = page.evaluate(storage_js)  # (the admin login page keeps its own UI prefs)
+    page.get_by_label("Tu pregunta").fill("¿Qué decía el último aviso de Hetzner?")
+    page.get_by_role("button", name="Preguntar").click()
+
+    reply = page.locator("#messages li.assistant")
+    expect(reply.locator(".text")).to_have_text(answer)
+    expect(reply.locator(".meta")).to_contain_text("2 rondas")
+    expect(page.locator("#messages")).to_have_attribute("aria-live", "polite")
+    assert page.evaluate(storage_js) == before  # nothing stored by the chat
+
+    # the second question carries the history
+    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "De nada."}))
+    page.get_by_label("Tu pregunta").fill("Gracias")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#messages li.assistant")).to_have_count(2)
+    last_prompt = "".join(
+        p["text"] for c in fake_google.generate_requests[-1]["contents"] for p in c["parts"]
+    )
+    assert f"Secretaria: {answer}" in last_prompt
+
+    page.reload()
+    expect(page.locator("#messages li")).to_have_count(0)
+
+
+def test_rate_limit_and_disconnected_mailbox_messages(
+    page: Any, owner: Persona, fake_google: FakeGoogle, settings: Any
+):
+    from playwright.sync_api import expect
+
+    page.goto("/admin/login/?next=/correo/")
+    page.fill("#id_username", owner.user.username)
+    page.fill("#id_password", "pass-1234")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/correo/")
+
+    page.get_by_label("Tu pregunta").fill("¿Hola?")
+    page.get_by_role("button", name="Preguntar").click()  # no mailbox connected: 503
+    expect(page.locator("#error")).to_contain_text("Tu buzón no está conectado.")
+    expect(page.locator("#error a")).to_have_attribute("href", "/correo/zoho/connect")
+
+    page.route(
+        "**/api/correo/ask",
+        lambda route: route.fulfill(
+            status=429,
+            headers={"Retry-After": "37", "Content-Type": "application/json"},
+            body='{"error": {"code": "rate_limited", "message": "x"}}',
+        ),
+    )
+    page.get_by_role("button", name="Preguntar").click()
+    expect(page.locator("#error")).to_contain_text("37 s")
