@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ai_agents.models import Chunk, Document, KnowledgeBase
+from ai_agents.models import Agent, Chunk, Document, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
 
@@ -179,3 +179,12 @@ class DocumentAdmin(TenantOwnedAdmin):
             services.document_reindex(document=document)
             count += 1
         messages.success(request, _("%(n)s documento(s) en cola.") % {"n": count})
+
+
+@admin.register(Agent)
+class AgentAdmin(TenantOwnedAdmin):
+    """Agent configuration; `Agent.clean` validates the JSON blocks and names the bad key."""
+
+    list_display = ["name", "provider", "model", "is_active", "updated_at"]
+    search_fields = ["name", "description"]
+    filter_horizontal = ["knowledge_bases"]

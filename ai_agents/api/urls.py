@@ -24,3 +24,10 @@ urlpatterns = [
     ),
     path("knowledge-bases/<str:kb_id>/search", views.SearchView.as_view(), name="kb-search"),
 ]
+
+from ai_agents.api import agents as agent_views  # noqa: E402
+
+urlpatterns += [
+    path("agents", agent_views.AgentListView.as_view(), name="agent-list"),
+    path("agents/<str:agent_id>", agent_views.AgentDetailView.as_view(), name="agent-detail"),
+]

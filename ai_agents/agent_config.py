@@ -1,0 +1,233 @@
+"""Agent configuration blocks (JSON fields) with the spec's defaults and readable validation.
+
+Each block is a JSON object; `*_defaults()` gives the spec's values and `validate_*` returns the
+block completed with defaults or raises `ConfigError` naming the offending key. Unknown keys are
+refused so a typo does not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+
+
+class ConfigError(ValidationError):
+    """A configuration block is invalid; `message` names the key."""
+
+
+HISTORY_STRATEGIES = ("oldest_first", "summarize", "smart")
+INTENT_METHODS = ("keyword", "llm", "hybrid")
+TRIGGER_TYPES = ("keyword", "sentiment", "intent", "confidence", "loop_detection", "user_request")
+PRIORITIES = ("low", "medium", "high", "urgent")
+
+
+def history_defaults() -> dict[str, Any]:
+    return {
+        "max_messages": 20,  # RN-2
+        "max_tokens": 4000,
+        "truncation_strategy": "smart",
+        "summarize_after": 30,
+        "summary_prompt": "",
+    }
+
+
+def processing_defaults() -> dict[str, Any]:
+    return {
+        "llm_timeout_ms": 30000,  # RN-1
+        "rag_timeout_ms": 5000,
+        "tool_timeout_ms": 10000,
+        "total_timeout_ms": 45000,
+        "llm_max_retries": 3,  # RN-3
+        "llm_retry_delay_ms": 1000,
+        "llm_retry_backoff": 2,
+        "messages_per_minute": 20,  # RN-4
+        "tokens_per_minute": 50000,
+        "streaming_enabled": True,
+        "streaming_chunk_delay_ms": 0,
+        "max_tool_rounds": 3,
+        "rag_top_k": 5,
+        "rag_min_score": 0.0,
+    }
+
+
+def intent_defaults() -> dict[str, Any]:
+    return {
+        "method": "hybrid",
+        "keyword_intents": {
+            "escalate": ["humano", "agente", "persona", "hablar con alguien"],
+            "order_status": ["pedido", "orden", "envío", "dónde está"],
+            "pricing": ["precio", "costo", "cuánto cuesta", "cotización"],
+            "support": ["ayuda", "problema", "no funciona", "error"],
+        },
+        "known_intents": [
+            {
+                "intent": "escalate",
+                "description": "Usuario quiere hablar con persona",
+                "examples": ["Quiero hablar con un humano", "Pásame con un agente"],
+                "action": "trigger_escalation",
+            }
+        ],
+    }
+
+
+def escalation_defaults() -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "keyword",
+            "condition": {"keywords": ["humano", "agente", "persona", "hablar con alguien"]},
+            "priority": "medium",
+        },
+        {"type": "user_request", "condition": {}, "priority": "medium"},
+        {"type": "intent", "condition": {"intents": ["escalate"]}, "priority": "medium"},
+        {"type": "sentiment", "condition": {"threshold": -0.6}, "priority": "high"},
+        {"type": "confidence", "condition": {"below": 0.3}, "priority": "low"},
+    ]
+
+
+def _fail(key: str, message: str) -> ConfigError:
+    return ConfigError(f"{key}: {message}")
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _fail(name, _("debe ser un objeto JSON"))
+    return dict(value)
+
+
+def _complete(
+    value: Any, name: str, defaults: dict[str, Any], checks: Mapping[str, Callable[[Any], bool]]
+) -> dict[str, Any]:
+    data = _object(value, name)
+    unknown = sorted(set(data) - set(defaults))
+    if unknown:
+        raise _fail(f"{name}.{unknown[0]}", _("clave desconocida"))
+    merged = {**defaults, **data}
+    for key, ok in checks.items():
+        if not ok(merged[key]):
+            raise _fail(f"{name}.{key}", _("valor no válido: %(value)r") % {"value": merged[key]})
+    return merged
+
+
+def _int_between(low: int, high: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _number_between(low: float, high: float) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int | float) and not isinstance(v, bool) and low <= v <= high
+
+
+def validate_history_config(value: Any) -> dict[str, Any]:
+    return _complete(
+        value,
+        "history_config",
+        history_defaults(),
+        {
+            "max_messages": _int_between(2, 200),
+            "max_tokens": _int_between(100, 200000),
+            "truncation_strategy": lambda v: v in HISTORY_STRATEGIES,
+            "summarize_after": _int_between(2, 1000),
+            "summary_prompt": lambda v: isinstance(v, str),
+        },
+    )
+
+
+def validate_processing_config(value: Any) -> dict[str, Any]:
+    merged = _complete(
+        value,
+        "processing_config",
+        processing_defaults(),
+        {
+            "llm_timeout_ms": _int_between(100, 120000),
+            "rag_timeout_ms": _int_between(10, 60000),
+            "tool_timeout_ms": _int_between(10, 60000),
+            "total_timeout_ms": _int_between(100, 300000),
+            "llm_max_retries": _int_between(0, 10),
+            "llm_retry_delay_ms": _int_between(0, 60000),
+            "llm_retry_backoff": _number_between(1, 10),
+            "messages_per_minute": _int_between(1, 10000),
+            "tokens_per_minute": _int_between(100, 10_000_000),
+            "streaming_enabled": lambda v: isinstance(v, bool),
+            "streaming_chunk_delay_ms": _int_between(0, 5000),
+            "max_tool_rounds": _int_between(0, 10),
+            "rag_top_k": _int_between(1, 50),
+            "rag_min_score": _number_between(0, 1),
+        },
+    )
+    if merged["total_timeout_ms"] < merged["llm_timeout_ms"]:
+        raise _fail(
+            "processing_config.total_timeout_ms",
+            _("no puede ser menor que llm_timeout_ms"),
+        )
+    return merged
+
+
+def _string_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(s, str) and s.strip() for s in v)
+
+
+def validate_intent_detection(value: Any) -> dict[str, Any]:
+    merged = _complete(
+        value,
+        "intent_detection",
+        intent_defaults(),
+        {
+            "method": lambda v: v in INTENT_METHODS,
+            "keyword_intents": lambda v: (
+                isinstance(v, Mapping)
+                and all(isinstance(k, str) and _string_list(w) for k, w in v.items())
+            ),
+            "known_intents": lambda v: (
+                isinstance(v, list)
+                and all(isinstance(i, Mapping) and isinstance(i.get("intent"), str) for i in v)
+            ),
+        },
+    )
+    return merged
+
+
+_TRIGGER_CONDITIONS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "keyword": lambda c: _string_list(c.get("keywords")) and bool(c.get("keywords")),
+    "sentiment": lambda c: _number_between(-1, 1)(c.get("threshold")),
+    "intent": lambda c: _string_list(c.get("intents")) and bool(c.get("intents")),
+    "confidence": lambda c: _number_between(0, 1)(c.get("below")),
+    "loop_detection": lambda c: _int_between(2, 50)(c.get("max_similar")),
+    "user_request": lambda c: True,
+}
+
+
+def validate_escalation_triggers(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return escalation_defaults()
+    if not isinstance(value, list):
+        raise _fail("escalation_triggers", _("debe ser una lista"))
+    out: list[dict[str, Any]] = []
+    for i, trigger in enumerate(value):
+        key = f"escalation_triggers[{i}]"
+        if not isinstance(trigger, Mapping):
+            raise _fail(key, _("debe ser un objeto JSON"))
+        kind = trigger.get("type")
+        if kind not in TRIGGER_TYPES:
+            raise _fail(f"{key}.type", _("tipo desconocido: %(value)r") % {"value": kind})
+        priority = trigger.get("priority", "medium")
+        if priority not in PRIORITIES:
+            raise _fail(
+                f"{key}.priority", _("prioridad no válida: %(value)r") % {"value": priority}
+            )
+        condition = trigger.get("condition") or {}
+        if not isinstance(condition, Mapping) or not _TRIGGER_CONDITIONS[kind](condition):
+            raise _fail(f"{key}.condition", _("condición no válida para %(kind)s") % {"kind": kind})
+        out.append({"type": kind, "condition": dict(condition), "priority": priority})
+    return out
+
+
+def validate_tools_enabled(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not _string_list(value) and value != []:
+        raise _fail("tools_enabled", _("debe ser una lista de nombres"))
+    return list(dict.fromkeys(value))

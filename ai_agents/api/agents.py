@@ -1,0 +1,123 @@
+"""Agent configuration (CRUD) and conversation read endpoints."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ai_agents.api.permissions import CanEditKnowledge
+from ai_agents.models import Agent
+from ai_agents.services import agents as services
+from erp.api.views import TenantGenericAPIView
+from erp.tenancy.models import Tenant
+from erp.tenancy.selectors import access_tenant_object
+
+
+class AgentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    knowledge_bases = serializers.ListField(
+        child=serializers.CharField(), required=False, write_only=True
+    )
+    tools_enabled = serializers.JSONField(required=False)
+    history_config = serializers.JSONField(required=False)
+    intent_detection = serializers.JSONField(required=False)
+    escalation_triggers = serializers.JSONField(required=False)
+    processing_config = serializers.JSONField(required=False)
+
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            "name",
+            "description",
+            "system_prompt",
+            "provider",
+            "model",
+            "temperature",
+            "max_output_tokens",
+            "knowledge_bases",
+            "tools_enabled",
+            "history_config",
+            "intent_detection",
+            "escalation_triggers",
+            "processing_config",
+            "fallback_message",
+            "escalation_message",
+            "is_active",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+    def to_representation(self, instance: Agent) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        links = Agent.knowledge_bases.through.objects.filter(agent_id=instance.pk)
+        data["knowledge_bases"] = sorted(
+            str(pk) for pk in links.values_list("knowledgebase_id", flat=True)
+        )
+        return data
+
+
+def access_agent(tenant: Tenant, agent_id: Any) -> Agent:
+    try:
+        uuid.UUID(str(agent_id))
+    except ValueError:
+        raise Http404 from None
+    return access_tenant_object(Agent, tenant, agent_id)
+
+
+def _invalid(exc: DjangoValidationError) -> exceptions.ValidationError:
+    if hasattr(exc, "error_dict"):
+        return exceptions.ValidationError({k: v for k, v in exc.message_dict.items()})
+    return exceptions.ValidationError({"detail": exc.messages})
+
+
+class AgentListView(mixins.ListModelMixin, TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = AgentSerializer
+
+    def get_queryset(self) -> Any:
+        return Agent.objects.for_tenant(self.tenant).order_by("-created_at", "id")
+
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    @extend_schema(request=AgentSerializer, responses={201: AgentSerializer})
+    def post(self, request: Request) -> Response:
+        form = AgentSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            agent = services.agent_create(tenant=self.tenant, data=form.validated_data)
+        except DjangoValidationError as exc:
+            raise _invalid(exc) from None
+        return Response(AgentSerializer(agent).data, status=status.HTTP_201_CREATED)
+
+
+class AgentDetailView(TenantGenericAPIView):
+    permission_classes = [CanEditKnowledge]
+    serializer_class = AgentSerializer
+
+    def get(self, request: Request, agent_id: Any) -> Response:
+        return Response(AgentSerializer(access_agent(self.tenant, agent_id)).data)
+
+    @extend_schema(request=AgentSerializer, responses=AgentSerializer)
+    def patch(self, request: Request, agent_id: Any) -> Response:
+        agent = access_agent(self.tenant, agent_id)
+        form = AgentSerializer(data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        try:
+            agent = services.agent_update(agent=agent, data=form.validated_data)
+        except DjangoValidationError as exc:
+            raise _invalid(exc) from None
+        return Response(AgentSerializer(agent).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, agent_id: Any) -> Response:
+        services.agent_delete(agent=access_agent(self.tenant, agent_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

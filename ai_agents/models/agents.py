@@ -1,0 +1,256 @@
+"""Agents, contacts, conversations and messages (RF-MGN-018-003 tables)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from ai_agents import agent_config
+from erp.tenancy.models import TenantOwnedModel
+
+
+def default_fallback_message() -> str:
+    return str(
+        _("Lo siento, no puedo responder en este momento. Por favor, inténtelo de nuevo más tarde.")
+    )
+
+
+def default_escalation_message() -> str:
+    return str(_("Le paso con una persona de nuestro equipo; le responderá en breve."))
+
+
+class Agent(TenantOwnedModel):
+    class Provider(models.TextChoices):
+        DEFAULT = "default", _("el configurado en la plataforma")
+        GOOGLE = "google", _("Google")
+        OPENAI = "openai", _("compatible con OpenAI")
+        OFFLINE = "offline", _("sin modelo (sin conexión)")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(_("nombre"), max_length=200)
+    description = models.TextField(_("descripción"), blank=True)
+    system_prompt = models.TextField(_("instrucciones del sistema"))
+    provider = models.CharField(
+        _("proveedor"), max_length=20, choices=Provider.choices, default=Provider.DEFAULT
+    )
+    model = models.CharField(_("modelo"), max_length=100, blank=True)
+    temperature = models.FloatField(
+        _("temperatura"), default=0.7, validators=[MinValueValidator(0), MaxValueValidator(2)]
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        _("máximo de tokens de salida"),
+        default=1024,
+        validators=[MinValueValidator(16), MaxValueValidator(32768)],
+    )
+    knowledge_bases = models.ManyToManyField(
+        "ai_agents.KnowledgeBase",
+        blank=True,
+        related_name="agents",
+        verbose_name=_("bases de conocimiento"),
+    )
+    tools_enabled = models.JSONField(_("herramientas habilitadas"), default=list, blank=True)
+    history_config = models.JSONField(
+        _("historial"), default=agent_config.history_defaults, blank=True
+    )
+    intent_detection = models.JSONField(
+        _("detección de intención"), default=agent_config.intent_defaults, blank=True
+    )
+    escalation_triggers = models.JSONField(
+        _("disparadores de escalación"), default=agent_config.escalation_defaults, blank=True
+    )
+    processing_config = models.JSONField(
+        _("procesamiento"), default=agent_config.processing_defaults, blank=True
+    )
+    fallback_message = models.TextField(_("mensaje de respaldo"), default=default_fallback_message)
+    escalation_message = models.TextField(
+        _("mensaje de escalación"), default=default_escalation_message
+    )
+    is_active = models.BooleanField(_("activo"), default=True)
+    created_at = models.DateTimeField(_("creado"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("agente")
+        verbose_name_plural = _("agentes")
+        ordering = ["name"]
+        indexes = [models.Index(fields=["tenant", "created_at"], name="agent_tenant_created")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        """Completes the JSON blocks with defaults; errors name the field and the key."""
+        from django.core.exceptions import ValidationError
+
+        errors: dict[str, list[str]] = {}
+        blocks = {
+            "history_config": agent_config.validate_history_config,
+            "intent_detection": agent_config.validate_intent_detection,
+            "escalation_triggers": agent_config.validate_escalation_triggers,
+            "processing_config": agent_config.validate_processing_config,
+            "tools_enabled": agent_config.validate_tools_enabled,
+        }
+        for name, validate in blocks.items():
+            try:
+                setattr(self, name, validate(getattr(self, name)))
+            except ValidationError as exc:
+                errors[name] = exc.messages
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def processing(self) -> dict[str, object]:
+        return agent_config.validate_processing_config(self.processing_config)
+
+    @property
+    def history(self) -> dict[str, object]:
+        return agent_config.validate_history_config(self.history_config)
+
+
+class Contact(TenantOwnedModel):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    external_id = models.CharField(_("identificador externo"), max_length=100)
+    name = models.CharField(_("nombre"), max_length=200, blank=True)
+    email = models.EmailField(_("correo"), blank=True)
+    phone = models.CharField(_("teléfono"), max_length=40, blank=True)
+    custom_attributes = models.JSONField(_("atributos"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("creado"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("contacto")
+        verbose_name_plural = _("contactos")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"], name="contact_unique_external_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.external_id
+
+
+class Conversation(TenantOwnedModel):
+    class Status(models.TextChoices):
+        ACTIVE = "active", _("activa")
+        ESCALATED = "escalated", _("escalada")
+        CLOSED = "closed", _("cerrada")
+        EXPIRED = "expired", _("expirada")
+
+    OPEN_STATUSES = (Status.ACTIVE, Status.ESCALATED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    channel = models.CharField(_("canal"), max_length=50)  # api, whatsapp, webchat, email
+    channel_conversation_id = models.CharField(_("id en el canal"), max_length=100, blank=True)
+    contact = models.ForeignKey(
+        Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="conversations"
+    )
+    contact_identifier = models.CharField(
+        _("identificador del contacto"), max_length=100, blank=True
+    )
+    status = models.CharField(
+        _("estado"), max_length=20, choices=Status.choices, default=Status.ACTIVE
+    )
+    escalated_at = models.DateTimeField(_("escalada el"), null=True, blank=True)
+    escalated_to = models.UUIDField(_("escalada a"), null=True, blank=True)
+    escalation_reason = models.CharField(_("motivo de escalación"), max_length=100, blank=True)
+    escalation_priority = models.CharField(_("prioridad"), max_length=10, blank=True)
+    session_variables = models.JSONField(_("variables de sesión"), default=dict, blank=True)
+    message_count = models.IntegerField(_("mensajes"), default=0)
+    tokens_used = models.IntegerField(_("tokens"), default=0)
+    satisfaction_rating = models.IntegerField(
+        _("satisfacción"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(5)],
+    )
+    feedback_text = models.TextField(_("comentario"), blank=True)
+    started_at = models.DateTimeField(_("iniciada"), auto_now_add=True)
+    last_message_at = models.DateTimeField(_("último mensaje"), auto_now_add=True)
+    closed_at = models.DateTimeField(_("cerrada el"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("conversación")
+        verbose_name_plural = _("conversaciones")
+        ordering = ["-last_message_at"]
+        indexes = [
+            models.Index(fields=["tenant", "status", "last_message_at"], name="conv_tenant_status"),
+            models.Index(fields=["tenant", "agent", "last_message_at"], name="conv_tenant_agent"),
+            models.Index(
+                fields=["tenant", "channel", "channel_conversation_id"], name="conv_tenant_channel"
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "escalated", "closed", "expired"]),
+                name="chk_conv_status",
+            ),
+            # At most one open conversation per contact thread: concurrent first messages
+            # meet here and share it.
+            models.UniqueConstraint(
+                fields=["tenant", "agent", "channel", "channel_conversation_id"],
+                condition=Q(status__in=["active", "escalated"]),
+                name="conv_one_open_per_thread",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel}:{self.channel_conversation_id}"
+
+
+class Message(TenantOwnedModel):
+    class Role(models.TextChoices):
+        USER = "user", _("usuario")
+        ASSISTANT = "assistant", _("asistente")
+        SYSTEM = "system", _("sistema")
+        TOOL = "tool", _("herramienta")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    role = models.CharField(_("rol"), max_length=20, choices=Role.choices)
+    content = models.TextField(_("contenido"))
+    input_tokens = models.IntegerField(_("tokens de entrada"), null=True, blank=True)
+    output_tokens = models.IntegerField(_("tokens de salida"), null=True, blank=True)
+    rag_chunks_used = models.JSONField(_("fragmentos usados"), null=True, blank=True)
+    rag_search_time_ms = models.IntegerField(_("tiempo de búsqueda (ms)"), null=True, blank=True)
+    tool_calls = models.JSONField(_("llamadas a herramientas"), null=True, blank=True)
+    metadata = models.JSONField(_("metadatos"), default=dict, blank=True)
+    # NULL, not "": messages without a channel id stay out of the unique constraint.
+    channel_message_id = models.CharField(  # noqa: DJ001
+        _("id del mensaje en el canal"), max_length=100, null=True, blank=True
+    )
+    reply_to = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replies"
+    )
+    created_at = models.DateTimeField(_("fecha"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("mensaje")
+        verbose_name_plural = _("mensajes")
+        ordering = ["created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "conversation", "created_at"], name="msg_tenant_conv"),
+            models.Index(fields=["tenant", "created_at"], name="msg_tenant_created"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "agent", "channel_message_id"],
+                condition=Q(channel_message_id__isnull=False),
+                name="msg_unique_channel_message_id",
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["user", "assistant", "system", "tool"]),
+                name="chk_msg_role",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
