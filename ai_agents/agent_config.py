@@ -23,6 +23,20 @@ INTENT_METHODS = ("keyword", "llm", "hybrid")
 TRIGGER_TYPES = ("keyword", "sentiment", "intent", "confidence", "loop_detection", "user_request")
 PRIORITIES = ("low", "medium", "high", "urgent")
 
+# Phrases where "agente" / "persona" names a trade, not a human to talk to.
+HUMAN_AGENT_EXCLUDES = (
+    "agente de envios",
+    "agente de envio",
+    "agente de ventas",
+    "agente de viajes",
+    "agente inmobiliario",
+    "agente aduanal",
+    "agente de seguros",
+    "agente de carga",
+    "persona fisica",
+    "persona moral",
+)
+
 
 def history_defaults() -> dict[str, Any]:
     return {
@@ -77,13 +91,16 @@ def escalation_defaults() -> list[dict[str, Any]]:
     return [
         {
             "type": "keyword",
-            "condition": {"keywords": ["humano", "agente", "persona", "hablar con alguien"]},
+            "condition": {
+                "keywords": ["humano", "agente", "persona", "hablar con alguien"],
+                "exclude": list(HUMAN_AGENT_EXCLUDES),
+            },
             "priority": "medium",
         },
         {"type": "user_request", "condition": {}, "priority": "medium"},
         {"type": "intent", "condition": {"intents": ["escalate"]}, "priority": "medium"},
         {"type": "sentiment", "condition": {"threshold": -0.6}, "priority": "high"},
-        {"type": "confidence", "condition": {"below": 0.3}, "priority": "low"},
+        {"type": "confidence", "condition": {"threshold": 0.3}, "priority": "low"},
     ]
 
 
@@ -194,7 +211,7 @@ _TRIGGER_CONDITIONS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "keyword": lambda c: _string_list(c.get("keywords")) and bool(c.get("keywords")),
     "sentiment": lambda c: _number_between(-1, 1)(c.get("threshold")),
     "intent": lambda c: _string_list(c.get("intents")) and bool(c.get("intents")),
-    "confidence": lambda c: _number_between(0, 1)(c.get("below")),
+    "confidence": lambda c: _number_between(0, 1)(c.get("threshold")),
     "loop_detection": lambda c: _int_between(2, 50)(c.get("max_similar")),
     "user_request": lambda c: True,
 }

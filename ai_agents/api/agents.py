@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, serializers, status
 from rest_framework.request import Request
@@ -121,3 +122,50 @@ class AgentDetailView(TenantGenericAPIView):
     def delete(self, request: Request, agent_id: Any) -> Response:
         services.agent_delete(agent=access_agent(self.tenant, agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ContactInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    external_id = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    email = serializers.EmailField(required=False, allow_blank=True)
+    phone = serializers.CharField(max_length=40, required=False, allow_blank=True)
+
+
+class MessageInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    contact = ContactInputSerializer()
+    text = serializers.CharField(max_length=8000, trim_whitespace=True)
+    channel_message_id = serializers.CharField(max_length=100, required=False, allow_blank=False)
+    metadata = serializers.DictField(required=False)
+
+
+class AgentMessageView(TenantGenericAPIView):
+    """POST /api/v1/agents/{id}/messages: one customer message through the pipeline."""
+
+    serializer_class = MessageInputSerializer
+
+    def get_permissions(self) -> Any:
+        from erp.tenancy.permissions import HasTenant
+
+        return [HasTenant()]
+
+    @extend_schema(request=MessageInputSerializer, responses={200: None})
+    def post(self, request: Request, agent_id: Any) -> Response:
+        from ai_agents.pipeline.run import Inbound, message_process
+
+        agent = access_agent(self.tenant, agent_id)
+        form = MessageInputSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        if not agent.is_active:
+            raise exceptions.ValidationError({"agent": [_("El agente está inactivo.")]})
+        data = form.validated_data
+        body = message_process(
+            agent=agent,
+            inbound=Inbound(
+                text=data["text"],
+                contact=data["contact"],
+                channel="api",
+                channel_message_id=data.get("channel_message_id"),
+                metadata=data.get("metadata"),
+            ),
+        )
+        return Response(body)

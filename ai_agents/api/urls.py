@@ -31,3 +31,21 @@ urlpatterns += [
     path("agents", agent_views.AgentListView.as_view(), name="agent-list"),
     path("agents/<str:agent_id>", agent_views.AgentDetailView.as_view(), name="agent-detail"),
 ]
+
+from ai_agents.api import conversations as conversation_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "agents/<str:agent_id>/messages",
+        agent_views.AgentMessageView.as_view(),
+        name="agent-messages",
+    ),
+    path(
+        "conversations", conversation_views.ConversationListView.as_view(), name="conversation-list"
+    ),
+    path(
+        "conversations/<str:conversation_id>",
+        conversation_views.ConversationDetailView.as_view(),
+        name="conversation-detail",
+    ),
+]

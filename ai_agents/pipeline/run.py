@@ -1,0 +1,327 @@
+"""The message pipeline: one inbound message in, the stored reply and its result out.
+
+    receive (contact, conversation, row lock, idempotency) -> escalated? stay silent
+    -> text triggers (keyword, user request) -> context (history, system prompt)
+    -> retrieve (knowledge bases, rag_timeout_ms) -> llm (gateway, action protocol)
+    -> escalate? (sentiment, intent, confidence, model request; failure -> fallback)
+    -> store (reply with per-step timings) -> result
+
+The whole run holds the conversation's row lock, so one conversation's messages run one at
+a time; the result is stored on the inbound message, and a repeated `channel_message_id`
+returns it without calling the model again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from ai_agents.models import Agent, Contact, Conversation, Message
+from ai_agents.pipeline import seams, steps
+from erp.llm.errors import LlmError, NoCredits, Timeout
+from erp.llm.gateway import CallContext
+from erp.llm.models import UsageLog
+
+
+@dataclass(frozen=True)
+class Inbound:
+    text: str
+    contact: Mapping[str, Any]  # external_id, name?, email?, phone?
+    channel: str = "api"
+    thread_id: str | None = None  # channel conversation id; default: the contact's id
+    channel_message_id: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.last = self.started
+        self.steps: dict[str, int] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.steps[name] = int((now - self.last) * 1000)
+        self.last = now
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+
+def message_process(*, agent: Agent, inbound: Inbound) -> dict[str, Any]:
+    """Runs the pipeline for one message and returns the API result (see CONTRACT.md)."""
+    timer = _Timer()
+    if inbound.channel_message_id:
+        existing = steps.message_by_channel_id(
+            agent=agent, channel_message_id=inbound.channel_message_id
+        )
+        if existing is not None:
+            return _stored_result(existing)
+    contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
+    thread_id = inbound.thread_id or contact.external_id
+    conversation = steps.conversation_open(
+        agent=agent, channel=inbound.channel, thread_id=thread_id, contact=contact
+    )
+    timer.mark("receive")
+    try:
+        with transaction.atomic():
+            locked = steps.conversation_lock(conversation)
+            if locked.status not in Conversation.OPEN_STATUSES:
+                raise _Reopen
+            if inbound.channel_message_id:
+                existing = steps.message_by_channel_id(
+                    agent=agent, channel_message_id=inbound.channel_message_id
+                )
+                if existing is not None:
+                    return _stored_result(existing)
+            try:
+                with transaction.atomic():
+                    user_message = Message.objects.for_tenant(agent.tenant_id).create(
+                        tenant_id=agent.tenant_id,
+                        conversation=locked,
+                        agent=agent,
+                        role=Message.Role.USER,
+                        content=inbound.text,
+                        channel_message_id=inbound.channel_message_id or None,
+                        metadata={"channel_metadata": dict(inbound.metadata or {})},
+                    )
+            except IntegrityError:
+                raise _Duplicate from None
+            timer.mark("lock")
+            return _run(agent, locked, contact, user_message, timer)
+    except _Duplicate:
+        existing = steps.message_by_channel_id(
+            agent=agent, channel_message_id=str(inbound.channel_message_id)
+        )
+        assert existing is not None
+        return _stored_result(existing)
+    except _Reopen:
+        # Closed or expired while we waited for the lock: the message starts a new one.
+        return message_process(agent=agent, inbound=inbound)
+
+
+class _Duplicate(Exception):
+    pass
+
+
+class _Reopen(Exception):
+    pass
+
+
+def _run(
+    agent: Agent,
+    conversation: Conversation,
+    contact: Contact,
+    user_message: Message,
+    timer: _Timer,
+) -> dict[str, Any]:
+    processing = agent.processing
+    reply_text: str | None
+    escalation: seams.Decision | None = None
+    meta: dict[str, Any] = {}
+    retrieval = steps.Retrieval()
+    result = None
+
+    if conversation.status == Conversation.Status.ESCALATED:
+        # A human has it: the message is stored, the bot stays silent, no model call.
+        return _finish(conversation, user_message, None, None, retrieval, meta, timer)
+
+    triggers = agent.escalation_triggers or []
+    escalation = seams.evaluate_escalation(
+        triggers,
+        text=user_message.content,
+        sentiment=None,
+        intent=None,
+        confidence=None,
+        recent_user_texts=[],
+        model_requested=False,
+        model_reason=None,
+    )
+    timer.mark("triggers")
+    if escalation is not None:
+        reply_text = escalation.message or agent.escalation_message
+        return _finish(conversation, user_message, reply_text, escalation, retrieval, meta, timer)
+
+    history = steps.history_load(
+        conversation=conversation, before=user_message, config=agent.history
+    )
+    system = steps.system_prompt(agent=agent, conversation=conversation, contact=contact)
+    timer.mark("context")
+    retrieval = steps.retrieve(agent=agent, query=user_message.content, processing=processing)
+    timer.mark("retrieve")
+    request = steps.build_request(
+        agent=agent,
+        system=system,
+        history=history,
+        text=user_message.content,
+        hits=retrieval.hits,
+        processing=processing,
+    )
+    context = CallContext(
+        tenant=agent.tenant,
+        agent_id=agent.pk,
+        conversation_id=conversation.pk,
+        message_id=user_message.pk,
+    )
+    remaining = int(processing["total_timeout_ms"]) / 1000 - timer.elapsed_s
+    try:
+        result, parsed = steps.llm_call(
+            agent=agent,
+            request=request,
+            context=context,
+            retry=steps.retry_policy(processing, remaining_s=remaining),
+        )
+    except LlmError as exc:
+        timer.mark("llm")
+        kind = (
+            "no_credits"
+            if isinstance(exc, NoCredits)
+            else "timeout"
+            if isinstance(exc, Timeout)
+            else "llm_failure"
+        )
+        meta["error"] = type(exc).__name__
+        escalation = seams.failure_decision(kind)
+        return _finish(
+            conversation, user_message, agent.fallback_message, escalation, retrieval, meta, timer
+        )
+    timer.mark("llm")
+    sentiment = steps.number_field(parsed, "sentiment", -1, 1)
+    confidence = steps.number_field(parsed, "confidence", 0, 1)
+    intent = parsed.fields.get("intent") if isinstance(parsed.fields.get("intent"), str) else None
+    meta.update(
+        {
+            "model_used": result.model,
+            "provider": result.provider,
+            "intent_detected": intent,
+            "sentiment": sentiment,
+            "confidence": confidence,
+            "action": parsed.name,
+            "broken_output": parsed.broken,
+        }
+    )
+    escalation = seams.evaluate_escalation(
+        triggers,
+        text="",  # text triggers ran before the model call
+        sentiment=sentiment,
+        intent=intent,
+        confidence=confidence,
+        recent_user_texts=[],
+        model_requested=parsed.name == "escalate",
+        model_reason=str(parsed.args.get("reason") or "") or None,
+    )
+    if escalation is not None:
+        reply_text = escalation.message or agent.escalation_message
+    else:
+        reply_text = parsed.answer or agent.fallback_message
+    return _finish(
+        conversation, user_message, reply_text, escalation, retrieval, meta, timer, result
+    )
+
+
+def _finish(
+    conversation: Conversation,
+    user_message: Message,
+    reply_text: str | None,
+    escalation: seams.Decision | None,
+    retrieval: steps.Retrieval,
+    meta: dict[str, Any],
+    timer: _Timer,
+    result: Any = None,
+) -> dict[str, Any]:
+    now = timezone.now()
+    cites = steps.citations(retrieval.hits) if reply_text and escalation is None else []
+    reply: Message | None = None
+    if reply_text is not None:
+        reply = Message.objects.for_tenant(conversation.tenant_id).create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            agent_id=conversation.agent_id,
+            role=Message.Role.ASSISTANT,
+            content=reply_text,
+            input_tokens=result.input_tokens if result else None,
+            output_tokens=result.output_tokens if result else None,
+            rag_chunks_used=[c["chunk_id"] for c in cites] if retrieval.hits else None,
+            rag_search_time_ms=retrieval.elapsed_ms
+            if retrieval.hits or retrieval.timed_out
+            else None,
+            metadata={},
+            reply_to=user_message,
+        )
+    changes: dict[str, Any] = {
+        "message_count": F("message_count") + (2 if reply else 1),
+        "tokens_used": F("tokens_used")
+        + ((result.input_tokens + result.output_tokens) if result else 0),
+        "last_message_at": now,
+    }
+    if escalation is not None:
+        changes.update(
+            status=Conversation.Status.ESCALATED,
+            escalated_at=now,
+            escalation_reason=escalation.reason[:100],
+            escalation_priority=escalation.priority,
+        )
+    Conversation.objects.for_tenant(conversation.tenant_id).filter(pk=conversation.pk).update(
+        **changes
+    )
+    timer.mark("store")
+    usage = _usage(conversation.tenant_id, user_message.pk)
+    meta["timings_ms"] = {**timer.steps, "total": int(timer.elapsed_s * 1000)}
+    meta["response_time_ms"] = meta["timings_ms"]["total"]
+    body = {
+        "conversation_id": str(conversation.pk),
+        "message_id": str(user_message.pk),
+        "reply": None
+        if reply is None
+        else {"id": str(reply.pk), "text": reply.content, "citations": cites},
+        "conversation_status": Conversation.Status.ESCALATED
+        if escalation is not None
+        else conversation.status,
+        "escalation": None
+        if escalation is None
+        else {"reason": escalation.reason, "priority": escalation.priority},
+        "usage": usage,
+    }
+    if reply is not None:
+        reply.metadata = meta
+        reply.save(update_fields=["metadata"])
+    user_message.metadata = {**user_message.metadata, "result": body}
+    user_message.save(update_fields=["metadata"])
+    return body
+
+
+def _usage(tenant_id: Any, message_id: Any) -> dict[str, Any]:
+    totals = (
+        UsageLog.objects.for_tenant(tenant_id)
+        .filter(message_id=message_id)
+        .aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost_usd"))
+    )
+    cost = totals["c"] or Decimal("0")
+    return {
+        "input_tokens": totals["i"] or 0,
+        "output_tokens": totals["o"] or 0,
+        "cost_usd": f"{cost:.6f}",
+    }
+
+
+def _stored_result(message: Message) -> dict[str, Any]:
+    stored = (message.metadata or {}).get("result")
+    if stored is not None:
+        return dict(stored)
+    # Stored by a run that did not finish (should not happen: one transaction).
+    return {
+        "conversation_id": str(message.conversation_id),
+        "message_id": str(message.pk),
+        "reply": None,
+        "conversation_status": message.conversation.status,
+        "escalation": None,
+        "usage": _usage(message.tenant_id, message.pk),
+    }

@@ -1,0 +1,283 @@
+"""The database-facing steps of the message pipeline: receive, context, retrieve, llm, store.
+
+Each step is a small function; `ai_agents.pipeline.run` chains them and times each one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from ai_agents.models import Agent, Contact, Conversation, Message
+from ai_agents.pipeline import seams
+from ai_agents.selectors.knowledge import SearchHit, knowledge_search
+from erp.llm.actions import ActionSpec, ParsedAction, build_action_schema, parse_action
+from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate
+from erp.llm.types import LlmRequest, LlmResult, Passage
+from erp.llm.types import Message as LlmMessage
+
+logger = logging.getLogger(__name__)
+
+ACTIONS = (
+    ActionSpec("respond", "responder al cliente con `answer`"),
+    ActionSpec(
+        "escalate",
+        "pasar la conversación a una persona (el cliente lo pide o no puedes ayudar)",
+        {"type": "object", "properties": {"reason": {"type": "string"}}},
+    ),
+)
+COMMON_FIELDS: dict[str, dict[str, Any]] = {
+    "answer": {"type": "string", "description": "el texto para el cliente"},
+    "intent": {"type": "string", "description": "la intención detectada del cliente"},
+    "sentiment": {"type": "number", "description": "sentimiento del cliente, de -1 a 1"},
+    "confidence": {"type": "number", "description": "tu confianza en la respuesta, de 0 a 1"},
+}
+ACTION_SCHEMA = build_action_schema(ACTIONS, COMMON_FIELDS)
+
+
+# --- receive ------------------------------------------------------------------------------
+
+
+def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
+    """The tenant's contact with this external id (created, or its given fields updated)."""
+    external_id = str(data["external_id"])
+    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
+    contacts = Contact.objects.for_tenant(tenant)
+    contact, created = contacts.get_or_create(
+        tenant=tenant, external_id=external_id, defaults=changes
+    )
+    if not created and any(getattr(contact, k) != v for k, v in changes.items()):
+        for key, value in changes.items():
+            setattr(contact, key, value)
+        contact.save(update_fields=[*changes, "updated_at"])
+    return contact
+
+
+def conversation_open(
+    *, agent: Agent, channel: str, thread_id: str, contact: Contact | None
+) -> Conversation:
+    """The open (active or escalated) conversation of this thread, or a new one. A closed or
+    expired conversation is never reused; concurrent first messages share one conversation
+    (partial unique constraint)."""
+    rows = Conversation.objects.for_tenant(agent.tenant_id).filter(
+        agent=agent,
+        channel=channel,
+        channel_conversation_id=thread_id,
+        status__in=Conversation.OPEN_STATUSES,
+    )
+    for _attempt in range(3):
+        found = rows.first()
+        if found is not None:
+            return found
+        try:
+            with transaction.atomic():
+                return Conversation.objects.for_tenant(agent.tenant_id).create(
+                    tenant_id=agent.tenant_id,
+                    agent=agent,
+                    channel=channel,
+                    channel_conversation_id=thread_id,
+                    contact=contact,
+                    contact_identifier=contact.external_id if contact else thread_id,
+                )
+        except IntegrityError:
+            continue  # another request created it first
+    raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
+
+
+def conversation_lock(conversation: Conversation) -> Conversation:
+    """Re-reads the conversation holding its row lock until the transaction ends: messages of
+    one conversation are processed one at a time, in arrival order."""
+    rows = Conversation.objects.for_tenant(conversation.tenant_id).select_for_update()
+    return rows.get(pk=conversation.pk)
+
+
+def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
+    return (
+        Message.objects.for_tenant(agent.tenant_id)
+        .filter(agent=agent, channel_message_id=channel_message_id)
+        .first()
+    )
+
+
+# --- context ------------------------------------------------------------------------------
+
+
+def history_load(
+    *, conversation: Conversation, before: Message, config: Mapping[str, Any]
+) -> list[seams.Turn]:
+    """Earlier user/assistant messages, truncated per the agent's history config."""
+    limit = int(config["max_messages"])
+    rows = (
+        Message.objects.for_tenant(conversation.tenant_id)
+        .filter(conversation=conversation, role__in=["user", "assistant"])
+        .exclude(pk=before.pk)
+        .order_by("-created_at")
+        .values_list("role", "content")[: limit * 3]
+    )
+    turns = [seams.Turn(role=r, content=c) for r, c in reversed(rows)]
+    return seams.truncate_history(
+        turns,
+        strategy=str(config["truncation_strategy"]),
+        max_messages=limit,
+        token_budget=int(config["max_tokens"]),
+    )
+
+
+def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:
+    tenant = agent.tenant
+    now = timezone.localtime(timezone.now(), _zone(tenant.timezone))
+    return seams.render_system_prompt(
+        agent.system_prompt,
+        company_name=tenant.name,
+        agent_name=agent.name,
+        customer_name=(contact.name if contact else "") or "",
+        now=now,
+        session_variables=conversation.session_variables or {},
+    )
+
+
+def _zone(name: str) -> Any:
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+# --- retrieve -----------------------------------------------------------------------------
+
+
+@dataclass
+class Retrieval:
+    hits: list[SearchHit] = field(default_factory=list)
+    elapsed_ms: int = 0
+    timed_out: bool = False
+
+
+def retrieve(*, agent: Agent, query: str, processing: Mapping[str, Any]) -> Retrieval:
+    """The best chunks of the agent's knowledge bases, bounded by `rag_timeout_ms` (a statement
+    timeout inside a savepoint: a slow search is dropped and the answer goes on without it)."""
+    kb_ids = list(
+        Agent.knowledge_bases.through.objects.filter(agent_id=agent.pk).values_list(
+            "knowledgebase_id", flat=True
+        )
+    )
+    if not kb_ids:
+        return Retrieval()
+    started = time.monotonic()
+    timeout_ms = int(processing["rag_timeout_ms"])
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)]
+                )
+            hits = knowledge_search(
+                tenant=agent.tenant,
+                knowledge_base_ids=kb_ids,
+                query=query,
+                k=int(processing["rag_top_k"]),
+                min_score=float(processing["rag_min_score"]) or None,
+            )
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('statement_timeout', '0', true)")
+    except DatabaseError as exc:
+        logger.warning("pipeline.rag_failed", extra={"error": type(exc).__name__})
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', '0', true)")
+        return Retrieval(elapsed_ms=_ms(started), timed_out=True)
+    return Retrieval(hits=hits, elapsed_ms=_ms(started))
+
+
+def citations(hits: list[SearchHit]) -> list[dict[str, Any]]:
+    return [
+        {
+            "chunk_id": str(h.chunk_id),
+            "document_id": str(h.document_id),
+            "title": h.document_title,
+            "heading_path": list(h.heading_path),
+            "score": h.score,
+        }
+        for h in hits
+    ]
+
+
+# --- llm ----------------------------------------------------------------------------------
+
+
+def retry_policy(processing: Mapping[str, Any], *, remaining_s: float) -> RetryPolicy:
+    return RetryPolicy(
+        timeout_s=int(processing["llm_timeout_ms"]) / 1000,
+        attempts=int(processing["llm_max_retries"]) + 1,
+        base_delay_s=int(processing["llm_retry_delay_ms"]) / 1000,
+        factor=float(processing["llm_retry_backoff"]),
+        deadline_s=max(remaining_s, 0.0),
+    )
+
+
+def build_request(
+    *,
+    agent: Agent,
+    system: str,
+    history: list[seams.Turn],
+    text: str,
+    hits: list[SearchHit],
+    processing: Mapping[str, Any],
+) -> LlmRequest:
+    parts = [system]
+    if hits:
+        formatted = "\n\n".join(
+            f"[{i}] {h.document_title}\n{h.content}" for i, h in enumerate(hits, start=1)
+        )
+        parts.append(_("## Información Relevante:") + "\n" + formatted)
+    parts.append(
+        _(
+            "Responde con un objeto JSON: action (respond o escalate), answer (tu respuesta), "
+            "intent, sentiment (-1 a 1) y confidence (0 a 1)."
+        )
+    )
+    messages = [
+        LlmMessage(role="assistant" if t.role == "assistant" else "user", content=t.content)
+        for t in history
+        if t.role in ("user", "assistant")
+    ]
+    messages.append(LlmMessage(role="user", content=text))
+    return LlmRequest(
+        messages=messages,
+        system="\n\n".join(parts),
+        json_schema=ACTION_SCHEMA,
+        temperature=agent.temperature,
+        max_output_tokens=agent.max_output_tokens,
+        timeout_s=int(processing["llm_timeout_ms"]) / 1000,
+        model=agent.model or None,
+        passages=[Passage(text=h.content, source=h.document_title) for h in hits],
+    )
+
+
+def llm_call(
+    *, agent: Agent, request: LlmRequest, context: CallContext, retry: RetryPolicy
+) -> tuple[LlmResult, ParsedAction]:
+    provider = None if agent.provider == Agent.Provider.DEFAULT else get_provider(agent.provider)
+    result = llm_generate(request, context=context, provider=provider, retry=retry)
+    parsed = parse_action(
+        result.parsed if result.parsed is not None else result.text,
+        ACTIONS,
+        common_fields=tuple(COMMON_FIELDS),
+    )
+    return result, parsed
+
+
+def number_field(parsed: ParsedAction, name: str, low: float, high: float) -> float | None:
+    value = parsed.fields.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return min(max(float(value), low), high)
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

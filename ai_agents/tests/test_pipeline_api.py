@@ -1,0 +1,220 @@
+"""The message pipeline end to end through POST /api/v1/agents/{id}/messages, against the
+fake Gemini server (real Postgres, real gateway, real google-genai client)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from erp.llm.models import UsageLog
+from erp.tenancy.models import Tenant
+from erp.testing.fake_google import FakeGoogle
+
+SHIPPING = (
+    "# Envíos\n\nEnviamos a toda la península en 48 horas. El envío cuesta 4,95 euros y es "
+    "gratis a partir de 50 euros de compra.\n\n"
+    "# Horario\n\nAbrimos de lunes a viernes de 8:00 a 20:00.\n"
+)
+FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
+
+
+def _agent(api: Any, **extra: Any) -> str:
+    body = {
+        "name": "Lucía",
+        "system_prompt": "Eres {{agent_name}}, asistente de {{company_name}}. "
+        "Cliente: {{customer_name}}. Hoy: {{current_date}}.",
+        "processing_config": FAST,
+        **extra,
+    }
+    response = api.post("/api/v1/agents", body, format="json")
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def _send(api: Any, agent_id: str, text: str, **extra: Any) -> Any:
+    body = {"contact": {"external_id": "cli-1", "name": "Ana"}, "text": text, **extra}
+    return api.post(f"/api/v1/agents/{agent_id}/messages", body, format="json")
+
+
+def _answer(fake: FakeGoogle, text: str, **fields: Any) -> None:
+    fake.push(fake.reply_json({"action": "respond", "answer": text, **fields}))
+
+
+@pytest.mark.django_db
+def test_answer_with_citations_from_the_agents_knowledge_base(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
+    document_ingest(document=added.document)
+    agent_id = _agent(api_a, knowledge_bases=[str(kb.pk)])
+    _answer(fake_google, "El envío cuesta 4,95 euros.", intent="pricing", confidence=0.9)
+
+    response = _send(api_a, agent_id, "¿Cuánto cuesta el envío?")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["reply"]["text"] == "El envío cuesta 4,95 euros."
+    assert body["conversation_status"] == "active"
+    assert body["escalation"] is None
+    assert body["reply"]["citations"], body
+    assert body["reply"]["citations"][0]["title"] == "envios.md"
+    assert body["usage"] == {
+        "input_tokens": 12,
+        "output_tokens": 7,
+        "cost_usd": body["usage"]["cost_usd"],
+    }
+    sent = fake_google.generate_requests[0]
+    system = sent["systemInstruction"]["parts"][0]["text"]
+    assert "Eres Lucía, asistente de " + tenant_a.name in system
+    assert "Cliente: Ana." in system
+    assert "4,95 euros" in system  # the retrieved passage is in the prompt
+
+    detail = api_a.get(f"/api/v1/conversations/{body['conversation_id']}").json()
+    assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
+    reply = detail["messages"][1]
+    assert reply["rag_chunks_used"] == [c["chunk_id"] for c in body["reply"]["citations"]]
+    assert reply["rag_search_time_ms"] is not None
+    assert reply["metadata"]["model_used"]
+    assert reply["metadata"]["intent_detected"] == "pricing"
+    assert set(reply["metadata"]["timings_ms"]) >= {
+        "receive",
+        "context",
+        "retrieve",
+        "llm",
+        "store",
+    }
+
+    # The second message carries the first exchange as history.
+    _answer(fake_google, "De nada.")
+    assert _send(api_a, agent_id, "Gracias").json()["conversation_id"] == body["conversation_id"]
+    contents = fake_google.generate_requests[1]["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+
+
+@pytest.mark.django_db
+def test_escalation_keyword_fires_a_near_miss_does_not_and_then_no_model_call(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, escalation_message="Le paso con una persona.")
+    _answer(fake_google, "El agente de envíos es MRW.")
+    near = _send(api_a, agent_id, "¿Quién es el agente de envíos?").json()
+    assert near["escalation"] is None
+    assert near["reply"]["text"] == "El agente de envíos es MRW."
+    assert len(fake_google.generate_requests) == 1
+
+    hit = _send(api_a, agent_id, "Quiero un agente, por favor").json()
+    assert hit["conversation_status"] == "escalated"
+    assert hit["escalation"] == {"reason": "keyword_match", "priority": "medium"}
+    assert hit["reply"]["text"] == "Le paso con una persona."
+    assert len(fake_google.generate_requests) == 1  # decided before any model call
+
+    silent = _send(api_a, agent_id, "¿Hola?").json()
+    assert silent["reply"] is None
+    assert silent["conversation_status"] == "escalated"
+    assert len(fake_google.generate_requests) == 1
+
+    listed = api_a.get("/api/v1/conversations?status=escalated").json()["results"]
+    assert [c["id"] for c in listed] == [hit["conversation_id"]]
+    assert listed[0]["escalation_reason"] == "keyword_match"
+    assert api_a.get("/api/v1/conversations?status=nope").status_code == 400
+
+
+@pytest.mark.django_db
+def test_model_signals_escalate_negative_sentiment(api_a: Any, fake_google: FakeGoogle) -> None:
+    agent_id = _agent(api_a)
+    _answer(fake_google, "Lo siento mucho.", sentiment=-0.9, confidence=0.9)
+    body = _send(api_a, agent_id, "Estoy harto, esto es una vergüenza").json()
+    assert body["escalation"] == {"reason": "negative_sentiment", "priority": "high"}
+    assert body["conversation_status"] == "escalated"
+
+
+@pytest.mark.django_db
+def test_four_503s_give_the_fallback_message_and_failure_usage_rows(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, fallback_message="Ahora mismo no puedo responder.")
+    fake_google.push(*[fake_google.unavailable() for _ in range(4)])
+
+    body = _send(api_a, agent_id, "¿Abren mañana?").json()
+
+    assert body["reply"]["text"] == "Ahora mismo no puedo responder."
+    assert body["escalation"]["reason"] == "llm_failure"
+    assert body["conversation_status"] == "escalated"
+    assert len(fake_google.generate_requests) == 4
+    rows = UsageLog.objects.for_tenant(tenant_a).filter(message_id=body["message_id"])
+    assert rows.count() == 4
+    assert not any(row.success for row in rows)
+
+
+@pytest.mark.django_db
+def test_repeated_channel_message_id_returns_the_first_result(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a)
+    _answer(fake_google, "Primera respuesta.")
+    first = _send(api_a, agent_id, "Hola", channel_message_id="wamid.1")
+    second = _send(api_a, agent_id, "Hola", channel_message_id="wamid.1")
+    assert first.status_code == second.status_code == 200
+    assert second.json() == first.json()
+    assert len(fake_google.generate_requests) == 1
+    detail = api_a.get(f"/api/v1/conversations/{first.json()['conversation_id']}").json()
+    assert len(detail["messages"]) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ten_concurrent_duplicates_make_one_model_call(
+    tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    from erp.testing.fixtures import api_client_for
+
+    agent_id = _agent(api_client_for(tenant_a))
+    _answer(fake_google, "Una sola vez.")
+    results: list[Any] = []
+    barrier = threading.Barrier(10)
+
+    def send() -> None:
+        client = api_client_for(tenant_a)
+        barrier.wait()
+        try:
+            results.append(_send(client, agent_id, "Hola", channel_message_id="wamid.X"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert [r.status_code for r in results] == [200] * 10
+    assert {r.json()["reply"]["text"] for r in results} == {"Una sola vez."}
+    assert len({r.json()["message_id"] for r in results}) == 1
+    assert len(fake_google.generate_requests) == 1
+
+
+@pytest.mark.django_db
+def test_tenants_never_see_each_others_agents_or_conversations(
+    api_a: Any, api_b: Any, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a)
+    _answer(fake_google, "Hola.")
+    conversation_id = _send(api_a, agent_id, "Hola").json()["conversation_id"]
+
+    assert _send(api_b, agent_id, "Hola").status_code == 404
+    assert api_b.get(f"/api/v1/conversations/{conversation_id}").status_code == 404
+    assert api_b.get("/api/v1/conversations").json()["results"] == []
+    assert api_a.get("/api/v1/conversations/x").status_code == 404
+    assert len(fake_google.generate_requests) == 1
+
+
+@pytest.mark.django_db
+def test_bad_input_is_a_400_naming_the_field(api_a: Any) -> None:
+    agent_id = _agent(api_a)
+    response = api_a.post(f"/api/v1/agents/{agent_id}/messages", {"text": "hola"}, format="json")
+    assert response.status_code == 400
+    assert "contact" in str(response.json())
