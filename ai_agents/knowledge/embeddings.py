@@ -102,10 +102,21 @@ def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
     return list(vector)
 
 
+_cache_warned = False
+
+
+def _mark_cache_warned() -> None:
+    global _cache_warned
+    _cache_warned = True
+
+
 def _cache_call(method: Callable[..., Any], *args: Any) -> Any:
     """The cache only saves time: when it is down, search still works."""
     try:
         return method(*args)
     except Exception as exc:
-        logger.warning("kb.query_cache_unavailable", extra={"error": type(exc).__name__})
+        # Warn once per process, not once per query (a standalone command without Redis).
+        log = logger.debug if _cache_warned else logger.warning
+        _mark_cache_warned()
+        log("kb.query_cache_unavailable", extra={"error": type(exc).__name__})
         return None
