@@ -1,12 +1,22 @@
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
+EXPIRY_BEAT_ENTRY = "ai-agents-expire-conversations"
+
 
 class AiAgentsConfig(AppConfig):
     name = "ai_agents"
     verbose_name = _("Agentes de IA")
 
     def ready(self) -> None:
+        from django.conf import settings
+
+        # RN-7 (24 h inactivity), checked every 15 minutes; erp/settings.py does not name
+        # this app.
+        settings.CELERY_BEAT_SCHEDULE.setdefault(
+            EXPIRY_BEAT_ENTRY,
+            {"task": "ai_agents.bulk_expire_conversations", "schedule": 15 * 60.0},
+        )
         from ai_agents.demo import demo_knowledge_load
         from erp.demo import DEMO_LOADERS
 

@@ -20,3 +20,14 @@ def bulk_ingest_document(document_id: str) -> str:
         return ""
     with tenant_scope(document.tenant_id):
         return document_ingest(document=document).status
+
+
+@shared_task(name="ai_agents.bulk_expire_conversations")
+def bulk_expire_conversations() -> int:
+    """Beat, every 15 minutes: RN-7, inactive conversations expire after 24 h."""
+    from ai_agents.services.conversations import conversations_expire
+
+    expired = conversations_expire()
+    if expired:
+        logger.info("conversations.expired", extra={"count": expired})
+    return expired

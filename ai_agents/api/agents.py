@@ -168,4 +168,24 @@ class AgentMessageView(TenantGenericAPIView):
                 metadata=data.get("metadata"),
             ),
         )
+        limited = body.pop("rate_limited", None)
+        if limited is not None:
+            retry_after = int(limited["retry_after_s"])
+            return Response(
+                {
+                    "error": {
+                        "code": "rate_limited",
+                        "message": _(
+                            "Demasiados mensajes en esta conversación; "
+                            "inténtelo de nuevo en %(s)s s."
+                        )
+                        % {"s": retry_after},
+                        "retry_after": retry_after,
+                        "conversation_id": body["conversation_id"],
+                        "message_id": body["message_id"],
+                    }
+                },
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(retry_after)},
+            )
         return Response(body)

@@ -22,12 +22,17 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.pipeline import seams, steps
 from erp.llm.errors import LlmError, NoCredits, Timeout
 from erp.llm.gateway import CallContext
 from erp.llm.models import UsageLog
+
+RATE_LIMIT_NOTICE = gettext_lazy(
+    "Está enviando mensajes muy rápido. Espere un momento y le respondo."
+)
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,17 @@ def _run(
     if conversation.status == Conversation.Status.ESCALATED:
         # A human has it: the message is stored, the bot stays silent, no model call.
         return _finish(conversation, user_message, None, None, retrieval, meta, timer)
+
+    limited = seams.conversation_message_limit(
+        conversation.pk, limit=int(processing["messages_per_minute"])
+    )
+    if not limited.allowed:
+        # RN-4: stored, no model call, at most one polite notice per window.
+        meta["rate_limited"] = {"retry_after_s": limited.retry_after_s}
+        notice = None
+        if seams.notice_once(f"conv-msgs:{conversation.pk}", limited.retry_after_s):
+            notice = str(RATE_LIMIT_NOTICE)
+        return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
     triggers = agent.escalation_triggers or []
     escalation = seams.evaluate_escalation(
@@ -290,6 +306,8 @@ def _finish(
         else {"reason": escalation.reason, "priority": escalation.priority},
         "usage": usage,
     }
+    if "rate_limited" in meta:
+        body["rate_limited"] = meta["rate_limited"]
     if reply is not None:
         reply.metadata = meta
         reply.save(update_fields=["metadata"])

@@ -156,3 +156,35 @@ def render_system_prompt(
     return re.sub(
         r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", lambda m: values.get(m.group(1), ""), template
     )
+
+
+@dataclass(frozen=True)
+class LimitResult:
+    allowed: bool
+    count: int
+    retry_after_s: int
+
+
+def hit(key: str, *, limit: int, window_s: int, amount: int = 1) -> LimitResult:
+    """Interim fixed-window counter on the Redis cache (atomic INCR)."""
+    import time as _time
+
+    from django.core.cache import cache
+
+    now = _time.time()
+    window = int(now // window_s)
+    full_key = f"limit:{key}:{window}"
+    cache.add(full_key, 0, timeout=window_s + 1)
+    count = cache.incr(full_key, amount)
+    retry_after = max(1, int((window + 1) * window_s - now + 0.999))
+    return LimitResult(allowed=count <= limit, count=count, retry_after_s=retry_after)
+
+
+def conversation_message_limit(conversation_id: Any, *, limit: int = 20) -> LimitResult:
+    return hit(f"conv-msgs:{conversation_id}", limit=limit, window_s=60)
+
+
+def notice_once(key: str, window_s: int) -> bool:
+    from django.core.cache import cache
+
+    return bool(cache.add(f"notice:{key}", 1, timeout=window_s))

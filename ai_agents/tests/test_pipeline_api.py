@@ -218,3 +218,58 @@ def test_bad_input_is_a_400_naming_the_field(api_a: Any) -> None:
     response = api_a.post(f"/api/v1/agents/{agent_id}/messages", {"text": "hola"}, format="json")
     assert response.status_code == 400
     assert "contact" in str(response.json())
+
+
+@pytest.mark.django_db
+def test_message_21_within_a_minute_is_limited_with_retry_after(
+    api_a: Any, tenant_a: Tenant
+) -> None:
+    agent_id = _agent(api_a, provider="offline")
+    statuses = [_send(api_a, agent_id, f"Mensaje {i}").status_code for i in range(20)]
+    assert statuses == [200] * 20
+
+    limited = _send(api_a, agent_id, "Mensaje 21")
+    assert limited.status_code == 429
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    error = limited.json()["error"]
+    assert error["code"] == "rate_limited"
+    again = _send(api_a, agent_id, "Mensaje 22")
+    assert again.status_code == 429
+
+    detail = api_a.get(f"/api/v1/conversations/{error['conversation_id']}").json()
+    users = [m for m in detail["messages"] if m["role"] == "user"]
+    assert len(users) == 22  # over the limit: stored all the same
+    notices = [m for m in detail["messages"] if m["metadata"].get("rate_limited")]
+    assert len(notices) == 1  # one polite notice per window
+    model_calls = UsageLog.objects.for_tenant(tenant_a).filter(
+        conversation_id=error["conversation_id"]
+    )
+    assert model_calls.count() == 20
+
+
+@pytest.mark.django_db
+def test_inactive_conversations_expire_and_the_next_message_starts_a_new_one(
+    api_a: Any, tenant_a: Tenant, run_tasks: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ai_agents.models import Conversation
+    from ai_agents.tasks import bulk_expire_conversations
+
+    agent_id = _agent(api_a, provider="offline")
+    first = _send(api_a, agent_id, "Hola").json()["conversation_id"]
+    fresh_agent = _agent(api_a, provider="offline")
+    fresh = _send(api_a, fresh_agent, "Hola").json()["conversation_id"]
+    Conversation.objects.for_tenant(tenant_a).filter(pk=first).update(
+        last_message_at=timezone.now() - timedelta(hours=24, minutes=1)
+    )
+
+    assert bulk_expire_conversations.delay().get() == 1
+
+    assert api_a.get(f"/api/v1/conversations/{first}").json()["status"] == "expired"
+    assert api_a.get(f"/api/v1/conversations/{fresh}").json()["status"] == "active"
+    second = _send(api_a, agent_id, "Hola otra vez").json()
+    assert second["conversation_id"] != first
+    assert second["conversation_status"] == "active"
