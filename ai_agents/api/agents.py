@@ -10,9 +10,11 @@ from django.http import Http404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, serializers, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ai_agents.api import sse
 from ai_agents.api.permissions import CanEditKnowledge
 from ai_agents.models import Agent
 from ai_agents.services import agents as services
@@ -139,9 +141,11 @@ class MessageInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class AgentMessageView(TenantGenericAPIView):
-    """POST /api/v1/agents/{id}/messages: one customer message through the pipeline."""
+    """POST /api/v1/agents/{id}/messages: one customer message through the pipeline (JSON, or
+    SSE with `Accept: text/event-stream`)."""
 
     serializer_class = MessageInputSerializer
+    renderer_classes = [JSONRenderer, sse.EventStreamRenderer]
 
     def get_permissions(self) -> Any:
         from erp.tenancy.permissions import HasTenant
@@ -158,16 +162,16 @@ class AgentMessageView(TenantGenericAPIView):
         if not agent.is_active:
             raise exceptions.ValidationError({"agent": [_("El agente está inactivo.")]})
         data = form.validated_data
-        body = message_process(
-            agent=agent,
-            inbound=Inbound(
-                text=data["text"],
-                contact=data["contact"],
-                channel="api",
-                channel_message_id=data.get("channel_message_id"),
-                metadata=data.get("metadata"),
-            ),
+        inbound = Inbound(
+            text=data["text"],
+            contact=data["contact"],
+            channel="api",
+            channel_message_id=data.get("channel_message_id"),
+            metadata=data.get("metadata"),
         )
+        if sse.wants_stream(request):
+            return sse.stream_response(agent, inbound)  # type: ignore[return-value]
+        body = message_process(agent=agent, inbound=inbound)
         limited = body.pop("rate_limited", None)
         if limited is not None:
             retry_after = int(limited["retry_after_s"])

@@ -14,7 +14,7 @@ returns it without calling the model again.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -61,8 +61,13 @@ class _Timer:
         return time.monotonic() - self.started
 
 
-def message_process(*, agent: Agent, inbound: Inbound) -> dict[str, Any]:
-    """Runs the pipeline for one message and returns the API result (see CONTRACT.md)."""
+def message_process(
+    *, agent: Agent, inbound: Inbound, on_delta: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Runs the pipeline for one message and returns the API result (see CONTRACT.md).
+
+    With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
+    the returned result are the same as without)."""
     timer = _Timer()
     if inbound.channel_message_id:
         existing = steps.message_by_channel_id(
@@ -101,7 +106,7 @@ def message_process(*, agent: Agent, inbound: Inbound) -> dict[str, Any]:
             except IntegrityError:
                 raise _Duplicate from None
             timer.mark("lock")
-            return _run(agent, locked, contact, user_message, timer)
+            return _run(agent, locked, contact, user_message, timer, on_delta)
     except _Duplicate:
         existing = steps.message_by_channel_id(
             agent=agent, channel_message_id=str(inbound.channel_message_id)
@@ -110,7 +115,7 @@ def message_process(*, agent: Agent, inbound: Inbound) -> dict[str, Any]:
         return _stored_result(existing)
     except _Reopen:
         # Closed or expired while we waited for the lock: the message starts a new one.
-        return message_process(agent=agent, inbound=inbound)
+        return message_process(agent=agent, inbound=inbound, on_delta=on_delta)
 
 
 class _Duplicate(Exception):
@@ -127,6 +132,7 @@ def _run(
     contact: Contact,
     user_message: Message,
     timer: _Timer,
+    on_delta: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     processing = agent.processing
     reply_text: str | None
@@ -194,6 +200,7 @@ def _run(
             request=request,
             context=context,
             retry=steps.retry_policy(processing, remaining_s=remaining),
+            on_delta=on_delta,
         )
     except LlmError as exc:
         timer.mark("llm")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +18,15 @@ from django.utils.translation import gettext as _
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.pipeline import seams
 from ai_agents.selectors.knowledge import SearchHit, knowledge_search
-from erp.llm.actions import ActionSpec, ParsedAction, build_action_schema, parse_action
-from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate
+from erp.llm.actions import (
+    ActionSpec,
+    ParsedAction,
+    answer_deltas,
+    build_action_schema,
+    parse_action,
+)
+from erp.llm.errors import Unavailable
+from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate, llm_stream
 from erp.llm.types import LlmRequest, LlmResult, Passage
 from erp.llm.types import Message as LlmMessage
 
@@ -260,10 +267,29 @@ def build_request(
 
 
 def llm_call(
-    *, agent: Agent, request: LlmRequest, context: CallContext, retry: RetryPolicy
+    *,
+    agent: Agent,
+    request: LlmRequest,
+    context: CallContext,
+    retry: RetryPolicy,
+    on_delta: Callable[[str], None] | None = None,
 ) -> tuple[LlmResult, ParsedAction]:
+    """One model call through the gateway. With `on_delta` the call streams and the
+    characters of the `answer` field are passed to it as they arrive."""
     provider = None if agent.provider == Agent.Provider.DEFAULT else get_provider(agent.provider)
-    result = llm_generate(request, context=context, provider=provider, retry=retry)
+    if on_delta is None:
+        result = llm_generate(request, context=context, provider=provider, retry=retry)
+    else:
+        final: LlmResult | None = None
+        stream = llm_stream(request, context=context, provider=provider, retry=retry)
+        for event in answer_deltas(stream):
+            if isinstance(event, LlmResult):
+                final = event
+            else:
+                on_delta(event.text)
+        if final is None:  # pragma: no cover - the gateway always ends with a result
+            raise Unavailable("stream without result")
+        result = final
     parsed = parse_action(
         result.parsed if result.parsed is not None else result.text,
         ACTIONS,
