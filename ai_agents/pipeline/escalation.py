@@ -13,7 +13,9 @@ the agent's escalation message. Conditions per type:
 - confidence:     {"threshold": 0..1 (default 0.5)}; fires when the LLM's confidence is
                   < threshold -> `low_confidence`
 - loop_detection: {"max_similar": 2..20 (default 3), "window": 1..50 (default 10),
-                  "similarity": 0.5..1 (default 0.8)}; fires when the current user message and
+                  "similarity": 0.5..1 (default 0.8), "min_words": 1..10 (default 2)}; fires
+                  when the current user message (of at least `min_words` words, so repeated
+                  short answers like "sí" are not a loop) and
                   earlier ones among the last `window` user messages are the same message
                   (normalised equal, or token Jaccard >= similarity) `max_similar` times in all,
                   the current one included -> `conversation_loop`
@@ -116,6 +118,7 @@ class EscalationTrigger:
     max_similar: int = 3
     window: int = 10
     similarity: float = 0.8
+    min_words: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         condition: dict[str, Any] = {
@@ -127,6 +130,7 @@ class EscalationTrigger:
                 "max_similar": self.max_similar,
                 "window": self.window,
                 "similarity": self.similarity,
+                "min_words": self.min_words,
             },
             "user_request": {"phrases": list(self.keywords), "exclude": list(self.exclude)},
         }[self.type]
@@ -230,6 +234,9 @@ def _parse_one(entry: Any, where: str, errors: Errors) -> EscalationTrigger | No
             condition.get("window"), where + " · window", errors, low=1, high=50, default=10
         ),
         similarity=similarity if similarity is not None else 0.8,
+        min_words=integer(
+            condition.get("min_words"), where + " · min_words", errors, low=1, high=10, default=2
+        ),
     )
 
 
@@ -296,7 +303,7 @@ def _check(
         wanted = {normalize(i) for i in trigger.intents}
         return _("intención «%(i)s»") % {"i": intent} if normalize(intent) in wanted else None
     # loop_detection
-    if not normalize(text):
+    if len(words(text)) < max(1, trigger.min_words):
         return None
     window = list(recent_user_texts)[-trigger.window :]
     count = 1 + sum(similar_messages(text, t, similarity=trigger.similarity) for t in window)

@@ -100,6 +100,13 @@ def test_loop_detection() -> None:
     assert evaluate(triggers, "donde esta mi pedido", recent_user_texts=old) is None
 
 
+def test_loop_detection_ignores_short_answers_unless_configured() -> None:
+    triggers = [{"type": "loop_detection", "condition": {"max_similar": 3}}]
+    assert evaluate(triggers, "sí", recent_user_texts=["Sí", "si"]) is None
+    one_word = [{"type": "loop_detection", "condition": {"max_similar": 3, "min_words": 1}}]
+    assert evaluate(one_word, "sí", recent_user_texts=["Sí", "si"]) is not None
+
+
 def test_similar_messages() -> None:
     assert similar_messages("Hola, ¿qué tal?", "hola que tal")
     assert not similar_messages("hola", "adios")
