@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.core.validators import URLValidator
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
@@ -69,6 +70,13 @@ class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 class TextDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
     title = serializers.CharField(max_length=300)
     text = serializers.CharField(trim_whitespace=False)
+
+
+class UrlDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    url = serializers.CharField(
+        max_length=2000, validators=[URLValidator(schemes=["http", "https"])]
+    )
+    title = serializers.CharField(max_length=300, required=False, allow_blank=True)
 
 
 class SearchSerializer(serializers.Serializer):  # type: ignore[type-arg]

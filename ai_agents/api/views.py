@@ -5,7 +5,7 @@ from typing import Any
 
 from django.http import Http404
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import exceptions, mixins, parsers, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,6 +19,7 @@ from ai_agents.api.serializers import (
     SearchHitSerializer,
     SearchSerializer,
     TextDocumentSerializer,
+    UrlDocumentSerializer,
 )
 from ai_agents.models import Document, KnowledgeBase
 from ai_agents.selectors.knowledge import document_list, knowledge_base_list, knowledge_search
@@ -110,7 +111,11 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
             "multipart/form-data": inline_serializer(
                 "DocumentUpload", {"file": serializers.FileField()}
             ),
-            "application/json": TextDocumentSerializer,
+            "application/json": PolymorphicProxySerializer(
+                "DocumentJson",
+                serializers=[TextDocumentSerializer, UrlDocumentSerializer],
+                resource_type_field_name=None,
+            ),
         },
         responses={202: DocumentSerializer, 200: DocumentSerializer},
         summary="Añade un documento (archivo o texto); se procesa en segundo plano",
@@ -118,6 +123,22 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
     def post(self, request: Request, kb_id: Any) -> Response:
         kb = _access_kb(self.tenant, kb_id)
         upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+        if upload is None and "url" in request.data:
+            url_form = UrlDocumentSerializer(data=request.data)
+            url_form.is_valid(raise_exception=True)
+            try:
+                added = services.document_add_from_url(
+                    kb=kb,
+                    url=url_form.validated_data["url"],
+                    title=url_form.validated_data.get("title", ""),
+                )
+            except services.DocumentFetchFailed as exc:
+                raise _upstream_error(exc) from None
+            except services.DocumentTooLarge as exc:
+                raise _bad_request(exc) from None
+            except services.KnowledgeError as exc:
+                raise exceptions.ValidationError({"url": [str(exc)]}) from None
+            return _added_response(added)
         if upload is not None:
             data = upload.read()
             args: dict[str, Any] = {
@@ -144,10 +165,20 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
             added = services.document_add(kb=kb, data=data, **args)
         except services.KnowledgeError as exc:
             raise _bad_request(exc) from None
-        code = status.HTTP_202_ACCEPTED if added.created else status.HTTP_200_OK
-        body = DocumentSerializer(added.document).data
-        body["duplicate"] = not added.created
-        return Response(body, status=code)
+        return _added_response(added)
+
+
+def _added_response(added: services.DocumentAdded) -> Response:
+    code = status.HTTP_202_ACCEPTED if added.created else status.HTTP_200_OK
+    body = DocumentSerializer(added.document).data
+    body["duplicate"] = not added.created
+    return Response(body, status=code)
+
+
+def _upstream_error(exc: Exception) -> exceptions.APIException:
+    error = exceptions.APIException(str(exc), code="url_fetch_failed")
+    error.status_code = status.HTTP_502_BAD_GATEWAY
+    return error
 
 
 class _DocumentMixin:

@@ -14,6 +14,7 @@ import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -214,6 +215,52 @@ def document_add(
     if enqueue:
         _enqueue(document)
     return DocumentAdded(document, created=True)
+
+
+URL_FETCH_TIMEOUT_SECONDS = 20.0
+
+
+class DocumentFetchFailed(KnowledgeError):
+    """The URL of a document could not be fetched (refused, unreachable, error status)."""
+
+
+def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> DocumentAdded:
+    """Fetches a public web page or file (SSRF guard on, redirects re-checked, size capped)
+    and adds it like an upload, with source `url`."""
+    from erp.http import HttpBlockedDestination, HttpClient, HttpError, HttpResponseTooLarge
+
+    client = HttpClient(guard=True, timeout=URL_FETCH_TIMEOUT_SECONDS)
+    client.follow_redirects = True
+    try:
+        response = client.get(url, max_bytes=settings.UPLOAD_MAX_BYTES)
+    except HttpResponseTooLarge:
+        raise DocumentTooLarge(
+            _("El archivo supera el tamaño máximo de %(mb)s MB.")
+            % {"mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024)}
+        ) from None
+    except HttpBlockedDestination:
+        raise InvalidDocument(
+            _("La dirección no está permitida: solo se admiten direcciones públicas.")
+        ) from None
+    except HttpError as exc:
+        raise DocumentFetchFailed(
+            _("No se pudo descargar la dirección (%(reason)s).") % {"reason": type(exc).__name__}
+        ) from None
+    path = urlsplit(url).path
+    filename = (path.rsplit("/", 1)[-1] or urlsplit(url).hostname or "")[:255]
+    mime_type = (response.headers.get("Content-Type") or "").split(";")[0].strip() or None
+    added = document_add(
+        kb=kb,
+        data=response.content,
+        filename=filename,
+        mime_type=mime_type,
+        title=title or url,  # the page's address stays visible as its title
+        source=Document.Source.URL,
+        enqueue=False,
+    )
+    if added.created:
+        _enqueue(added.document)
+    return added
 
 
 def _enqueue(document: Document) -> None:

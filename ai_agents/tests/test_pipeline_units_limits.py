@@ -1,0 +1,127 @@
+import threading
+import time
+import uuid
+
+import pytest
+from django.core.cache import cache
+
+from ai_agents.pipeline.limits import (
+    add,
+    conversation_message_limit,
+    hit,
+    notice_once,
+    tenant_token_limit,
+    tenant_tokens_add,
+)
+
+
+def fresh() -> str:
+    return uuid.uuid4().hex
+
+
+def test_fixed_window_limit_and_retry_after() -> None:
+    key = fresh()
+    results = [hit(key, limit=3, window_s=60) for _ in range(4)]
+    assert [r.allowed for r in results] == [True, True, True, False]
+    assert [r.count for r in results] == [1, 2, 3, 3]
+    assert results[-1].retry_after_s in range(55, 61)
+    assert results[0].retry_after_s == 0
+
+
+def test_window_expires() -> None:
+    key = fresh()
+    assert hit(key, limit=1, window_s=0.2).allowed
+    refused = hit(key, limit=1, window_s=0.2)
+    assert not refused.allowed and refused.retry_after_s == 1
+    time.sleep(0.25)
+    assert hit(key, limit=1, window_s=0.2).allowed
+
+
+def test_concurrent_hits_are_atomic() -> None:
+    key = fresh()
+    barrier = threading.Barrier(50)
+    allowed: list[bool] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        barrier.wait()
+        result = hit(key, limit=20, window_s=60)
+        with lock:
+            allowed.append(result.allowed)
+
+    threads = [threading.Thread(target=worker) for _ in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(allowed) == 50
+    assert sum(allowed) == 20
+
+
+def test_conversation_message_limit_is_20_per_minute() -> None:
+    conversation = uuid.uuid4()
+    results = [conversation_message_limit(conversation) for _ in range(21)]
+    assert all(r.allowed for r in results[:20])
+    assert not results[20].allowed and results[20].retry_after_s >= 1
+    # another conversation is independent
+    assert conversation_message_limit(uuid.uuid4()).allowed
+
+
+def test_tenant_token_limit_counts_amounts_and_refusals_add_nothing() -> None:
+    tenant = uuid.uuid4()
+    assert tenant_token_limit(tenant, 30_000, 50_000).allowed
+    refused = tenant_token_limit(tenant, 30_000, 50_000)
+    assert not refused.allowed and refused.count == 30_000
+    assert tenant_token_limit(tenant, 20_000, 50_000).allowed
+    assert not tenant_token_limit(tenant, 1, 50_000).allowed
+    assert tenant_tokens_add(tenant, 500) == 50_500
+
+
+def test_add_unconditional() -> None:
+    key = fresh()
+    assert add(key, amount=5, window_s=60) == 5
+    assert add(key, amount=5, window_s=60) == 10
+    assert not hit(key, limit=10, window_s=60).allowed
+
+
+def test_counter_lives_in_the_real_redis_cache() -> None:
+    key = fresh()
+    hit(key, limit=5, window_s=60, amount=2)
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    full = cache.make_and_validate_key(f"rl:{key}")
+    assert int(client.get(full)) == 2
+    assert 0 < client.pttl(full) <= 60_000
+
+
+def test_notice_once_per_window() -> None:
+    key = fresh()
+    assert notice_once(key, 60) is True
+    assert notice_once(key, 60) is False
+    assert notice_once(fresh(), 60) is True
+
+
+def test_notice_once_concurrently_only_one_winner() -> None:
+    key = fresh()
+    barrier = threading.Barrier(20)
+    wins: list[bool] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        barrier.wait()
+        won = notice_once(key, 60)
+        with lock:
+            wins.append(won)
+
+    threads = [threading.Thread(target=worker) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(wins) == 1
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError):
+        hit(fresh(), limit=1, window_s=0)
+    with pytest.raises(ValueError):
+        hit(fresh(), limit=1, window_s=1, amount=-1)

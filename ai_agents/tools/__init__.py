@@ -1,0 +1,1 @@
+"""Tools the agents can call: registry, argument schemas, HTTP tools."""

@@ -1,0 +1,203 @@
+"""Tenant-defined HTTP tools, executed through `erp.http.HttpClient` with the SSRF guard on.
+
+`execute_http_tool(config, args, tool_timeout_ms=10000) -> ToolResult` never raises:
+
+- the arguments are validated against `config.args_schema` first;
+- `{name}` placeholders in `url_template` are replaced by the argument, URL-encoded with nothing
+  kept safe (a "/" or "?" in a value cannot change the path); placeholders are allowed only in
+  the path and query, never in the scheme or host; a placeholder without an argument is an error;
+- the remaining arguments go as query parameters for GET/DELETE (booleans as true/false, lists as
+  repeated parameters, objects as JSON text) and as a JSON body for POST/PUT/PATCH;
+- timeout: `min(config.timeout_ms, tool_timeout_ms)` (the processing config's cap);
+- the SSRF guard (`guard=True`) refuses private, loopback and link-local destinations unless
+  `settings.HTTP_ALLOW_PRIVATE_NETWORKS` is on; redirects are not followed;
+- the response text (JSON re-serialised compactly) is truncated to `max_response_chars`;
+  `data` holds the parsed JSON when the whole response fit;
+- every failure (timeout, refused destination, non-2xx, too large, bad arguments) is
+  `ToolResult(ok=False, error=<readable Spanish text>)`; for a non-2xx the (redacted, truncated)
+  body excerpt is the `content`.
+Headers (already decrypted by the caller) are sent as they are and never logged (erp.http
+redacts auth headers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from django.utils.translation import gettext as _
+
+from erp.http import (
+    HttpBlockedDestination,
+    HttpClient,
+    HttpError,
+    HttpResponseTooLarge,
+    HttpStatusError,
+    HttpTimeout,
+)
+
+from .registry import ToolResult, truncate, validate_args, validate_schema
+
+METHODS: tuple[str, ...] = ("GET", "POST", "PUT", "PATCH", "DELETE")
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+DEFAULT_TOOL_TIMEOUT_MS = 10_000  # processing config tool_timeout_ms default
+MAX_RESPONSE_BYTES = 2 * 1024 * 1024
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class HttpToolConfig:
+    method: str
+    url_template: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    args_schema: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS
+    max_response_chars: int = 4000
+
+
+def placeholders(url_template: str) -> list[str]:
+    return _PLACEHOLDER.findall(url_template)
+
+
+def validate_http_tool_config(config: HttpToolConfig) -> list[str]:
+    """Readable Spanish problems of a tool definition ([] = valid); for the admin and the API."""
+    errors: list[str] = []
+    if config.method.upper() not in METHODS:
+        errors.append(
+            _("Método «%(m)s» no válido (use %(valid)s).")
+            % {"m": config.method, "valid": ", ".join(METHODS)}
+        )
+    parts = urlsplit(config.url_template)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        errors.append(_("La URL debe empezar por http:// o https:// e incluir el servidor."))
+    elif "{" in parts.netloc or "{" in parts.scheme:
+        errors.append(_("Las variables {…} solo pueden ir en la ruta o la consulta de la URL."))
+    errors.extend(validate_schema(config.args_schema))
+    properties = config.args_schema.get("properties") or {}
+    for name in placeholders(config.url_template):
+        if isinstance(properties, Mapping) and name not in properties:
+            errors.append(
+                _("La URL usa {%(n)s}, que no está en el esquema de argumentos.") % {"n": name}
+            )
+    if not isinstance(config.timeout_ms, int) or config.timeout_ms <= 0:
+        errors.append(_("El tiempo de espera debe ser un entero positivo (ms)."))
+    if not isinstance(config.max_response_chars, int) or config.max_response_chars <= 0:
+        errors.append(_("El máximo de caracteres de respuesta debe ser un entero positivo."))
+    for key, value in config.headers.items():
+        if not isinstance(key, str) or not isinstance(value, str) or "\n" in key + value:
+            errors.append(_("Cabecera no válida: %(k)s.") % {"k": key})
+    return errors
+
+
+def _query_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return [_query_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def _path_value(value: Any) -> str:
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, Mapping | list):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = "" if value is None else str(value)
+    return quote(text, safe="")
+
+
+def execute_http_tool(
+    config: HttpToolConfig,
+    args: Any,
+    *,
+    tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS,
+    client: HttpClient | None = None,
+) -> ToolResult:
+    started = time.monotonic()
+
+    def fail(error: str, content: str = "") -> ToolResult:
+        return ToolResult(
+            ok=False,
+            content=truncate(content, config.max_response_chars),
+            error=error,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    method = config.method.upper()
+    if method not in METHODS:
+        return fail(_("Método HTTP no válido: %(m)s.") % {"m": config.method})
+    if args is None:
+        args = {}
+    errors = validate_args(config.args_schema, args)
+    if not isinstance(args, Mapping):
+        return fail(" ".join(errors) or _("Los argumentos deben ser un objeto."))
+    if errors:
+        return fail(" ".join(errors))
+    netloc = urlsplit(config.url_template).netloc
+    if "{" in netloc:
+        return fail(_("La URL de la herramienta no es válida."))
+    used = placeholders(config.url_template)
+    missing = [name for name in used if name not in args]
+    if missing:
+        return fail(_("Faltan argumentos para la URL: %(n)s.") % {"n": ", ".join(missing)})
+    url = _PLACEHOLDER.sub(lambda m: _path_value(args[m.group(1)]), config.url_template)
+    rest = {k: v for k, v in args.items() if k not in used}
+
+    timeout_s = max(1, min(config.timeout_ms, tool_timeout_ms)) / 1000
+    http = client or HttpClient(guard=True)
+    try:
+        response = http.request(
+            method,
+            url,
+            params={k: _query_value(v) for k, v in rest.items()}
+            if method not in BODY_METHODS and rest
+            else None,
+            json=rest if method in BODY_METHODS else None,
+            headers=dict(config.headers),
+            timeout=timeout_s,
+            guard=True,
+            max_bytes=MAX_RESPONSE_BYTES,
+        )
+    except HttpTimeout:
+        return fail(_("El servicio no respondió a tiempo (%(s)s s).") % {"s": timeout_s})
+    except HttpBlockedDestination:
+        return fail(_("Destino no permitido: la URL apunta a una red privada o no es http(s)."))
+    except HttpResponseTooLarge:
+        return fail(_("La respuesta del servicio es demasiado grande."))
+    except HttpStatusError as exc:
+        return fail(_("El servicio respondió con error HTTP %(s)s.") % {"s": exc.status}, exc.body)
+    except HttpError as exc:
+        return fail(_("No se pudo contactar el servicio (%(e)s).") % {"e": type(exc).__name__})
+    except ValueError:
+        return fail(_("La URL de la herramienta no es válida."))
+    except Exception as exc:  # never raise into the pipeline
+        return fail(_("La herramienta falló: %(e)s") % {"e": type(exc).__name__})
+
+    text = response.text
+    data: Any = None
+    content_type = str(response.headers.get("content-type", ""))
+    if "json" in content_type or text[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        else:
+            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    content = truncate(text, config.max_response_chars)
+    return ToolResult(
+        ok=True,
+        content=content,
+        data=data if content == text else None,
+        error=None,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
