@@ -13,29 +13,14 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
+from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES
+
 
 class ConfigError(ValidationError):
     """A configuration block is invalid; `message` names the key."""
 
 
 HISTORY_STRATEGIES = ("oldest_first", "summarize", "smart")
-INTENT_METHODS = ("keyword", "llm", "hybrid")
-TRIGGER_TYPES = ("keyword", "sentiment", "intent", "confidence", "loop_detection", "user_request")
-PRIORITIES = ("low", "medium", "high", "urgent")
-
-# Phrases where "agente" / "persona" names a trade, not a human to talk to.
-HUMAN_AGENT_EXCLUDES = (
-    "agente de envios",
-    "agente de envio",
-    "agente de ventas",
-    "agente de viajes",
-    "agente inmobiliario",
-    "agente aduanal",
-    "agente de seguros",
-    "agente de carga",
-    "persona fisica",
-    "persona moral",
-)
 
 
 def history_defaults() -> dict[str, Any]:
@@ -188,58 +173,26 @@ def _string_list(v: Any) -> bool:
 
 
 def validate_intent_detection(value: Any) -> dict[str, Any]:
-    merged = _complete(
-        value,
-        "intent_detection",
-        intent_defaults(),
-        {
-            "method": lambda v: v in INTENT_METHODS,
-            "keyword_intents": lambda v: (
-                isinstance(v, Mapping)
-                and all(isinstance(k, str) and _string_list(w) for k, w in v.items())
-            ),
-            "known_intents": lambda v: (
-                isinstance(v, list)
-                and all(isinstance(i, Mapping) and isinstance(i.get("intent"), str) for i in v)
-            ),
-        },
-    )
-    return merged
+    """The spec's shape (`method`, `keyword_intents`, `known_intents`) or the units' shape
+    (`mode`, `intents`), checked by `ai_agents.pipeline.intent.parse_intent_config`."""
+    from ai_agents.pipeline.intent import parse_intent_config
 
-
-_TRIGGER_CONDITIONS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
-    "keyword": lambda c: _string_list(c.get("keywords")) and bool(c.get("keywords")),
-    "sentiment": lambda c: _number_between(-1, 1)(c.get("threshold")),
-    "intent": lambda c: _string_list(c.get("intents")) and bool(c.get("intents")),
-    "confidence": lambda c: _number_between(0, 1)(c.get("threshold")),
-    "loop_detection": lambda c: _int_between(2, 50)(c.get("max_similar")),
-    "user_request": lambda c: True,
-}
+    if value is None or value == {}:
+        return intent_defaults()
+    data = _object(value, "intent_detection")
+    parse_intent_config(data)
+    return data
 
 
 def validate_escalation_triggers(value: Any) -> list[dict[str, Any]]:
+    """Checked by `ai_agents.pipeline.escalation.parse_escalation_triggers` (every problem
+    listed, naming the trigger and the key)."""
+    from ai_agents.pipeline.escalation import parse_escalation_triggers
+
     if value is None:
         return escalation_defaults()
-    if not isinstance(value, list):
-        raise _fail("escalation_triggers", _("debe ser una lista"))
-    out: list[dict[str, Any]] = []
-    for i, trigger in enumerate(value):
-        key = f"escalation_triggers[{i}]"
-        if not isinstance(trigger, Mapping):
-            raise _fail(key, _("debe ser un objeto JSON"))
-        kind = trigger.get("type")
-        if kind not in TRIGGER_TYPES:
-            raise _fail(f"{key}.type", _("tipo desconocido: %(value)r") % {"value": kind})
-        priority = trigger.get("priority", "medium")
-        if priority not in PRIORITIES:
-            raise _fail(
-                f"{key}.priority", _("prioridad no válida: %(value)r") % {"value": priority}
-            )
-        condition = trigger.get("condition") or {}
-        if not isinstance(condition, Mapping) or not _TRIGGER_CONDITIONS[kind](condition):
-            raise _fail(f"{key}.condition", _("condición no válida para %(kind)s") % {"kind": kind})
-        out.append({"type": kind, "condition": dict(condition), "priority": priority})
-    return out
+    parse_escalation_triggers(value)
+    return list(value)
 
 
 def validate_tools_enabled(value: Any) -> list[str]:

@@ -157,13 +157,14 @@ def _run(
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
     triggers = agent.escalation_triggers or []
+    recent = steps.recent_user_texts(conversation=conversation, before=user_message)
     escalation = seams.evaluate_escalation(
         triggers,
         text=user_message.content,
         sentiment=None,
         intent=None,
         confidence=None,
-        recent_user_texts=[],
+        recent_user_texts=recent,
         model_requested=False,
         model_reason=None,
     )
@@ -233,11 +234,11 @@ def _run(
     )
     escalation = seams.evaluate_escalation(
         triggers,
-        text="",  # text triggers ran before the model call
+        text=user_message.content,
         sentiment=sentiment,
         intent=intent,
         confidence=confidence,
-        recent_user_texts=[],
+        recent_user_texts=recent,
         model_requested=parsed.name == "escalate",
         model_reason=str(parsed.args.get("reason") or "") or None,
     )

@@ -137,6 +137,18 @@ def history_load(
     )
 
 
+def recent_user_texts(*, conversation: Conversation, before: Message, n: int = 20) -> list[str]:
+    """The conversation's earlier user messages, oldest first (loop detection)."""
+    rows = (
+        Message.objects.for_tenant(conversation.tenant_id)
+        .filter(conversation=conversation, role=Message.Role.USER)
+        .exclude(pk=before.pk)
+        .order_by("-created_at")
+        .values_list("content", flat=True)[:n]
+    )
+    return list(reversed(rows))
+
+
 def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:
     tenant = agent.tenant
     now = timezone.localtime(timezone.now(), _zone(tenant.timezone))
