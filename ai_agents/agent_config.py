@@ -53,23 +53,13 @@ def processing_defaults() -> dict[str, Any]:
 
 
 def intent_defaults() -> dict[str, Any]:
-    return {
-        "method": "hybrid",
-        "keyword_intents": {
-            "escalate": ["humano", "agente", "persona", "hablar con alguien"],
-            "order_status": ["pedido", "orden", "envío", "dónde está"],
-            "pricing": ["precio", "costo", "cuánto cuesta", "cotización"],
-            "support": ["ayuda", "problema", "no funciona", "error"],
-        },
-        "known_intents": [
-            {
-                "intent": "escalate",
-                "description": "Usuario quiere hablar con persona",
-                "examples": ["Quiero hablar con un humano", "Pásame con un agente"],
-                "action": "trigger_escalation",
-            }
-        ],
-    }
+    """The spec's default intents (`ai_agents.pipeline.intent.DEFAULT_INTENT_CONFIG`: the
+    spec's keywords, plus the excludes that keep "agente de envíos" from reading as "agente")."""
+    import copy
+
+    from ai_agents.pipeline.intent import DEFAULT_INTENT_CONFIG
+
+    return copy.deepcopy(DEFAULT_INTENT_CONFIG)
 
 
 def escalation_defaults() -> list[dict[str, Any]]:

@@ -31,3 +31,23 @@ def bulk_expire_conversations() -> int:
     if expired:
         logger.info("conversations.expired", extra={"count": expired})
     return expired
+
+
+@shared_task(name="ai_agents.conversation_escalated_notify")
+def conversation_escalated_notify(conversation_id: str) -> dict[str, str]:
+    """Tells the human team a conversation needs them (real-time queue). For now a structured
+    log line the operators' alerting reads; the handoff issue adds e-mail and the inbox."""
+    from ai_agents.models import Conversation
+
+    conversation = Conversation.objects.unscoped().filter(pk=conversation_id).first()
+    if conversation is None:
+        return {}
+    notice = {
+        "conversation_id": str(conversation.pk),
+        "tenant_id": str(conversation.tenant_id),
+        "agent_id": str(conversation.agent_id),
+        "reason": conversation.escalation_reason,
+        "priority": conversation.escalation_priority,
+    }
+    logger.warning("conversation.escalated", extra=notice)
+    return notice

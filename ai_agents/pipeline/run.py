@@ -158,11 +158,14 @@ def _run(
 
     triggers = agent.escalation_triggers or []
     recent = steps.recent_user_texts(conversation=conversation, before=user_message)
+    early_intent = seams.keyword_intent(user_message.content, agent.intent_detection or {})
+    if early_intent:
+        meta["intent_detected"] = early_intent
     escalation = seams.evaluate_escalation(
         triggers,
         text=user_message.content,
         sentiment=None,
-        intent=None,
+        intent=early_intent,
         confidence=None,
         recent_user_texts=recent,
         model_requested=False,
@@ -220,7 +223,13 @@ def _run(
     timer.mark("llm")
     sentiment = steps.number_field(parsed, "sentiment", -1, 1)
     confidence = steps.number_field(parsed, "confidence", 0, 1)
-    intent = parsed.fields.get("intent") if isinstance(parsed.fields.get("intent"), str) else None
+    llm_intent = parsed.fields.get("intent")
+    intent = seams.final_intent(
+        user_message.content,
+        agent.intent_detection or {},
+        llm_intent=llm_intent if isinstance(llm_intent, str) else None,
+        llm_confidence=confidence,
+    )
     meta.update(
         {
             "model_used": result.model,
@@ -296,6 +305,8 @@ def _finish(
     Conversation.objects.for_tenant(conversation.tenant_id).filter(pk=conversation.pk).update(
         **changes
     )
+    if escalation is not None:
+        _notify_escalation(conversation.pk)
     timer.mark("store")
     usage = _usage(conversation.tenant_id, user_message.pk)
     meta["timings_ms"] = {**timer.steps, "total": int(timer.elapsed_s * 1000)}
@@ -322,6 +333,12 @@ def _finish(
     user_message.metadata = {**user_message.metadata, "result": body}
     user_message.save(update_fields=["metadata"])
     return body
+
+
+def _notify_escalation(conversation_id: Any) -> None:
+    from ai_agents.tasks import conversation_escalated_notify
+
+    transaction.on_commit(lambda: conversation_escalated_notify.delay(str(conversation_id)))
 
 
 def _usage(tenant_id: Any, message_id: Any) -> dict[str, Any]:

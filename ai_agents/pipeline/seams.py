@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ai_agents.pipeline import escalation, history, limits, prompt
+from ai_agents.pipeline import escalation, history, intent, limits, prompt
 from ai_agents.pipeline.escalation import EscalationDecision as Decision
 from ai_agents.pipeline.history import HistoryItem as Turn
 from ai_agents.pipeline.limits import LimitResult
@@ -23,6 +23,8 @@ __all__ = [
     "conversation_message_limit",
     "evaluate_escalation",
     "failure_decision",
+    "final_intent",
+    "keyword_intent",
     "notice_once",
     "render_system_prompt",
     "truncate_history",
@@ -51,6 +53,25 @@ def evaluate_escalation(
         model_requested=model_requested,
         model_reason=model_reason,
     )
+
+
+def keyword_intent(text: str, config: Mapping[str, Any]) -> str | None:
+    """The intent matched by keywords (modes keyword and hybrid), before any model call."""
+    parsed = intent.parse_intent_config(config)
+    if parsed.mode == "llm":
+        return None
+    match = intent.detect_keyword_intent(text, parsed)
+    return match.intent if match else None
+
+
+def final_intent(
+    text: str, config: Mapping[str, Any], *, llm_intent: str | None, llm_confidence: float | None
+) -> str | None:
+    """Hybrid: a keyword match wins, else the model's intent field; per the configured mode."""
+    match = intent.resolve_intent(
+        text, config, llm_intent=llm_intent, llm_confidence=llm_confidence
+    )
+    return match.intent if match else None
 
 
 def failure_decision(kind: str) -> Decision:

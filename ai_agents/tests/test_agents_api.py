@@ -26,7 +26,7 @@ def test_create_needs_only_name_and_prompt_and_gets_the_spec_defaults(api_a: Any
     assert body["processing_config"]["total_timeout_ms"] == 45000
     assert body["processing_config"]["messages_per_minute"] == 20
     assert body["processing_config"]["max_tool_rounds"] == 3
-    assert body["intent_detection"]["method"] == "hybrid"
+    assert body["intent_detection"]["mode"] == "hybrid"
     assert body["knowledge_bases"] == []
     assert body["fallback_message"]
     listed = api_a.get("/api/v1/agents").json()

@@ -273,3 +273,100 @@ def test_inactive_conversations_expire_and_the_next_message_starts_a_new_one(
     second = _send(api_a, agent_id, "Hola otra vez").json()
     assert second["conversation_id"] != first
     assert second["conversation_status"] == "active"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("trigger", "fires", "misses"),
+    [
+        (
+            {"type": "intent", "condition": {"intents": ["cancelar"]}, "priority": "high"},
+            {"intent": "cancelar", "confidence": 0.9},
+            {"intent": "pricing", "confidence": 0.9},
+        ),
+        (
+            {"type": "confidence", "condition": {"threshold": 0.4}, "priority": "low"},
+            {"confidence": 0.2},
+            {"confidence": 0.5},
+        ),
+        (
+            {"type": "sentiment", "condition": {"threshold": -0.5}, "priority": "urgent"},
+            {"sentiment": -0.8, "confidence": 0.9},
+            {"sentiment": -0.3, "confidence": 0.9},
+        ),
+    ],
+)
+def test_model_signal_triggers_fire_and_near_misses_do_not(
+    api_a: Any,
+    fake_google: FakeGoogle,
+    django_capture_on_commit_callbacks: Any,
+    trigger: dict[str, Any],
+    fires: dict[str, Any],
+    misses: dict[str, Any],
+) -> None:
+    agent_id = _agent(
+        api_a,
+        escalation_triggers=[trigger],
+        intent_detection={"mode": "llm", "intents": []},
+    )
+    _answer(fake_google, "Respuesta.", **misses)
+    with django_capture_on_commit_callbacks() as callbacks:
+        near = _send(api_a, agent_id, "Una pregunta").json()
+    assert near["escalation"] is None
+    assert callbacks == []
+
+    _answer(fake_google, "Respuesta.", **fires)
+    with django_capture_on_commit_callbacks() as callbacks:
+        hit = _send(api_a, agent_id, "Otra pregunta").json()
+    assert hit["escalation"]["priority"] == trigger["priority"]
+    assert hit["conversation_status"] == "escalated"
+    assert len(callbacks) == 1  # the team's notification task is enqueued on commit
+
+
+@pytest.mark.django_db
+def test_user_request_and_model_escalate_action(api_a: Any, fake_google: FakeGoogle) -> None:
+    agent_id = _agent(
+        api_a,
+        escalation_triggers=[{"type": "user_request", "priority": "high"}],
+        intent_detection={"mode": "llm", "intents": []},
+    )
+    asked = _send(api_a, agent_id, "Pásame con una persona, por favor").json()
+    assert asked["escalation"] == {"reason": "user_request", "priority": "high"}
+    assert fake_google.generate_requests == []
+
+    other = _agent(api_a, escalation_triggers=[], intent_detection={"mode": "llm", "intents": []})
+    fake_google.push(fake_google.reply_json({"action": "escalate", "reason": "reembolso"}))
+    body = _send(api_a, other, "Necesito un reembolso de una factura antigua").json()
+    assert body["escalation"] == {"reason": "model_request", "priority": "medium"}
+
+
+@pytest.mark.django_db
+def test_loop_detection_escalates_the_third_identical_message(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(
+        api_a,
+        escalation_triggers=[
+            {"type": "loop_detection", "condition": {"max_similar": 3}, "priority": "medium"}
+        ],
+        intent_detection={"mode": "llm", "intents": []},
+    )
+    question = "¿Cuándo llega mi paquete a Sevilla?"
+    for _i in range(2):
+        _answer(fake_google, "Pronto.")
+        assert _send(api_a, agent_id, question).json()["escalation"] is None
+    third = _send(api_a, agent_id, question).json()
+    assert third["escalation"]["reason"] == "conversation_loop"
+    assert len(fake_google.generate_requests) == 2
+
+
+@pytest.mark.django_db
+def test_no_credits_gives_the_fallback_and_escalates(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, fallback_message="No disponible.")
+    Tenant.objects.filter(pk=tenant_a.pk).update(ai_credit_balance_usd=0)
+    body = _send(api_a, agent_id, "Hola").json()
+    assert body["reply"]["text"] == "No disponible."
+    assert body["escalation"] == {"reason": "no_credits", "priority": "urgent"}
+    assert fake_google.generate_requests == []
