@@ -13,6 +13,7 @@ returns it without calling the model again.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ai_agents.pipeline import seams, steps
 from erp.llm.errors import LlmError, NoCredits, Timeout
 from erp.llm.gateway import CallContext
 from erp.llm.models import UsageLog
+from erp.llm.types import Message as LlmMessage
 
 RATE_LIMIT_NOTICE = gettext_lazy(
     "Está enviando mensajes muy rápido. Espere un momento y le respondo."
@@ -183,29 +185,61 @@ def _run(
     timer.mark("context")
     retrieval = steps.retrieve(agent=agent, query=user_message.content, processing=processing)
     timer.mark("retrieve")
-    request = steps.build_request(
-        agent=agent,
-        system=system,
-        history=history,
-        text=user_message.content,
-        hits=retrieval.hits,
-        processing=processing,
-    )
     context = CallContext(
         tenant=agent.tenant,
         agent_id=agent.pk,
         conversation_id=conversation.pk,
         message_id=user_message.pk,
     )
-    remaining = int(processing["total_timeout_ms"]) / 1000 - timer.elapsed_s
+    actions = steps.actions_for(agent)
+    max_rounds = int(processing["max_tool_rounds"])
+    exchange: list[LlmMessage] = []
+    tool_calls: list[dict[str, Any]] = []
+    totals = [0, 0]
     try:
-        result, parsed = steps.llm_call(
-            agent=agent,
-            request=request,
-            context=context,
-            retry=steps.retry_policy(processing, remaining_s=remaining),
-            on_delta=on_delta,
-        )
+        while True:
+            # The last allowed call offers only respond / escalate.
+            offered = actions if len(tool_calls) < max_rounds else steps.BASE_ACTIONS
+            request = steps.build_request(
+                agent=agent,
+                system=system,
+                history=history,
+                text=user_message.content,
+                hits=retrieval.hits,
+                processing=processing,
+                actions=offered,
+                exchange=exchange,
+            )
+            remaining = int(processing["total_timeout_ms"]) / 1000 - timer.elapsed_s
+            result, parsed = steps.llm_call(
+                agent=agent,
+                request=request,
+                context=context,
+                retry=steps.retry_policy(processing, remaining_s=remaining),
+                on_delta=on_delta,
+                actions=offered,
+            )
+            totals[0] += result.input_tokens
+            totals[1] += result.output_tokens
+            if parsed.name not in offered.tool_names:
+                break
+            call = steps.tool_run(
+                parsed=parsed,
+                agent=agent,
+                conversation=conversation,
+                contact=contact,
+                context=context,
+                processing=processing,
+            )
+            tool_calls.append(call)
+            exchange.append(LlmMessage(role="assistant", content=parsed.raw or result.text))
+            exchange.append(
+                LlmMessage(
+                    role="tool",
+                    content=call["result"] if call["ok"] else f"ERROR: {call['error']}",
+                    name=parsed.name,
+                )
+            )
     except LlmError as exc:
         timer.mark("llm")
         kind = (
@@ -216,10 +250,13 @@ def _run(
             else "llm_failure"
         )
         meta["error"] = type(exc).__name__
+        meta["tool_calls"] = tool_calls
         escalation = seams.failure_decision(kind)
         return _finish(
             conversation, user_message, agent.fallback_message, escalation, retrieval, meta, timer
         )
+    meta["tool_calls"] = tool_calls
+    result = dataclasses.replace(result, input_tokens=totals[0], output_tokens=totals[1])
     timer.mark("llm")
     sentiment = steps.number_field(parsed, "sentiment", -1, 1)
     confidence = steps.number_field(parsed, "confidence", 0, 1)
@@ -255,6 +292,8 @@ def _run(
         reply_text = escalation.message or agent.escalation_message
     else:
         reply_text = parsed.answer or agent.fallback_message
+        if parsed.broken and parsed.raw.lstrip().startswith("{"):
+            reply_text = agent.fallback_message  # never show the customer raw JSON
     return _finish(
         conversation, user_message, reply_text, escalation, retrieval, meta, timer, result
     )
@@ -286,6 +325,7 @@ def _finish(
             rag_search_time_ms=retrieval.elapsed_ms
             if retrieval.hits or retrieval.timed_out
             else None,
+            tool_calls=meta.pop("tool_calls", None) or None,
             metadata={},
             reply_to=user_message,
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,38 @@ COMMON_FIELDS: dict[str, dict[str, Any]] = {
     "confidence": {"type": "number", "description": "tu confianza en la respuesta, de 0 a 1"},
 }
 ACTION_SCHEMA = build_action_schema(ACTIONS, COMMON_FIELDS)
+
+
+@dataclass(frozen=True)
+class ActionSet:
+    actions: tuple[ActionSpec, ...]
+    schema: dict[str, Any]
+    tool_names: frozenset[str]
+
+
+BASE_ACTIONS = ActionSet(ACTIONS, ACTION_SCHEMA, frozenset())
+
+
+def actions_for(agent: Agent) -> ActionSet:
+    """respond, escalate and one action per enabled tool. A tool whose argument names clash
+    with another's (different schema) is left out, with a warning."""
+    from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
+    from ai_agents.tools.registry import registry
+
+    actions = list(ACTIONS)
+    names: set[str] = set()
+    for spec in registry.specs_for(agent.tools_enabled or []):
+        candidate = ActionSpec(spec.name, spec.description, spec.args_schema)
+        try:
+            build_action_schema([*actions, candidate], COMMON_FIELDS)
+        except ValueError as exc:
+            logger.warning("pipeline.tool_skipped", extra={"tool": spec.name, "error": str(exc)})
+            continue
+        actions.append(candidate)
+        names.add(spec.name)
+    if not names:
+        return BASE_ACTIONS
+    return ActionSet(tuple(actions), build_action_schema(actions, COMMON_FIELDS), frozenset(names))
 
 
 # --- receive ------------------------------------------------------------------------------
@@ -247,17 +279,27 @@ def build_request(
     text: str,
     hits: list[SearchHit],
     processing: Mapping[str, Any],
+    actions: ActionSet = BASE_ACTIONS,
+    exchange: Sequence[LlmMessage] = (),
 ) -> LlmRequest:
+    """`exchange`: this message's tool rounds so far (the model's action, the tool's result)."""
     parts = [system]
     if hits:
         formatted = "\n\n".join(
             f"[{i}] {h.document_title}\n{h.content}" for i, h in enumerate(hits, start=1)
         )
         parts.append(_("## Información Relevante:") + "\n" + formatted)
+    tools = [a for a in actions.actions if a.name in actions.tool_names]
+    if tools:
+        parts.append(
+            _("## Herramientas Disponibles:")
+            + "\n"
+            + "\n".join(f"- {a.name}: {a.description}" for a in tools)
+        )
     parts.append(
         _(
-            "Responde con un objeto JSON: action (respond o escalate), answer (tu respuesta), "
-            "intent, sentiment (-1 a 1) y confidence (0 a 1)."
+            "Responde con un objeto JSON: action (respond, escalate o una herramienta), answer "
+            "(tu respuesta), intent, sentiment (-1 a 1) y confidence (0 a 1)."
         )
     )
     messages = [
@@ -266,10 +308,11 @@ def build_request(
         if t.role in ("user", "assistant")
     ]
     messages.append(LlmMessage(role="user", content=text))
+    messages.extend(exchange)
     return LlmRequest(
         messages=messages,
         system="\n\n".join(parts),
-        json_schema=ACTION_SCHEMA,
+        json_schema=actions.schema,
         temperature=agent.temperature,
         max_output_tokens=agent.max_output_tokens,
         timeout_s=int(processing["llm_timeout_ms"]) / 1000,
@@ -285,6 +328,7 @@ def llm_call(
     context: CallContext,
     retry: RetryPolicy,
     on_delta: Callable[[str], None] | None = None,
+    actions: ActionSet = BASE_ACTIONS,
 ) -> tuple[LlmResult, ParsedAction]:
     """One model call through the gateway. With `on_delta` the call streams and the
     characters of the `answer` field are passed to it as they arrive."""
@@ -304,10 +348,56 @@ def llm_call(
         result = final
     parsed = parse_action(
         result.parsed if result.parsed is not None else result.text,
-        ACTIONS,
+        actions.actions,
         common_fields=tuple(COMMON_FIELDS),
     )
     return result, parsed
+
+
+def tool_run(
+    *,
+    parsed: ParsedAction,
+    agent: Agent,
+    conversation: Conversation,
+    contact: Contact | None,
+    context: CallContext,
+    processing: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Runs the tool the model chose on this conversation's own tenant and contact; records a
+    `tool_execution` usage row; returns the `tool_calls` entry."""
+    from ai_agents.tools.registry import registry
+    from erp.llm.usage import usage_record
+
+    args = {k: v for k, v in parsed.args.items() if v is not None}
+    result = registry.run(
+        parsed.name,
+        args,
+        tenant=agent.tenant,
+        agent=agent,
+        conversation=conversation,
+        contact=contact,
+        tool_timeout_ms=int(processing["tool_timeout_ms"]),
+    )
+    usage_record(
+        tenant=agent.tenant,
+        operation="tool_execution",
+        provider="tool",
+        model=parsed.name,
+        latency_ms=result.duration_ms,
+        success=result.ok,
+        error_message=result.error or "",
+        agent_id=context.agent_id,
+        conversation_id=context.conversation_id,
+        message_id=context.message_id,
+    )
+    return {
+        "tool": parsed.name,
+        "arguments": args,
+        "ok": result.ok,
+        "result": result.content,
+        "error": result.error,
+        "duration_ms": result.duration_ms,
+    }
 
 
 def number_field(parsed: ParsedAction, name: str, low: float, high: float) -> float | None:

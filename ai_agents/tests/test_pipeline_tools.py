@@ -1,0 +1,126 @@
+"""Built-in tools through the REST API and the fake Gemini server: the model calls a tool, sees
+its result, answers; every call is recorded; tools act only on the conversation's own data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ai_agents.models import Contact, Conversation
+from erp.llm.models import UsageLog
+from erp.tenancy.models import Tenant
+from erp.testing.fake_google import FakeGoogle
+
+pytestmark = pytest.mark.django_db
+
+
+def _agent(api: Any, tools: list[str], **extra: Any) -> str:
+    body = {
+        "name": "Lucía",
+        "system_prompt": "Pedido en curso: {{pedido}}.",
+        "tools_enabled": tools,
+        "processing_config": {"llm_retry_delay_ms": 0, **extra},
+        "intent_detection": {"mode": "llm", "intents": []},
+    }
+    response = api.post("/api/v1/agents", body, format="json")
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def _send(api: Any, agent_id: str, text: str, external_id: str = "cli-1") -> Any:
+    return api.post(
+        f"/api/v1/agents/{agent_id}/messages",
+        {"contact": {"external_id": external_id, "name": "Ana"}, "text": text},
+        format="json",
+    )
+
+
+def test_tool_round_trip_sets_a_session_variable_used_by_the_next_prompt(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, ["session_variable_set", "contact_update"])
+    fake_google.push(
+        fake_google.reply_json(
+            {"action": "session_variable_set", "variable": "pedido", "value": "A-17"}
+        ),
+        fake_google.reply_json({"action": "respond", "answer": "Anotado su pedido A-17."}),
+    )
+    body = _send(api_a, agent_id, "Mi pedido es el A-17").json()
+
+    assert body["reply"]["text"] == "Anotado su pedido A-17."
+    requests = fake_google.generate_requests
+    assert len(requests) == 2
+    schema = requests[0]["generationConfig"]["responseSchema"]
+    assert "session_variable_set" in schema["properties"]["action"]["enum"]
+    assert "Guardado" in str(requests[1]["contents"])  # the model saw the tool's result
+    assert body["usage"]["input_tokens"] == 24  # both model calls counted
+
+    conversation = Conversation.objects.for_tenant(tenant_a).get(pk=body["conversation_id"])
+    assert conversation.session_variables == {"pedido": "A-17"}
+    detail = api_a.get(f"/api/v1/conversations/{body['conversation_id']}").json()
+    [call] = detail["messages"][1]["tool_calls"]
+    assert call["tool"] == "session_variable_set"
+    assert call["arguments"] == {"variable": "pedido", "value": "A-17"}
+    assert call["ok"] is True
+    assert call["duration_ms"] >= 0
+    rows = UsageLog.objects.for_tenant(tenant_a).filter(operation="tool_execution")
+    assert [(r.model, r.success) for r in rows] == [("session_variable_set", True)]
+
+    fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Sí."}))
+    _send(api_a, agent_id, "¿Lo tiene?")
+    system = fake_google.generate_requests[2]["systemInstruction"]["parts"][0]["text"]
+    assert "Pedido en curso: A-17." in system
+
+
+def test_tools_act_only_on_the_conversations_own_contact(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, ["contact_update"])
+    _send(api_a, agent_id, "hola", external_id="otro").json()  # another contact exists
+    fake_google.push(
+        fake_google.reply_json(
+            {"action": "contact_update", "email": "ana@example.com", "name": "Ana Ruiz"}
+        ),
+        fake_google.reply_json({"action": "respond", "answer": "Actualizado."}),
+    )
+    _send(api_a, agent_id, "Mi correo es ana@example.com")
+    contacts = {c.external_id: c for c in Contact.objects.for_tenant(tenant_a)}
+    assert contacts["cli-1"].email == "ana@example.com"
+    assert contacts["cli-1"].name == "Ana Ruiz"
+    assert contacts["otro"].email == ""
+
+
+def test_tool_rounds_are_capped_and_the_last_call_offers_no_tools(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, ["session_variable_set"], max_tool_rounds=2)
+    loop = {"action": "session_variable_set", "variable": "x", "value": "1"}
+    fake_google.push(
+        fake_google.reply_json(loop),
+        fake_google.reply_json(loop),
+        fake_google.reply_json({"action": "respond", "answer": "Listo."}),
+    )
+    body = _send(api_a, agent_id, "hola").json()
+    assert body["reply"]["text"] == "Listo."
+    requests = fake_google.generate_requests
+    assert len(requests) == 3
+    last_enum = requests[2]["generationConfig"]["responseSchema"]["properties"]["action"]
+    assert last_enum["enum"] == ["respond", "escalate"]
+
+
+def test_invalid_tool_arguments_are_reported_to_the_model_not_run(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, ["session_variable_set"])
+    fake_google.push(
+        fake_google.reply_json({"action": "session_variable_set", "value": "1"}),
+        fake_google.reply_json({"action": "respond", "answer": "Perdón."}),
+    )
+    body = _send(api_a, agent_id, "hola").json()
+    assert body["reply"]["text"] == "Perdón."
+    assert "ERROR" in str(fake_google.generate_requests[1]["contents"])
+    conversation = Conversation.objects.for_tenant(tenant_a).get(pk=body["conversation_id"])
+    assert conversation.session_variables == {}
+    row = UsageLog.objects.for_tenant(tenant_a).get(operation="tool_execution")
+    assert row.success is False
