@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ai_agents.models import Agent, Chunk, Document, KnowledgeBase
+from ai_agents.models import Agent, Chunk, Document, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
 
@@ -188,3 +188,12 @@ class AgentAdmin(TenantOwnedAdmin):
     list_display = ["name", "provider", "model", "is_active", "updated_at"]
     search_fields = ["name", "description"]
     filter_horizontal = ["knowledge_bases"]
+
+
+@admin.register(HttpTool)
+class HttpToolAdmin(TenantOwnedAdmin):
+    """Tenant HTTP tools; headers are stored encrypted; `HttpTool.clean` checks the URL
+    template, the argument schema and the name."""
+
+    list_display = ["name", "method", "url_template", "is_active"]
+    search_fields = ["name", "description"]

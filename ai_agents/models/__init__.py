@@ -1,5 +1,6 @@
 from ai_agents.models.agents import Agent, Contact, Conversation, Message
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
+from ai_agents.models.tools import HttpTool
 
 __all__ = [
     "Agent",
@@ -7,6 +8,7 @@ __all__ = [
     "Contact",
     "Conversation",
     "Document",
+    "HttpTool",
     "KnowledgeBase",
     "Message",
 ]

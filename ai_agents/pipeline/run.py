@@ -230,6 +230,7 @@ def _run(
                 contact=contact,
                 context=context,
                 processing=processing,
+                actions=offered,
             )
             tool_calls.append(call)
             exchange.append(LlmMessage(role="assistant", content=parsed.raw or result.text))

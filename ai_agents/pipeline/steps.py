@@ -54,6 +54,7 @@ class ActionSet:
     actions: tuple[ActionSpec, ...]
     schema: dict[str, Any]
     tool_names: frozenset[str]
+    http_tools: Mapping[str, Any] = field(default_factory=dict)  # name -> HttpTool
 
 
 BASE_ACTIONS = ActionSet(ACTIONS, ACTION_SCHEMA, frozenset())
@@ -62,12 +63,30 @@ BASE_ACTIONS = ActionSet(ACTIONS, ACTION_SCHEMA, frozenset())
 def actions_for(agent: Agent) -> ActionSet:
     """respond, escalate and one action per enabled tool. A tool whose argument names clash
     with another's (different schema) is left out, with a warning."""
+    from ai_agents.models import HttpTool
     from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
     from ai_agents.tools.registry import registry
 
+    enabled = list(agent.tools_enabled or [])
+    if not enabled:
+        return BASE_ACTIONS
     actions = list(ACTIONS)
     names: set[str] = set()
-    for spec in registry.specs_for(agent.tools_enabled or []):
+    http_tools = {
+        tool.name: tool
+        for tool in HttpTool.objects.for_tenant(agent.tenant_id).filter(
+            is_active=True, name__in=enabled
+        )
+    }
+    specs = [
+        *registry.specs_for(enabled),
+        *(
+            ActionSpec(t.name, t.description, t.args_schema or {})
+            for t in http_tools.values()
+            if registry.get(t.name) is None
+        ),
+    ]
+    for spec in specs:
         candidate = ActionSpec(spec.name, spec.description, spec.args_schema)
         try:
             build_action_schema([*actions, candidate], COMMON_FIELDS)
@@ -78,7 +97,12 @@ def actions_for(agent: Agent) -> ActionSet:
         names.add(spec.name)
     if not names:
         return BASE_ACTIONS
-    return ActionSet(tuple(actions), build_action_schema(actions, COMMON_FIELDS), frozenset(names))
+    return ActionSet(
+        tuple(actions),
+        build_action_schema(actions, COMMON_FIELDS),
+        frozenset(names),
+        {name: tool for name, tool in http_tools.items() if name in names},
+    )
 
 
 # --- receive ------------------------------------------------------------------------------
@@ -362,6 +386,7 @@ def tool_run(
     contact: Contact | None,
     context: CallContext,
     processing: Mapping[str, Any],
+    actions: ActionSet = BASE_ACTIONS,
 ) -> dict[str, Any]:
     """Runs the tool the model chose on this conversation's own tenant and contact; records a
     `tool_execution` usage row; returns the `tool_calls` entry."""
@@ -369,15 +394,23 @@ def tool_run(
     from erp.llm.usage import usage_record
 
     args = {k: v for k, v in parsed.args.items() if v is not None}
-    result = registry.run(
-        parsed.name,
-        args,
-        tenant=agent.tenant,
-        agent=agent,
-        conversation=conversation,
-        contact=contact,
-        tool_timeout_ms=int(processing["tool_timeout_ms"]),
-    )
+    http_tool = actions.http_tools.get(parsed.name)
+    if http_tool is not None:
+        from ai_agents.tools.http_tool import execute_http_tool
+
+        result = execute_http_tool(
+            http_tool.config(), args, tool_timeout_ms=int(processing["tool_timeout_ms"])
+        )
+    else:
+        result = registry.run(
+            parsed.name,
+            args,
+            tenant=agent.tenant,
+            agent=agent,
+            conversation=conversation,
+            contact=contact,
+            tool_timeout_ms=int(processing["tool_timeout_ms"]),
+        )
     usage_record(
         tenant=agent.tenant,
         operation="tool_execution",

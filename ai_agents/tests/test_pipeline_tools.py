@@ -10,6 +10,7 @@ import pytest
 from ai_agents.models import Contact, Conversation
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +125,65 @@ def test_invalid_tool_arguments_are_reported_to_the_model_not_run(
     assert conversation.session_variables == {}
     row = UsageLog.objects.for_tenant(tenant_a).get(operation="tool_execution")
     assert row.success is False
+
+
+def test_tenant_http_tool_round_trip_with_encrypted_headers(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle, settings: Any
+) -> None:
+    from django.db import connection
+
+    from ai_agents.models import HttpTool
+    from erp.testing.fake_http import FakeResponse, FakeServer
+
+    settings.HTTP_ALLOW_PRIVATE_NETWORKS = True  # the fake endpoint is on loopback
+    with FakeServer() as shop:
+        shop.route("GET", r"/orders/.*", FakeResponse.json({"status": "enviado"}))
+        tool = HttpTool(
+            tenant=tenant_a,
+            name="consultar_pedido",
+            description="estado de un pedido",
+            url_template=shop.url + "/orders/{order_id}",
+            headers_json='{"Authorization": "Bearer tienda-secreta"}',
+            args_schema={
+                "type": "object",
+                "properties": {"order_id": {"type": "string", "maxLength": 20}},
+                "required": ["order_id"],
+            },
+        )
+        with tenant_scope(tenant_a):
+            tool.full_clean()
+        tool.save()
+        agent_id = _agent(api_a, ["consultar_pedido"])
+        fake_google.push(
+            fake_google.reply_json({"action": "consultar_pedido", "order_id": "A-17"}),
+            fake_google.reply_json({"action": "respond", "answer": "Su pedido está enviado."}),
+        )
+        body = _send(api_a, agent_id, "¿Cómo va el pedido A-17?").json()
+
+        assert body["reply"]["text"] == "Su pedido está enviado."
+        [request] = shop.requests
+        assert request.path == "/orders/A-17"
+        assert request.header("authorization") == "Bearer tienda-secreta"
+    assert "enviado" in str(fake_google.generate_requests[1]["contents"])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT headers_json FROM ai_agents_httptool")
+        (stored,) = cursor.fetchone()
+    assert "tienda-secreta" not in stored  # encrypted at rest
+    detail = api_a.get(f"/api/v1/conversations/{body['conversation_id']}").json()
+    assert detail["messages"][1]["tool_calls"][0]["tool"] == "consultar_pedido"
+
+
+def test_http_tool_definition_errors_are_readable(tenant_a: Tenant) -> None:
+    from django.core.exceptions import ValidationError
+
+    from ai_agents.models import HttpTool
+
+    bad = HttpTool(
+        tenant=tenant_a,
+        name="respond",
+        description="x",
+        url_template="ftp://{host}/x",
+    )
+    with pytest.raises(ValidationError) as caught, tenant_scope(tenant_a):
+        bad.full_clean()
+    assert "name" in caught.value.message_dict
