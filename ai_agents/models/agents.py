@@ -7,6 +7,7 @@ import uuid
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from ai_agents import agent_config
@@ -230,7 +231,8 @@ class Message(TenantOwnedModel):
     reply_to = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replies"
     )
-    created_at = models.DateTimeField(_("fecha"), auto_now_add=True)
+    # Set by the pipeline (arrival time for the inbound message), not on INSERT.
+    created_at = models.DateTimeField(_("fecha"), default=timezone.now)
 
     class Meta:
         verbose_name = _("mensaje")

@@ -13,15 +13,15 @@ returns it without calling the model again.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Sum
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
@@ -29,8 +29,9 @@ from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.pipeline import seams, steps
 from erp.llm.errors import LlmError, NoCredits, Timeout
 from erp.llm.gateway import CallContext
-from erp.llm.models import UsageLog
+from erp.llm.types import LlmResult
 from erp.llm.types import Message as LlmMessage
+from erp.llm.usage import cost_usd
 
 RATE_LIMIT_NOTICE = gettext_lazy(
     "Está enviando mensajes muy rápido. Espere un momento y le respondo."
@@ -71,61 +72,32 @@ def message_process(
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without)."""
     timer = _Timer()
-    if inbound.channel_message_id:
-        existing = steps.message_by_channel_id(
-            agent=agent, channel_message_id=inbound.channel_message_id
-        )
-        if existing is not None:
-            return _stored_result(existing)
     contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
     thread_id = inbound.thread_id or contact.external_id
-    conversation = steps.conversation_open(
-        agent=agent, channel=inbound.channel, thread_id=thread_id, contact=contact
-    )
-    timer.mark("receive")
-    try:
-        with transaction.atomic():
-            locked = steps.conversation_lock(conversation)
-            if locked.status not in Conversation.OPEN_STATUSES:
-                raise _Reopen
-            if inbound.channel_message_id:
-                existing = steps.message_by_channel_id(
-                    agent=agent, channel_message_id=inbound.channel_message_id
-                )
-                if existing is not None:
-                    return _stored_result(existing)
-            try:
-                with transaction.atomic():
-                    user_message = Message.objects.for_tenant(agent.tenant_id).create(
-                        tenant_id=agent.tenant_id,
-                        conversation=locked,
-                        agent=agent,
-                        role=Message.Role.USER,
-                        content=inbound.text,
-                        channel_message_id=inbound.channel_message_id or None,
-                        metadata={"channel_metadata": dict(inbound.metadata or {})},
-                    )
-            except IntegrityError:
-                raise _Duplicate from None
-            timer.mark("lock")
-            return _run(agent, locked, contact, user_message, timer, on_delta)
-    except _Duplicate:
-        existing = steps.message_by_channel_id(
-            agent=agent, channel_message_id=str(inbound.channel_message_id)
+    with transaction.atomic():
+        conversation = steps.conversation_open_locked(
+            agent=agent, channel=inbound.channel, thread_id=thread_id, contact=contact
         )
-        assert existing is not None
-        return _stored_result(existing)
-    except _Reopen:
-        # Closed or expired while we waited for the lock: the message starts a new one.
-        return message_process(agent=agent, inbound=inbound, on_delta=on_delta)
-
-
-class _Duplicate(Exception):
-    pass
-
-
-class _Reopen(Exception):
-    pass
+        if inbound.channel_message_id:
+            existing = steps.message_by_channel_id(
+                agent=agent, channel_message_id=inbound.channel_message_id
+            )
+            if existing is not None:
+                return _stored_result(existing)
+        # Inserted with the reply at the end (one INSERT); its id is known now so usage rows
+        # can name it.
+        user_message = Message(
+            tenant_id=agent.tenant_id,
+            conversation=conversation,
+            agent=agent,
+            role=Message.Role.USER,
+            content=inbound.text,
+            channel_message_id=inbound.channel_message_id or None,
+            metadata={"channel_metadata": dict(inbound.metadata or {})},
+            created_at=timezone.now(),
+        )
+        timer.mark("receive")
+        return _run(agent, conversation, contact, user_message, timer, on_delta)
 
 
 def _run(
@@ -159,7 +131,7 @@ def _run(
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
     triggers = agent.escalation_triggers or []
-    recent = steps.recent_user_texts(conversation=conversation, before=user_message)
+    history, recent = steps.history_load(conversation=conversation, config=agent.history)
     early_intent = seams.keyword_intent(user_message.content, agent.intent_detection or {})
     if early_intent:
         meta["intent_detected"] = early_intent
@@ -178,9 +150,6 @@ def _run(
         reply_text = escalation.message or agent.escalation_message
         return _finish(conversation, user_message, reply_text, escalation, retrieval, meta, timer)
 
-    history = steps.history_load(
-        conversation=conversation, before=user_message, config=agent.history
-    )
     system = steps.system_prompt(agent=agent, conversation=conversation, contact=contact)
     timer.mark("context")
     retrieval = steps.retrieve(agent=agent, query=user_message.content, processing=processing)
@@ -195,7 +164,7 @@ def _run(
     max_rounds = int(processing["max_tool_rounds"])
     exchange: list[LlmMessage] = []
     tool_calls: list[dict[str, Any]] = []
-    totals = [0, 0]
+    spent = _Spent()
     try:
         while True:
             # The last allowed call offers only respond / escalate.
@@ -219,8 +188,7 @@ def _run(
                 on_delta=on_delta,
                 actions=offered,
             )
-            totals[0] += result.input_tokens
-            totals[1] += result.output_tokens
+            spent.add(result)
             if parsed.name not in offered.tool_names:
                 break
             call = steps.tool_run(
@@ -254,10 +222,16 @@ def _run(
         meta["tool_calls"] = tool_calls
         escalation = seams.failure_decision(kind)
         return _finish(
-            conversation, user_message, agent.fallback_message, escalation, retrieval, meta, timer
+            conversation,
+            user_message,
+            agent.fallback_message,
+            escalation,
+            retrieval,
+            meta,
+            timer,
+            spent,
         )
     meta["tool_calls"] = tool_calls
-    result = dataclasses.replace(result, input_tokens=totals[0], output_tokens=totals[1])
     timer.mark("llm")
     sentiment = steps.number_field(parsed, "sentiment", -1, 1)
     confidence = steps.number_field(parsed, "confidence", 0, 1)
@@ -296,8 +270,37 @@ def _run(
         if parsed.broken and parsed.raw.lstrip().startswith("{"):
             reply_text = agent.fallback_message  # never show the customer raw JSON
     return _finish(
-        conversation, user_message, reply_text, escalation, retrieval, meta, timer, result
+        conversation, user_message, reply_text, escalation, retrieval, meta, timer, spent
     )
+
+
+class _Spent:
+    """Tokens and cost of this message's successful model calls (failed attempts cost 0;
+    the gateway's usage rows hold every attempt)."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = Decimal("0")
+        self.calls = 0
+
+    def add(self, result: LlmResult) -> None:
+        self.calls += 1
+        self.input_tokens += result.input_tokens
+        self.output_tokens += result.output_tokens
+        self.cost += cost_usd(
+            provider=result.provider,
+            model=result.model,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": f"{self.cost:.6f}",
+        }
 
 
 def _finish(
@@ -308,32 +311,74 @@ def _finish(
     retrieval: steps.Retrieval,
     meta: dict[str, Any],
     timer: _Timer,
-    result: Any = None,
+    spent: _Spent | None = None,
 ) -> dict[str, Any]:
+    """Stores the inbound message and the reply (one INSERT), updates the conversation and
+    returns the result, which is also kept on the inbound message for repeats."""
+    spent = spent or _Spent()
     now = timezone.now()
     cites = steps.citations(retrieval.hits) if reply_text and escalation is None else []
+    tool_calls = meta.pop("tool_calls", None) or None
     reply: Message | None = None
     if reply_text is not None:
-        reply = Message.objects.for_tenant(conversation.tenant_id).create(
+        reply = Message(
             tenant_id=conversation.tenant_id,
             conversation=conversation,
             agent_id=conversation.agent_id,
             role=Message.Role.ASSISTANT,
             content=reply_text,
-            input_tokens=result.input_tokens if result else None,
-            output_tokens=result.output_tokens if result else None,
+            input_tokens=spent.input_tokens if spent.calls else None,
+            output_tokens=spent.output_tokens if spent.calls else None,
             rag_chunks_used=[c["chunk_id"] for c in cites] if retrieval.hits else None,
             rag_search_time_ms=retrieval.elapsed_ms
             if retrieval.hits or retrieval.timed_out
             else None,
-            tool_calls=meta.pop("tool_calls", None) or None,
-            metadata={},
+            tool_calls=tool_calls,
             reply_to=user_message,
+            created_at=max(now, user_message.created_at + timedelta(microseconds=1)),
         )
+    body = {
+        "conversation_id": str(conversation.pk),
+        "message_id": str(user_message.pk),
+        "reply": None
+        if reply is None
+        else {"id": str(reply.pk), "text": reply.content, "citations": cites},
+        "conversation_status": Conversation.Status.ESCALATED
+        if escalation is not None
+        else conversation.status,
+        "escalation": None
+        if escalation is None
+        else {"reason": escalation.reason, "priority": escalation.priority},
+        "usage": spent.as_dict(),
+    }
+    if "rate_limited" in meta:
+        body["rate_limited"] = meta["rate_limited"]
+    user_message.metadata = {**user_message.metadata, "result": body}
+    timer.mark("finish")
+    meta["timings_ms"] = {**timer.steps, "total": int(timer.elapsed_s * 1000)}
+    meta["response_time_ms"] = meta["timings_ms"]["total"]
+    if reply is not None:
+        reply.metadata = meta
+    rows = [user_message, *([reply] if reply is not None else [])]
+    messages = Message.objects.for_tenant(conversation.tenant_id)
+    if user_message.channel_message_id:
+        try:
+            with transaction.atomic():
+                messages.bulk_create(rows)
+        except IntegrityError:
+            # The same channel message was stored meanwhile by another conversation's run
+            # (ours is locked): answer with its result; the usage rows stay.
+            original = steps.message_by_channel_id(
+                agent=conversation.agent, channel_message_id=user_message.channel_message_id
+            )
+            if original is not None:
+                return _stored_result(original)
+            raise
+    else:
+        messages.bulk_create(rows)
     changes: dict[str, Any] = {
-        "message_count": F("message_count") + (2 if reply else 1),
-        "tokens_used": F("tokens_used")
-        + ((result.input_tokens + result.output_tokens) if result else 0),
+        "message_count": F("message_count") + len(rows),
+        "tokens_used": F("tokens_used") + spent.input_tokens + spent.output_tokens,
         "last_message_at": now,
     }
     if escalation is not None:
@@ -348,31 +393,6 @@ def _finish(
     )
     if escalation is not None:
         _notify_escalation(conversation.pk)
-    timer.mark("store")
-    usage = _usage(conversation.tenant_id, user_message.pk)
-    meta["timings_ms"] = {**timer.steps, "total": int(timer.elapsed_s * 1000)}
-    meta["response_time_ms"] = meta["timings_ms"]["total"]
-    body = {
-        "conversation_id": str(conversation.pk),
-        "message_id": str(user_message.pk),
-        "reply": None
-        if reply is None
-        else {"id": str(reply.pk), "text": reply.content, "citations": cites},
-        "conversation_status": Conversation.Status.ESCALATED
-        if escalation is not None
-        else conversation.status,
-        "escalation": None
-        if escalation is None
-        else {"reason": escalation.reason, "priority": escalation.priority},
-        "usage": usage,
-    }
-    if "rate_limited" in meta:
-        body["rate_limited"] = meta["rate_limited"]
-    if reply is not None:
-        reply.metadata = meta
-        reply.save(update_fields=["metadata"])
-    user_message.metadata = {**user_message.metadata, "result": body}
-    user_message.save(update_fields=["metadata"])
     return body
 
 
@@ -382,30 +402,16 @@ def _notify_escalation(conversation_id: Any) -> None:
     transaction.on_commit(lambda: conversation_escalated_notify.delay(str(conversation_id)))
 
 
-def _usage(tenant_id: Any, message_id: Any) -> dict[str, Any]:
-    totals = (
-        UsageLog.objects.for_tenant(tenant_id)
-        .filter(message_id=message_id)
-        .aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost_usd"))
-    )
-    cost = totals["c"] or Decimal("0")
-    return {
-        "input_tokens": totals["i"] or 0,
-        "output_tokens": totals["o"] or 0,
-        "cost_usd": f"{cost:.6f}",
-    }
-
-
 def _stored_result(message: Message) -> dict[str, Any]:
     stored = (message.metadata or {}).get("result")
     if stored is not None:
         return dict(stored)
-    # Stored by a run that did not finish (should not happen: one transaction).
+    # Not written by the pipeline (e.g. a message stored by a human handoff).
     return {
         "conversation_id": str(message.conversation_id),
         "message_id": str(message.pk),
         "reply": None,
         "conversation_status": message.conversation.status,
         "escalation": None,
-        "usage": _usage(message.tenant_id, message.pk),
+        "usage": _Spent().as_dict(),
     }

@@ -123,17 +123,23 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     return contact
 
 
-def conversation_open(
+def conversation_open_locked(
     *, agent: Agent, channel: str, thread_id: str, contact: Contact | None
 ) -> Conversation:
-    """The open (active or escalated) conversation of this thread, or a new one. A closed or
-    expired conversation is never reused; concurrent first messages share one conversation
-    (partial unique constraint)."""
-    rows = Conversation.objects.for_tenant(agent.tenant_id).filter(
-        agent=agent,
-        channel=channel,
-        channel_conversation_id=thread_id,
-        status__in=Conversation.OPEN_STATUSES,
+    """Inside a transaction: the open (active or escalated) conversation of this thread, locked
+    until the transaction ends, or a new one. Messages of one conversation are processed one at
+    a time, in arrival order; a closed or expired conversation is never reused; concurrent first
+    messages share one conversation (partial unique constraint: the loser waits, then locks the
+    winner's row)."""
+    rows = (
+        Conversation.objects.for_tenant(agent.tenant_id)
+        .select_for_update()
+        .filter(
+            agent=agent,
+            channel=channel,
+            channel_conversation_id=thread_id,
+            status__in=Conversation.OPEN_STATUSES,
+        )
     )
     for _attempt in range(3):
         found = rows.first()
@@ -151,14 +157,7 @@ def conversation_open(
                 )
         except IntegrityError:
             continue  # another request created it first
-    raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
-
-
-def conversation_lock(conversation: Conversation) -> Conversation:
-    """Re-reads the conversation holding its row lock until the transaction ends: messages of
-    one conversation are processed one at a time, in arrival order."""
-    rows = Conversation.objects.for_tenant(conversation.tenant_id).select_for_update()
-    return rows.get(pk=conversation.pk)
+    raise RuntimeError("conversation_open_locked: could not find or create")  # pragma: no cover
 
 
 def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
@@ -173,36 +172,26 @@ def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message |
 
 
 def history_load(
-    *, conversation: Conversation, before: Message, config: Mapping[str, Any]
-) -> list[seams.Turn]:
-    """Earlier user/assistant messages, truncated per the agent's history config."""
+    *, conversation: Conversation, config: Mapping[str, Any]
+) -> tuple[list[seams.Turn], list[str]]:
+    """Earlier user/assistant messages truncated per the agent's history config, and the
+    earlier user texts (oldest first, for loop detection); one query."""
     limit = int(config["max_messages"])
     rows = (
         Message.objects.for_tenant(conversation.tenant_id)
         .filter(conversation=conversation, role__in=["user", "assistant"])
-        .exclude(pk=before.pk)
         .order_by("-created_at")
-        .values_list("role", "content")[: limit * 3]
+        .values_list("role", "content")[: max(limit * 3, 20)]
     )
     turns = [seams.Turn(role=r, content=c) for r, c in reversed(rows)]
-    return seams.truncate_history(
+    recent = [t.content for t in turns if t.role == "user"]
+    kept = seams.truncate_history(
         turns,
         strategy=str(config["truncation_strategy"]),
         max_messages=limit,
         token_budget=int(config["max_tokens"]),
     )
-
-
-def recent_user_texts(*, conversation: Conversation, before: Message, n: int = 20) -> list[str]:
-    """The conversation's earlier user messages, oldest first (loop detection)."""
-    rows = (
-        Message.objects.for_tenant(conversation.tenant_id)
-        .filter(conversation=conversation, role=Message.Role.USER)
-        .exclude(pk=before.pk)
-        .order_by("-created_at")
-        .values_list("content", flat=True)[:n]
-    )
-    return list(reversed(rows))
+    return kept, recent
 
 
 def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:

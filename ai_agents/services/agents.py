@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, KnowledgeBase
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import tenant_scope
 
 EDITABLE = (
     "name",
@@ -54,11 +55,19 @@ def _tenant_kbs(tenant: Tenant, ids: Iterable[Any]) -> list[KnowledgeBase]:
     return found
 
 
+def _link(agent: Agent, kbs: list[KnowledgeBase]) -> None:
+    """Sets the agent's knowledge bases (through table: works with or without a tenant scope)."""
+    through = Agent.knowledge_bases.through
+    through.objects.filter(agent_id=agent.pk).delete()
+    through.objects.bulk_create([through(agent_id=agent.pk, knowledgebase_id=kb.pk) for kb in kbs])
+
+
 def _apply(agent: Agent, data: Mapping[str, Any]) -> None:
     for key in EDITABLE:
         if key in data:
             setattr(agent, key, data[key])
-    agent.full_clean(exclude=["tenant", "knowledge_bases"])
+    with tenant_scope(agent.tenant_id):  # full_clean's unique checks query the table
+        agent.full_clean(exclude=["tenant", "knowledge_bases"])
 
 
 @transaction.atomic
@@ -67,7 +76,7 @@ def agent_create(*, tenant: Tenant, data: Mapping[str, Any]) -> Agent:
     _apply(agent, data)
     kbs = _tenant_kbs(tenant, data.get("knowledge_bases") or [])
     agent.save()
-    agent.knowledge_bases.set(kbs)
+    _link(agent, kbs)
     return agent
 
 
@@ -77,7 +86,7 @@ def agent_update(*, agent: Agent, data: Mapping[str, Any]) -> Agent:
     kbs = _tenant_kbs(agent.tenant, data["knowledge_bases"]) if "knowledge_bases" in data else None
     agent.save()
     if kbs is not None:
-        agent.knowledge_bases.set(kbs)
+        _link(agent, kbs)
     return agent
 
 

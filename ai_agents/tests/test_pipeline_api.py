@@ -86,7 +86,7 @@ def test_answer_with_citations_from_the_agents_knowledge_base(
         "context",
         "retrieve",
         "llm",
-        "store",
+        "finish",
     }
 
     # The second message carries the first exchange as history.
