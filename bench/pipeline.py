@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--no-kb", action="store_true", help="agent without knowledge base")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
 
@@ -139,7 +140,7 @@ def main() -> None:
                 "name": "Bench",
                 "system_prompt": "Eres {{agent_name}} de {{company_name}}. Hoy: {{current_date}}.",
                 "processing_config": {"messages_per_minute": 10_000},
-                "knowledge_bases": [kb.pk],
+                "knowledge_bases": [] if args.no_kb else [kb.pk],
             },
         )
 
@@ -154,7 +155,8 @@ def main() -> None:
             overhead.append((total - inner) * 1000)
             queries.append(len(captured.captured_queries))
         print(
-            f"sequential, {args.messages} messages, model {args.latency_ms} ms:\n"
+            f"sequential, {args.messages} messages, model {args.latency_ms} ms,"
+            f" {'no knowledge base' if args.no_kb else 'RAG over a knowledge base'}:\n"
             f"  own time per message  median {statistics.median(overhead):6.2f} ms"
             f"  P95 {percentile(overhead, 0.95):6.2f} ms   (goals 15 / 40 ms)\n"
             f"  SQL queries/message   median {statistics.median(queries):.0f}"

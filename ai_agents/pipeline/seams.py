@@ -7,6 +7,8 @@ internals.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -31,6 +33,20 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=512)
+def _parsed_triggers(raw: str) -> list[escalation.EscalationTrigger]:
+    return escalation.parse_escalation_triggers(json.loads(raw))
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_intents(raw: str) -> intent.IntentConfig:
+    return intent.parse_intent_config(json.loads(raw))
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 def evaluate_escalation(
     triggers: Sequence[Mapping[str, Any]],
     *,
@@ -44,7 +60,7 @@ def evaluate_escalation(
 ) -> Decision | None:
     """The matching trigger of highest priority (ties: config order), or None."""
     return escalation.evaluate_escalation(
-        escalation.parse_escalation_triggers(list(triggers)),
+        _parsed_triggers(_key(list(triggers))),
         text=text,
         sentiment=sentiment,
         intent=intent,
@@ -57,7 +73,7 @@ def evaluate_escalation(
 
 def keyword_intent(text: str, config: Mapping[str, Any]) -> str | None:
     """The intent matched by keywords (modes keyword and hybrid), before any model call."""
-    parsed = intent.parse_intent_config(config)
+    parsed = _parsed_intents(_key(config))
     if parsed.mode == "llm":
         return None
     match = intent.detect_keyword_intent(text, parsed)
@@ -69,7 +85,7 @@ def final_intent(
 ) -> str | None:
     """Hybrid: a keyword match wins, else the model's intent field; per the configured mode."""
     match = intent.resolve_intent(
-        text, config, llm_intent=llm_intent, llm_confidence=llm_confidence
+        text, _parsed_intents(_key(config)), llm_intent=llm_intent, llm_confidence=llm_confidence
     )
     return match.intent if match else None
 
