@@ -17,8 +17,9 @@ class AiAgentsConfig(AppConfig):
             EXPIRY_BEAT_ENTRY,
             {"task": "ai_agents.bulk_expire_conversations", "schedule": 15 * 60.0},
         )
-        from ai_agents.demo import demo_knowledge_load
+        from ai_agents.demo import demo_agent_load, demo_knowledge_load
         from erp.demo import DEMO_LOADERS
 
-        if demo_knowledge_load not in DEMO_LOADERS:
-            DEMO_LOADERS.append(demo_knowledge_load)
+        for loader in (demo_knowledge_load, demo_agent_load):  # the agent needs the base
+            if loader not in DEMO_LOADERS:
+                DEMO_LOADERS.append(loader)

@@ -26,3 +26,30 @@ def demo_knowledge_load(tenant: Tenant) -> None:
             if path.name.lower() == "readme.md":
                 continue
             document_add_and_ingest(kb=kb, data=path.read_bytes(), filename=path.name)
+
+
+DEMO_AGENT_NAME = "Asistente de la panadería"
+DEMO_AGENT_PROMPT = (
+    "Eres {{agent_name}}, el asistente virtual de {{company_name}}. Hoy es {{current_date}}. "
+    "Responde en español, con amabilidad y en pocas frases, usando solo la información "
+    "relevante que se te da. Si no la tienes, dilo y ofrece pasar la conversación a una persona."
+)
+
+
+def demo_agent_load(tenant: Tenant) -> None:
+    """The demo agent, answering from the demo knowledge base. It uses the platform's model
+    (the offline provider when no model is configured)."""
+    from ai_agents.models import Agent, KnowledgeBase
+    from ai_agents.services.agents import agent_create
+
+    if Agent.objects.for_tenant(tenant).filter(name=DEMO_AGENT_NAME).exists():
+        return
+    kbs = KnowledgeBase.objects.for_tenant(tenant).filter(name=DEMO_KB_NAME)
+    agent_create(
+        tenant=tenant,
+        data={
+            "name": DEMO_AGENT_NAME,
+            "system_prompt": DEMO_AGENT_PROMPT,
+            "knowledge_bases": [kb.pk for kb in kbs],
+        },
+    )

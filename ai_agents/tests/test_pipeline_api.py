@@ -370,3 +370,22 @@ def test_no_credits_gives_the_fallback_and_escalates(
     assert body["reply"]["text"] == "No disponible."
     assert body["escalation"] == {"reason": "no_credits", "priority": "urgent"}
     assert fake_google.generate_requests == []
+
+
+@pytest.mark.django_db
+def test_demo_agent_answers_offline_from_the_demo_knowledge_base(settings: Any) -> None:
+    from ai_agents.demo import DEMO_AGENT_NAME
+    from ai_agents.models import Agent
+    from erp.demo import demo_load
+    from erp.llm.providers.offline import OFFLINE_LABEL
+    from erp.testing.fixtures import api_client_for
+
+    settings.AI_CREDITS_MODE = "off"  # as in the embedded demo run
+    login = demo_load()
+    demo_load()  # idempotent
+    [agent] = Agent.objects.for_tenant(login.tenant).filter(name=DEMO_AGENT_NAME)
+    api = api_client_for(login.tenant)
+    body = _send(api, str(agent.pk), "¿A qué hora abren los sábados?").json()
+    assert OFFLINE_LABEL in body["reply"]["text"]
+    assert body["reply"]["citations"]
+    assert body["usage"] == {"input_tokens": 0, "output_tokens": 0, "cost_usd": "0.000000"}
