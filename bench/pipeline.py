@@ -139,7 +139,10 @@ def main() -> None:
             data={
                 "name": "Bench",
                 "system_prompt": "Eres {{agent_name}} de {{company_name}}. Hoy: {{current_date}}.",
-                "processing_config": {"messages_per_minute": 10_000},
+                "processing_config": {
+                    "messages_per_minute": 10_000,
+                    "tokens_per_minute": 10_000_000,
+                },
                 "knowledge_bases": [] if args.no_kb else [kb.pk],
             },
         )

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.pipeline import seams, steps
 from erp.llm.errors import LlmError, NoCredits, Timeout
@@ -154,6 +155,19 @@ def _run(
     timer.mark("context")
     retrieval = steps.retrieve(agent=agent, query=user_message.content, processing=processing)
     timer.mark("retrieve")
+    estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
+    estimate += estimate_tokens(user_message.content)
+    estimate += sum(estimate_tokens(h.content) for h in retrieval.hits)
+    budget = seams.tenant_tokens_reserve(
+        agent.tenant_id, estimate, limit=int(processing["tokens_per_minute"])
+    )
+    if not budget.allowed:
+        # The tenant's tokens per minute are spent: stored, no model call, one notice.
+        meta["rate_limited"] = {"retry_after_s": budget.retry_after_s, "scope": "tenant_tokens"}
+        notice = None
+        if seams.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
+            notice = str(RATE_LIMIT_NOTICE)
+        return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
     context = CallContext(
         tenant=agent.tenant,
         agent_id=agent.pk,
@@ -232,6 +246,7 @@ def _run(
             spent,
         )
     meta["tool_calls"] = tool_calls
+    seams.tenant_tokens_settle(agent.tenant_id, spent.input_tokens + spent.output_tokens - estimate)
     timer.mark("llm")
     sentiment = steps.number_field(parsed, "sentiment", -1, 1)
     confidence = steps.number_field(parsed, "confidence", 0, 1)

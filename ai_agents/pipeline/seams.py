@@ -29,6 +29,8 @@ __all__ = [
     "keyword_intent",
     "notice_once",
     "render_system_prompt",
+    "tenant_tokens_reserve",
+    "tenant_tokens_settle",
     "truncate_history",
 ]
 
@@ -131,6 +133,17 @@ def render_system_prompt(
 def conversation_message_limit(conversation_id: Any, *, limit: int = 20) -> LimitResult:
     """RN-4 with the agent's `messages_per_minute` (same key as the unit's default helper)."""
     return limits.hit(f"conv-msgs:{conversation_id}", limit=limit, window_s=60)
+
+
+def tenant_tokens_reserve(tenant_id: Any, tokens: int, *, limit: int) -> LimitResult:
+    """Counts the estimated prompt tokens against the tenant's per-minute budget."""
+    return limits.tenant_token_limit(tenant_id, tokens, limit)
+
+
+def tenant_tokens_settle(tenant_id: Any, difference: int) -> None:
+    """Corrects the window with real usage minus the estimate."""
+    if difference:
+        limits.tenant_tokens_add(tenant_id, difference)
 
 
 def notice_once(key: str, window_s: float) -> bool:

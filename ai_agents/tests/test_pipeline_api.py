@@ -389,3 +389,19 @@ def test_demo_agent_answers_offline_from_the_demo_knowledge_base(settings: Any) 
     assert OFFLINE_LABEL in body["reply"]["text"]
     assert body["reply"]["citations"]
     assert body["usage"] == {"input_tokens": 0, "output_tokens": 0, "cost_usd": "0.000000"}
+
+
+@pytest.mark.django_db
+def test_tenant_tokens_per_minute_limit_stops_the_model_call(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    long_prompt = "Eres un asistente muy detallado. " * 60  # ~300 tokens
+    agent_id = _agent(
+        api_a, system_prompt=long_prompt, processing_config={**FAST, "tokens_per_minute": 100}
+    )
+    limited = _send(api_a, agent_id, "Hola")
+    assert limited.status_code == 429
+    assert int(limited["Retry-After"]) >= 1
+    assert fake_google.generate_requests == []
+    detail = api_a.get(f"/api/v1/conversations/{limited.json()['error']['conversation_id']}")
+    assert [m["role"] for m in detail.json()["messages"]] == ["user", "assistant"]  # + notice
