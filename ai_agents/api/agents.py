@@ -170,7 +170,10 @@ class AgentMessageView(TenantGenericAPIView):
             metadata=data.get("metadata"),
         )
         if sse.wants_stream(request):
-            return sse.stream_response(agent, inbound)  # type: ignore[return-value]
+            if agent.processing["streaming_enabled"]:
+                return sse.stream_response(agent, inbound)  # type: ignore[return-value]
+            request.accepted_renderer = JSONRenderer()  # streaming off: a JSON answer
+            request.accepted_media_type = "application/json"
         body = message_process(agent=agent, inbound=inbound)
         limited = body.pop("rate_limited", None)
         if limited is not None:

@@ -111,3 +111,22 @@ def test_stream_carries_a_reply_decided_before_the_model(
     assert events[0][1]["text"] == "Le paso con una persona."
     assert events[-1][1]["conversation_status"] == "escalated"
     assert fake_google.generate_requests == []
+
+
+@pytest.mark.django_db
+def test_streaming_disabled_answers_json(api_a: Any, fake_google: FakeGoogle) -> None:
+    agent_id = api_a.post(
+        "/api/v1/agents",
+        {"name": "L", "system_prompt": "x", "processing_config": {"streaming_enabled": False}},
+        format="json",
+    ).json()["id"]
+    fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Hola."}))
+    response = api_a.post(
+        f"/api/v1/agents/{agent_id}/messages",
+        {"contact": {"external_id": "c1"}, "text": "hola"},
+        format="json",
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["reply"]["text"] == "Hola."
