@@ -405,3 +405,30 @@ def test_tenant_tokens_per_minute_limit_stops_the_model_call(
     assert fake_google.generate_requests == []
     detail = api_a.get(f"/api/v1/conversations/{limited.json()['error']['conversation_id']}")
     assert [m["role"] for m in detail.json()["messages"]] == ["user", "assistant"]  # + notice
+
+
+@pytest.mark.django_db
+def test_total_timeout_gives_the_fallback_and_a_timeout_escalation(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    import time
+
+    agent_id = _agent(
+        api_a,
+        fallback_message="Tardamos demasiado.",
+        processing_config={
+            "llm_retry_delay_ms": 0,
+            "llm_timeout_ms": 400,
+            "total_timeout_ms": 900,
+        },
+    )
+    fake_google.push(*[fake_google.hang(3) for _ in range(4)])
+    started = time.monotonic()
+    body = _send(api_a, agent_id, "¿Hola?").json()
+    elapsed = time.monotonic() - started
+
+    assert body["reply"]["text"] == "Tardamos demasiado."
+    assert body["escalation"]["reason"] == "timeout"
+    assert elapsed < 2.0  # total_timeout_ms bounds every attempt and wait
+    failures = UsageLog.objects.for_tenant(tenant_a).filter(success=False)
+    assert failures.count() >= 2
