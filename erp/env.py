@@ -69,8 +69,8 @@ def database_from_url(url: str) -> dict[str, object]:
         "HOST": host,
         "PORT": str(port or ""),
         "OPTIONS": options,
-        "CONN_MAX_AGE": 60,
-        "CONN_HEALTH_CHECKS": True,
+        # Persistent connections are the caller's choice (settings: a pool, or CONN_MAX_AGE).
+        "CONN_MAX_AGE": 0,
     }
 
 

@@ -101,6 +101,15 @@ if DATABASE_URL is None:
     # Standalone manage.py in the embedded setup: attach to (or start) var/postgres.
     DATABASE_URL = embedded.ensure_postgres(DATA_DIR / "postgres")
 DATABASES = {"default": database_from_url(DATABASE_URL)}
+# Under ASGI every request runs in a thread of its own, so Django's persistent connections
+# (CONN_MAX_AGE) are never reused and pile up until PostgreSQL refuses new clients. A psycopg
+# pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process.
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
+if DB_POOL_MAX_SIZE > 0:
+    DATABASES["default"]["OPTIONS"] = {  # type: ignore[index]
+        **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
+        "pool": {"min_size": 1, "max_size": DB_POOL_MAX_SIZE, "timeout": 10},
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: broker, cache, rate limits ------------------------------------------------------
