@@ -48,6 +48,10 @@ def _start_services() -> None:
         _started["redis"] = embedded.start_redis(redis_dir, new_session=False)
         os.environ["REDIS_URL"] = embedded.redis_url(redis_dir)
     os.environ.setdefault("SECRET_KEY", "test-secret-key")
+    # Tests open connections from short-lived threads (concurrency tests) that Django never
+    # hands back to a pool, so the suite runs without one; `make run` (test_run.py) and the
+    # benches run with the production pool.
+    os.environ.setdefault("DB_POOL_MAX_SIZE", "0")
 
 
 def pytest_unconfigure(config: Any) -> None:

@@ -76,6 +76,7 @@ def start_stack(data_dir: Path, port: int, *, timeout: float = 180) -> RunningSt
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(ERP_DATA_DIR=str(data_dir), PORT=str(port), PYTHONUNBUFFERED="1")
     env.pop("ERP_TESTING", None)
+    env.pop("DB_POOL_MAX_SIZE", None)  # the stack runs with the production pool
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "erp.supervisor"],
