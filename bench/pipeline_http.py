@@ -259,14 +259,13 @@ def _instrument() -> None:
     for name in (
         "message_by_channel_id",
         "contact_upsert",
-        "conversation_open",
-        "conversation_lock",
-        "recent_user_texts",
+        "conversation_open_locked",
         "history_load",
         "system_prompt",
         "retrieve",
         "build_request",
         "llm_call",
+        "tool_run",
     ):
         timed(steps, name, name)
     timed(run, "_finish", "finish (store reply, counters, usage)")
