@@ -13,24 +13,15 @@ from django.db import models
 from django.http import HttpRequest
 
 from correo.models import ChatQuery, Digest
-from erp.tenancy.admin_base import TenantOwnedAdmin
+from erp.tenancy.admin_base import ReadOnlyTenantOwnedAdmin
 
 
-class OwnRowsReadOnlyAdmin(TenantOwnedAdmin):
+class OwnRowsReadOnlyAdmin(ReadOnlyTenantOwnedAdmin):
     def get_queryset(self, request: HttpRequest) -> models.QuerySet[Any]:
         queryset = super().get_queryset(request)
         if request.user.is_superuser:
             return queryset
         return queryset.filter(owner=request.user)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return bool(request.user.is_superuser)

@@ -94,6 +94,11 @@ def knowledge_base_create(
         kb.chunk_size = chunk_size
     if chunk_overlap is not None:
         kb.chunk_overlap = chunk_overlap
+    return _save_checked(kb)
+
+
+def _save_checked(kb: KnowledgeBase) -> KnowledgeBase:
+    """Chunking settings checked, name unique within the tenant (a readable error)."""
     _check_chunking(kb.chunk_size, kb.chunk_overlap)
     try:
         with transaction.atomic():
@@ -114,13 +119,7 @@ def knowledge_base_update(*, kb: KnowledgeBase, **fields: Any) -> KnowledgeBase:
     for name in ("name", "description", "chunk_size", "chunk_overlap"):
         if name in fields and fields[name] is not None:
             setattr(kb, name, fields[name])
-    _check_chunking(kb.chunk_size, kb.chunk_overlap)
-    try:
-        with transaction.atomic():
-            kb.save()
-    except IntegrityError:
-        raise KnowledgeError(_("Ya existe una base de conocimiento con ese nombre.")) from None
-    return kb
+    return _save_checked(kb)
 
 
 def knowledge_base_delete(*, kb: KnowledgeBase) -> None:

@@ -7,7 +7,7 @@ from django.http import HttpRequest
 
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.usage import price_cache_clear
-from erp.tenancy.admin_base import TenantOwnedAdmin
+from erp.tenancy.admin_base import ReadOnlyTenantOwnedAdmin
 
 
 @admin.register(ModelPrice)
@@ -39,7 +39,7 @@ class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(UsageLog)
-class UsageLogAdmin(TenantOwnedAdmin):
+class UsageLogAdmin(ReadOnlyTenantOwnedAdmin):
     """The ledger is append-only: written by the gateway, never edited by hand."""
 
     list_display = [
@@ -56,15 +56,3 @@ class UsageLogAdmin(TenantOwnedAdmin):
     list_filter = ["operation", "success", "provider"]
     search_fields = ["model", "error_message"]
     date_hierarchy = "created_at"
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

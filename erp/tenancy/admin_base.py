@@ -116,6 +116,22 @@ class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type
         super().save_model(request, obj, form, change)
 
 
+class ReadOnlyTenantOwnedAdmin(TenantOwnedAdmin):
+    """A tenant-scoped record written by the system (ledgers, telemetry): viewable only."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 def role_of(request: HttpRequest, tenant_id: int) -> str | None:
     for membership in user_memberships(request.user):
         if membership.tenant_id == tenant_id:
@@ -123,4 +139,10 @@ def role_of(request: HttpRequest, tenant_id: int) -> str | None:
     return None
 
 
-__all__ = ["Membership", "TenantAdminMixin", "TenantOwnedAdmin", "role_of"]
+__all__ = [
+    "Membership",
+    "ReadOnlyTenantOwnedAdmin",
+    "TenantAdminMixin",
+    "TenantOwnedAdmin",
+    "role_of",
+]
