@@ -51,3 +51,32 @@ def conversation_escalated_notify(conversation_id: str) -> dict[str, str]:
     }
     logger.warning("conversation.escalated", extra=notice)
     return notice
+
+
+@shared_task(name="ai_agents.channel_conversation_answer")
+def channel_conversation_answer(conversation_id: str, message_id: str = "") -> list[str]:
+    """Real-time queue: answers a conversation's stored channel messages in arrival order and
+    sends the replies on its channel. Returns the delivery status of each reply sent."""
+    from ai_agents.channels import adapter_for
+    from ai_agents.channels.delivery import reply_deliver
+    from ai_agents.models import Conversation, Message
+    from ai_agents.pipeline.run import conversation_answer_pending
+
+    conversation = (
+        Conversation.objects.unscoped().select_related("binding").filter(pk=conversation_id).first()
+    )
+    if conversation is None:
+        return []
+    with tenant_scope(conversation.tenant_id):
+        adapter = adapter_for(conversation.channel)
+        inbound = Message.objects.filter(pk=message_id).first() if message_id else None
+        if (
+            adapter is not None
+            and conversation.binding is not None
+            and inbound is not None
+            and "result" not in (inbound.metadata or {})
+            and conversation.status == Conversation.Status.ACTIVE
+        ):
+            adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
+        results = conversation_answer_pending(conversation_id=conversation.pk)
+        return [reply_deliver(r["reply"]["id"]) for r in results if r.get("reply")]
