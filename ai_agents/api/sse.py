@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from django.db import connection
@@ -46,7 +46,11 @@ def _event(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-async def _events(agent: Agent, inbound: Inbound) -> AsyncIterator[str]:
+async def _events(
+    agent: Agent,
+    inbound: Inbound,
+    present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -55,10 +59,12 @@ async def _events(agent: Agent, inbound: Inbound) -> AsyncIterator[str]:
 
     def work() -> None:
         try:
-            push(
-                "result",
-                message_process(agent=agent, inbound=inbound, on_delta=lambda t: push("token", t)),
+            body = message_process(
+                agent=agent, inbound=inbound, on_delta=lambda t: push("token", t)
             )
+            # `present` shapes the result for another audience (the web chat visitor); it runs
+            # here, in the pipeline's thread, so it may read the database.
+            push("result", present(body) if present is not None else body)
         except Exception:
             logger.exception("pipeline.stream_failed")
             push("fail", None)
@@ -104,8 +110,14 @@ async def _events(agent: Agent, inbound: Inbound) -> AsyncIterator[str]:
             worker.add_done_callback(lambda _f: None)
 
 
-def stream_response(agent: Agent, inbound: Inbound) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(_events(agent, inbound), content_type="text/event-stream")
+def stream_response(
+    agent: Agent,
+    inbound: Inbound,
+    present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        _events(agent, inbound, present), content_type="text/event-stream"
+    )
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
