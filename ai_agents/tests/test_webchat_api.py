@@ -194,9 +194,7 @@ def test_forged_expired_missing_or_foreign_tokens_get_401(
         {"b": str(binding.pk), "v": "someone"}
     )
     forged = visitor.token[:-3] + ("AAA" if not visitor.token.endswith("AAA") else "BBB")
-    wrong_salt = signing.TimestampSigner(salt="other").sign_object(
-        {"b": str(binding.pk), "v": "x"}
-    )
+    wrong_salt = signing.TimestampSigner(salt="other").sign_object({"b": str(binding.pk), "v": "x"})
     for token in ("", forged, expired, wrong_salt, "x" * 600):
         response = visitor.history(token=token)
         assert response.status_code == 401, token
