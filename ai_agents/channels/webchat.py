@@ -291,7 +291,6 @@ def widget_texts(lang: str, agent_name: str) -> dict[str, str]:
             "state_human": _("Le atiende una persona"),
             "state_waiting": _("Le pasamos con una persona; le atenderá en breve"),
             "delivered_to_person": _("Su mensaje ha llegado a la persona que le atiende."),
-            "typing": _("Escribiendo…"),
             "error": _("No se pudo enviar el mensaje. Inténtelo de nuevo."),
             "rate_limited": _("Demasiados mensajes. Espere %(s)s s.") % {"s": "{s}"},
             "too_long": _("El mensaje es demasiado largo."),

@@ -261,3 +261,36 @@ def test_answer_streams_token_by_token_and_history_survives_reload(
     expect(dialog).to_be_hidden()
     expect(page.get_by_role("button", name="Abrir el chat")).to_be_focused()
     assert not [e for e in console_errors if "Content Security Policy" in e], console_errors
+
+
+def test_demo_page_same_origin_in_english(
+    page: Any,
+    asgi_server: str,
+    binding: ChannelBinding,
+    owner: Persona,
+    fake_google: FakeGoogle,
+    console_errors: list[str],
+) -> None:
+    from playwright.sync_api import expect
+
+    fake_google.push(
+        fake_google.reply_json({"action": "respond", "answer": "We open at 8.", "confidence": 1})
+    )
+    page.goto(f"{asgi_server}/admin/login/?next=/webchat/demo%3Fkey%3D{binding.token}%26lang%3Den")
+    page.fill("#id_username", owner.user.username)
+    page.fill("#id_password", "pass-1234")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/webchat/demo**")
+
+    page.get_by_role("button", name="Open chat").click()
+    expect(page.locator("[data-wc=greeting]")).to_have_text(
+        "Hello! I am Lucía. How can I help you?"
+    )
+    page.get_by_role("textbox", name="Type your message").fill("When do you open?")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("[data-wc=message][data-role=assistant] [data-wc=text]")).to_have_text(
+        "We open at 8."
+    )
+    page.get_by_role("button", name="Close chat").first.click()
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    assert not [e for e in console_errors if "Content Security Policy" in e], console_errors
