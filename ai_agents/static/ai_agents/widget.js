@@ -1,8 +1,8 @@
-/* Web chat widget (no dependencies). Embed on a page of an allowed origin:
+/* Web chat widget, no dependencies. On a page of an allowed origin:
  *   <script src="https://HOST/widget.js" data-key="PUBLIC_KEY" async></script>
- * Options: data-lang="es|en" (default: navigator.language), data-open="true" (start open).
- * CSP on the embedding page: script-src HOST; connect-src HOST. No inline script, no style
- * attribute, no eval: styles are a constructed stylesheet adopted by the shadow root.
+ * Options: data-lang="es|en" (else navigator.language), data-open="true".
+ * CSP: script-src HOST; connect-src HOST. No inline script or style, no eval (the styles are a
+ * constructed stylesheet adopted by the shadow root).
  *
  * Stable DOM for tests (open shadow root of <div data-erp-webchat> at the end of <body>):
  *   [data-wc=launcher]  button (aria-expanded)      [data-wc=panel]   role=dialog, hidden when closed
@@ -30,9 +30,9 @@
   if (lang !== "en") lang = "es";
   var T = lang === "en"
     ? { open: "Open chat", close: "Close chat", title: "Chat", send: "Send", input_label: "Type your message",
-        error: "The message could not be sent. Please try again.", unavailable: "The chat is not available now." }
+        error: "The message could not be sent.", unavailable: "The chat is not available now." }
     : { open: "Abrir el chat", close: "Cerrar el chat", title: "Chat", send: "Enviar", input_label: "Escriba su mensaje",
-        error: "No se pudo enviar el mensaje. Inténtelo de nuevo.", unavailable: "El chat no está disponible ahora." };
+        error: "No se pudo enviar el mensaje.", unavailable: "El chat no está disponible ahora." };
 
   var CSS = [
     ":host{all:initial;position:fixed;right:16px;bottom:16px;z-index:2147483000;font:15px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1b1f24}",
@@ -170,7 +170,9 @@
   }
 
   function poll(retried) {
-    var query = cursor ? "?after=" + encodeURIComponent(cursor) : "";
+    // 10 s of overlap (ids dedupe): a row committed late with an earlier time is not missed.
+    var from = cursor && Date.parse(cursor.replace(/(\.\d{3})\d+/, "$1")) - 10000;
+    var query = cursor ? "?after=" + encodeURIComponent(from ? new Date(from).toISOString() : cursor) : "";
     return call("GET", "/messages" + query).then(function (r) {
       if (r.status === 401 && !retried) { // expired or revoked: a new visitor session
         token = null; write(store, null); started = null; cursor = null;
@@ -178,8 +180,9 @@
       }
       if (!r.ok) return;
       return r.json().then(function (data) {
-        (data.messages || []).forEach(function (m) { if (!seen[m.id]) bubble(m); });
-        if (data.cursor) cursor = data.cursor;
+        var list = data.messages || [];
+        list.forEach(function (m) { if (!seen[m.id]) bubble(m); });
+        if (list.length) cursor = list[list.length - 1].created_at;
         setState(data);
       });
     }).catch(function () { /* offline: the next poll retries */ });
@@ -195,7 +198,7 @@
     panel.hidden = false; launcher.setAttribute("aria-expanded", "true"); launcher.textContent = t("close");
     write(store + ":open", "1");
     if (focus) input.focus(); // not when reopening after a reload: the page keeps its focus
-    session().then(function () { return poll(); }).then(schedule);
+    session().then(function () { return poll(); }).then(schedule, function () { /* shown */ });
   }
 
   function close() {
