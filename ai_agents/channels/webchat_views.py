@@ -27,7 +27,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from ai_agents.api import sse
 from ai_agents.channels import webchat
@@ -55,7 +55,7 @@ def _widget_source() -> tuple[bytes, str]:
     return body, '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
 
 
-@require_GET
+@require_safe
 def widget_js(request: HttpRequest) -> HttpResponse:
     body, etag = _widget_source()
     if request.headers.get("If-None-Match") == etag:

@@ -300,6 +300,28 @@ def test_a_person_answering_is_shown_and_the_bot_stays_silent(
 
 
 @pytest.mark.django_db
+def test_asking_for_a_person_escalates_and_the_visitor_waits_for_one(
+    binding: ChannelBinding, fake_google: FakeGoogle
+) -> None:
+    visitor = Visitor(binding)
+    visitor.start()
+    body = visitor.say("quiero hablar con un humano").json()
+    assert body["reply"]["text"] == binding.agent.escalation_message
+    assert body["state"] == "waiting" and body["human"] is False
+    assert visitor.history().json()["state"] == "waiting"
+    assert visitor.start().json()["state"] == "waiting"  # after a reload too
+
+    later = visitor.say("¿hay alguien?").json()
+    assert later["reply"] is None and later["state"] == "waiting"
+    assert fake_google.generate_requests == []
+    assert [m["role"] for m in visitor.history().json()["messages"]] == [
+        "user",
+        "assistant",
+        "user",
+    ]
+
+
+@pytest.mark.django_db
 def test_two_tenants_never_see_each_others_conversations(
     binding: ChannelBinding, binding_b: ChannelBinding, fake_google: FakeGoogle
 ) -> None:

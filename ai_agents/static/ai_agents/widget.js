@@ -239,7 +239,10 @@
       else if (name === "done") {
         if (data.message_id) { mine.setAttribute("data-id", data.message_id); seen[data.message_id] = true; }
         if (data.reply) { reply.setAttribute("data-id", data.reply.id); seen[data.reply.id] = true; replyText.textContent = data.reply.text; }
-        else if (data.state === "human" || data.state === "waiting") note(t("delivered_to_person"));
+        else {
+          replyText.textContent = ""; // a person took over while the bot wrote: its words are dropped
+          if (data.state === "human" || data.state === "waiting") note(t("delivered_to_person"));
+        }
         setState(data);
       } else if (name === "error") {
         showError(data.code === "rate_limited" ? (texts.rate_limited || T.error).replace("{s}", data.retry_after || "") : T.error);
