@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/v1/", include("ai_agents.api.urls")),
     path("api/correo/", include("correo.api.urls")),
     path("correo/", include("correo.urls")),
+    path("inbox/", include("ai_agents.inbox.urls")),
 ]
 
 handler404 = "erp.api.handlers.not_found"
