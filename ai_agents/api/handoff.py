@@ -41,8 +41,17 @@ class StaffSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
+class TextField(serializers.CharField):
+    """A string, not a number turned into one."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 class ReplySerializer(StaffSerializer):
-    text = serializers.CharField(max_length=handoff.REPLY_MAX_CHARS, trim_whitespace=False)
+    text = TextField(max_length=handoff.REPLY_MAX_CHARS, trim_whitespace=False)
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> Response:
