@@ -75,7 +75,8 @@ def test_close_and_then_every_action_is_a_409_conversation_closed(
     assert closed.status_code == 200
     assert closed.json()["status"] == "closed" and closed.json()["closed_at"]
 
-    for action, data in (("claim", {}), ("reply", {"text": "hola"}), ("release", {}), ("close", {})):
+    actions = (("claim", {}), ("reply", {"text": "hola"}), ("release", {}), ("close", {}))
+    for action, data in actions:
         response = owner_client.post(_url(conversation, action), data, format="json")
         assert response.status_code == 409, action
         assert response.json()["error"]["code"] == "conversation_closed"

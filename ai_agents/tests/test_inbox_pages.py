@@ -49,7 +49,8 @@ def test_the_list_shows_the_tenants_escalated_conversations_only(
     assert "negative_sentiment" in html and "Cliente ana" in html and "high" in html
     assert "sin atender" in html
     assert str(theirs.pk) not in html and "Cliente quiet" not in html
-    assert f'data-conversation-id="{theirs.pk}"' in _client(outsider).get("/inbox/").content.decode()
+    their_page = _client(outsider).get("/inbox/").content.decode()
+    assert f'data-conversation-id="{theirs.pk}"' in their_page
 
     handoff.conversation_claim(ours, owner.user)
     rows = _client(owner).get("/inbox/?fragment=rows").content.decode()
