@@ -150,9 +150,7 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
 @staff_member_required
 def inbox_events(request: HttpRequest, conversation_id: Any) -> JsonResponse:
     conversation = _member_conversation(request, conversation_id)
-    after = parse_datetime(request.GET.get("after", "") or "") if request.GET.get("after") else None
-    if after is not None and timezone.is_naive(after):
-        after = timezone.make_aware(after, UTC)
+    after = _cursor(request.GET.get("after", ""))
     messages = _messages(conversation, after)
     return JsonResponse(
         {
@@ -163,6 +161,18 @@ def inbox_events(request: HttpRequest, conversation_id: Any) -> JsonResponse:
             else (after and after.isoformat()),
         }
     )
+
+
+def _cursor(raw: str) -> datetime | None:
+    """The client's cursor (ISO time of the last message it shows); None when absent or bad
+    (then every message comes back and the page skips those it has)."""
+    try:
+        after = parse_datetime(raw) if raw else None
+    except ValueError:
+        return None
+    if after is not None and timezone.is_naive(after):
+        after = timezone.make_aware(after, UTC)
+    return after
 
 
 def _page_texts() -> dict[str, str]:

@@ -134,6 +134,10 @@ def test_events_bring_new_messages_and_state_after_the_cursor(
     assert later["state"]["can_claim"] is True  # (a conflict: the API answers 409)
     assert later["state"]["can_reply"] is False and later["state"]["can_release"] is False
     assert later["cursor"] == new.created_at.isoformat()
+    for bad in ("nonsense", "2026-13-45T99:00:00"):
+        assert (
+            len(client.get(f"/inbox/{conversation.pk}/events?after={bad}").json()["messages"]) == 3
+        )
 
 
 @pytest.mark.django_db
