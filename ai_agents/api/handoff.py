@@ -128,6 +128,8 @@ class HandoffActionView(TenantAPIView):
 
 
 class ClaimView(HandoffActionView):
+    """Takes the conversation for the acting member (a lease); 409 when another holds it."""
+
     @extend_schema(request=StaffSerializer, responses=ConversationSerializer)
     def post(self, request: Request, conversation_id: Any) -> Response:
         return super().post(request, conversation_id)
@@ -140,6 +142,8 @@ class ClaimView(HandoffActionView):
 
 
 class ReplyView(HandoffActionView):
+    """The holder's reply `{"text"}`, stored and sent on the conversation's channel."""
+
     serializer_class = ReplySerializer
 
     @extend_schema(request=ReplySerializer, responses=ConversationSerializer)
@@ -154,6 +158,8 @@ class ReplyView(HandoffActionView):
 
 
 class ReleaseView(HandoffActionView):
+    """Back to the bot: active, nobody holds it (escalation fields kept)."""
+
     @extend_schema(request=StaffSerializer, responses=ConversationSerializer)
     def post(self, request: Request, conversation_id: Any) -> Response:
         return super().post(request, conversation_id)
@@ -166,6 +172,8 @@ class ReleaseView(HandoffActionView):
 
 
 class CloseView(HandoffActionView):
+    """Ends the conversation."""
+
     @extend_schema(request=StaffSerializer, responses=ConversationSerializer)
     def post(self, request: Request, conversation_id: Any) -> Response:
         return super().post(request, conversation_id)
