@@ -33,6 +33,8 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 PORT = env_int("PORT", 8000)
+# Public address of this site, for links in e-mails and webhooks (the staff inbox).
+SITE_URL = (env_str("SITE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
 
 # Secrets at rest: newest key first. Rotation = prepend a new key, keep the old ones until
 # `manage.py secrets_rotate` has re-encrypted every row.

@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/correo/", include("correo.api.urls")),
     path("correo/", include("correo.urls")),
     path("", include("ai_agents.channels.webchat_urls")),  # /widget.js, /api/webchat/...
+    path("inbox/", include("ai_agents.inbox.urls")),
 ]
 
 handler404 = "erp.api.handlers.not_found"

@@ -49,3 +49,19 @@ urlpatterns += [
         name="conversation-detail",
     ),
 ]
+
+from ai_agents.api import handoff as handoff_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        f"conversations/<str:conversation_id>/{name}",
+        view.as_view(),
+        name=f"conversation-{name}",
+    )
+    for name, view in (
+        ("claim", handoff_views.ClaimView),
+        ("reply", handoff_views.ReplyView),
+        ("release", handoff_views.ReleaseView),
+        ("close", handoff_views.CloseView),
+    )
+]
