@@ -197,3 +197,6 @@ class HttpToolAdmin(TenantOwnedAdmin):
 
     list_display = ["name", "method", "url_template", "is_active"]
     search_fields = ["name", "description"]
+
+
+from ai_agents import admin_channels  # noqa: E402, F401  (channel bindings)
