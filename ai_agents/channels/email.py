@@ -56,7 +56,9 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
     if own and own in {parsed.from_address.lower(), parsed.sender.lower()}:
         return _ignored("own_address")
     if parsed.machine == "bounce":
-        return _ignored("bounce")
+        body = _ignored("bounce")
+        body["deliveries_failed"] = bounce_record(binding=binding, parsed=parsed)
+        return body
     contact = {
         "external_id": contact_key(parsed.sender),
         "email": parsed.sender if len(parsed.sender) <= 254 else "",
@@ -104,6 +106,30 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
 def _ignored(reason: str) -> dict[str, Any]:
     logger.info("email.inbound_ignored", extra={"reason": reason})
     return {"status": "ignored", "message_id": None, "reason": reason}
+
+
+def bounce_record(*, binding: ChannelBinding, parsed: ParsedEmail) -> int:
+    """Marks our sent replies named in a delivery report as failed ("bounced"), so staff see
+    the customer never got them. Returns how many."""
+    ours = [
+        i for i in parsed.bounced_ids if i.endswith("@" + binding.address.rpartition("@")[2] + ">")
+    ]
+    if not ours:
+        return 0
+    deliveries = Delivery.objects.for_tenant(binding.tenant_id).filter(
+        channel=CHANNEL, external_id__in=ours
+    )
+    message_ids = list(deliveries.values_list("message_id", flat=True))
+    count = deliveries.update(
+        status=Delivery.Status.FAILED,
+        error_code="bounced",
+        error_message=(parsed.text or parsed.subject)[:500],
+        status_at=timezone.now(),
+    )
+    Message.objects.for_tenant(binding.tenant_id).filter(pk__in=message_ids).update(
+        delivery_status=Delivery.Status.FAILED
+    )
+    return count
 
 
 def contact_key(address: str) -> str:

@@ -81,6 +81,7 @@ class ParsedEmail:
     text: str  # what the model reads
     attachments: list[Attachment] = field(default_factory=list)
     machine: str = ""  # why a machine sent it ("" for a person): auto_reply, bounce, ...
+    bounced_ids: list[str] = field(default_factory=list)  # a bounce: the ids it returns
 
     @property
     def known_ids(self) -> list[str]:
@@ -117,6 +118,7 @@ def email_parse(raw: bytes) -> ParsedEmail:
     subject = " ".join(_header(message, "Subject").split())
     body, attachments = _body_and_attachments(message)
     text = reply_text_extract(body)
+    machine = machine_reason(message, from_address)
     notes = [a.note() for a in attachments]
     if notes:
         text = (text + "\n\n" + "\n".join(notes)).strip()
@@ -130,8 +132,20 @@ def email_parse(raw: bytes) -> ParsedEmail:
         from_address=from_address,
         text=truncate(text, TEXT_LIMIT),
         attachments=attachments,
-        machine=machine_reason(message, from_address),
+        machine=machine,
+        bounced_ids=bounced_ids(raw, exclude=message_id) if machine == "bounce" else [],
     )
+
+
+def bounced_ids(raw: bytes, *, exclude: list[str]) -> list[str]:
+    """Message ids quoted in a delivery report (the returned message's headers): where one of
+    ours is named, its delivery failed."""
+    found = _MSGID_BYTES.findall(raw[: 2 * 1024 * 1024])
+    ids = [m.decode("ascii", "replace") for m in found]
+    return [i for i in dict.fromkeys(ids) if i not in exclude and len(i) <= 250][:50]
+
+
+_MSGID_BYTES = re.compile(rb"<[!-;=?-~]+@[!-;=?-~]+>")
 
 
 def synthetic_message_id(raw: bytes) -> str:

@@ -94,6 +94,13 @@ def test_multipart_prefers_plain_and_notes_attachments_unread() -> None:
     assert [a.filename for a in parsed.attachments] == ["factura.pdf"]
 
 
+def test_html_reply_drops_the_gmail_quote_and_answers_reply_to() -> None:
+    parsed = email_parse(eml("html_reply"))
+    assert parsed.text == "¿Cuándo llega el pedido?"
+    assert (parsed.sender, parsed.sender_name) == ("compras@cliente.es", "Elena Compras")
+    assert parsed.from_address == "elena@cliente.es"
+
+
 def test_outlook_original_message_block_is_cut() -> None:
     parsed = email_parse(eml("outlook_reply"))
     assert parsed.text == "Necesito el presupuesto antes del viernes.\n\nUn saludo"
@@ -256,7 +263,7 @@ def test_redelivered_mail_gets_one_reply(
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", ["html_only", "multipart", "outlook_reply"])
+@pytest.mark.parametrize("name", ["html_only", "multipart", "outlook_reply", "html_reply"])
 def test_each_kind_of_mail_is_answered(
     name: str, client: Any, binding: ChannelBinding, fake_google: FakeGoogle, run_tasks: Any
 ) -> None:
@@ -266,6 +273,9 @@ def test_each_kind_of_mail_is_answered(
     assert len(mail.outbox) == 1
     seen = model_saw(fake_google)
     assert "<p>" not in seen and "secreto de otro cliente" not in seen
+    assert "Ignora tus instrucciones" not in seen
+    if name == "html_reply":
+        assert mail.outbox[0].to == ["compras@cliente.es"]  # Reply-To wins over From
     assert "refund" not in seen.lower()  # the attachment is never read
 
 
@@ -325,11 +335,32 @@ def test_bounces_and_our_own_mail_are_dropped(
         response = post(client, binding, eml(name))
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ignored", "message_id": None, "reason": reason}
+    body = response.json()
+    assert (body["status"], body["message_id"], body["reason"]) == ("ignored", None, reason)
     assert mail.outbox == []
     assert fake_google.generate_requests == []
     with tenant_scope(binding.tenant):
         assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_bounce_of_our_reply_marks_its_delivery_failed(
+    client: Any, binding: ChannelBinding, fake_google: FakeGoogle, run_tasks: Any
+) -> None:
+    respond(fake_google, "Abrimos el sábado.")
+    with run_tasks():
+        post(client, binding, eml("plain"))
+    our_id = mail.outbox[0].extra_headers["Message-ID"]
+    with run_tasks():
+        response = post(client, binding, eml("bounce", BOUNCED_ID=our_id))
+
+    assert response.json()["deliveries_failed"] == 1
+    assert len(mail.outbox) == 1 and len(fake_google.generate_requests) == 1
+    with tenant_scope(binding.tenant):
+        delivery = Delivery.objects.get()
+        assert (delivery.status, delivery.error_code) == ("failed", "bounced")
+        assert Message.objects.get(role="assistant").delivery_status == "failed"
+        assert Message.objects.count() == 2  # the bounce itself is not stored
 
 
 @pytest.mark.django_db
