@@ -78,5 +78,47 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and conversation.status == Conversation.Status.ACTIVE
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
-        results = conversation_answer_pending(conversation_id=conversation.pk)
-        return [reply_deliver(r["reply"]["id"]) for r in results if r.get("reply")]
+        conversation_answer_pending(conversation_id=conversation.pk)
+        # Every reply of this conversation not yet handed over: this run's, and any left by a
+        # worker that stopped between storing and sending.
+        undelivered = (
+            Message.objects.filter(
+                conversation_id=conversation.pk,
+                role=Message.Role.ASSISTANT,
+                delivery_status="",
+            )
+            .order_by("created_at")
+            .values_list("pk", flat=True)
+        )
+        return [reply_deliver(pk) for pk in undelivered]
+
+
+@shared_task(name="ai_agents.channel_pending_sweep")
+def channel_pending_sweep() -> int:
+    """Beat, every minute: channel messages stored but not answered after a minute (the broker
+    was down when they arrived, or a worker died) are queued again. Returns how many
+    conversations were queued."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ai_agents.models import Message
+
+    now = timezone.now()
+    conversation_ids = list(
+        Message.objects.unscoped()
+        .filter(
+            role=Message.Role.USER,
+            created_at__gte=now - timedelta(hours=24),
+            created_at__lt=now - timedelta(minutes=1),
+            conversation__binding__isnull=False,
+        )
+        .exclude(metadata__has_key="result")
+        .values_list("conversation_id", flat=True)
+        .distinct()[:500]
+    )
+    for conversation_id in conversation_ids:
+        channel_conversation_answer.delay(str(conversation_id))
+    if conversation_ids:
+        logger.warning("channel.pending_requeued", extra={"count": len(conversation_ids)})
+    return len(conversation_ids)

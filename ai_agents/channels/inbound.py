@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 
 from ai_agents.models import ChannelBinding, Message
 from ai_agents.pipeline.run import Inbound, message_receive
+
+logger = logging.getLogger(__name__)
 
 
 def inbound_accept(
@@ -25,6 +29,14 @@ def inbound_accept(
 
 
 def _enqueue(conversation_id: str, message_id: str) -> None:
+    """After commit. If the broker is down the message is safe in the database and
+    `channel_pending_sweep` queues it within a minute; the webhook still answers 200."""
     from ai_agents.tasks import channel_conversation_answer
 
-    channel_conversation_answer.delay(conversation_id, message_id)
+    try:
+        channel_conversation_answer.delay(conversation_id, message_id)
+    except Exception:
+        logger.exception(
+            "channel.enqueue_failed",
+            extra={"conversation_id": conversation_id, "message_id": message_id},
+        )

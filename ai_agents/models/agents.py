@@ -277,6 +277,12 @@ class Message(TenantOwnedModel):
         indexes = [
             models.Index(fields=["tenant", "conversation", "created_at"], name="msg_tenant_conv"),
             models.Index(fields=["tenant", "created_at"], name="msg_tenant_created"),
+            # Only the customer messages still waiting for an answer (see channel_pending_sweep).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(role="user") & ~Q(metadata__has_key="result"),
+                name="msg_unanswered",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -194,3 +194,28 @@ def test_messages_of_another_tenants_binding_stay_in_that_tenant(
     with tenant_scope(tenant_b):
         assert not Message.objects.exists()
         assert not Conversation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_message_whose_task_was_lost_is_answered_by_the_sweep(
+    binding: ChannelBinding, adapter: RecordingAdapter, fake_google: FakeGoogle, run_tasks: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ai_agents.tasks import channel_pending_sweep
+
+    _respond(fake_google, "Aquí estoy.")
+    # Stored, but its task never ran (outside run_tasks the on-commit enqueue is dropped).
+    message, _ = inbound_accept(binding=binding, inbound=_inbound("¿hay alguien?", "m-1"))
+    with tenant_scope(binding.tenant):
+        assert channel_pending_sweep() == 0  # too recent: its own task may still be coming
+        Message.objects.filter(pk=message.pk).update(
+            created_at=timezone.now() - timedelta(minutes=2)
+        )
+    with run_tasks():
+        assert channel_pending_sweep() == 1
+
+    assert adapter.sent == ["Aquí estoy."]
+    assert channel_pending_sweep() == 0
