@@ -521,3 +521,43 @@ def test_two_tenants_with_the_same_customer_stay_apart(
         assert Conversation.objects.count() == 2
     with tenant_scope(tenant_a):
         assert Conversation.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_mail_posted_concurrently_is_stored_and_answered_once(
+    tenant_a: Any, fake_google: FakeGoogle
+) -> None:
+    import threading
+
+    from django.db import connection
+    from django.test import Client
+
+    from erp.celery import app
+
+    binding = _binding(tenant_a)
+    respond(fake_google, "Una sola vez.")
+    statuses: list[str] = []
+
+    def deliver() -> None:
+        try:
+            statuses.append(post(Client(), binding, eml("plain")).json()["status"])
+        finally:
+            connection.close()
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        threads = [threading.Thread(target=deliver) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        app.conf.task_always_eager = previous
+
+    assert sorted(statuses) == ["accepted"] + ["duplicate"] * 7
+    assert len(mail.outbox) == 1
+    assert len(fake_google.generate_requests) == 1
+    with tenant_scope(tenant_a):
+        assert Message.objects.filter(role="user").count() == 1
+        assert Conversation.objects.count() == 1
