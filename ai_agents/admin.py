@@ -274,3 +274,6 @@ class HandoffSettingsAdmin(TenantOwnedAdmin):
     @admin.display(description=gettext_lazy("secreto"), boolean=True)
     def has_secret(self, obj: HandoffSettings) -> bool:
         return bool(obj.webhook_secret)
+
+
+from ai_agents import admin_channels  # noqa: E402, F401  (channel bindings)

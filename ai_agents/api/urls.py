@@ -65,3 +65,14 @@ urlpatterns += [
         ("close", handoff_views.CloseView),
     )
 ]
+
+from ai_agents.api import channels as channel_views  # noqa: E402
+
+urlpatterns += [
+    path("channels", channel_views.ChannelListView.as_view(), name="channel-list"),
+    path(
+        "channels/<str:channel_id>",
+        channel_views.ChannelDetailView.as_view(),
+        name="channel-detail",
+    ),
+]
