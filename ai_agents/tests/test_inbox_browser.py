@@ -4,76 +4,31 @@ message appears without a reload; the lease of someone else shows as a conflict.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from django.utils import timezone
 
 from ai_agents.models import Conversation, Message
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.scoping import tenant_scope
+from erp.testing.browser import BROWSER_TEST, admin_login
 from erp.testing.fixtures import Persona
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
-]
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-    # The sync API runs an event loop in this thread; Django's ORM refuses to run next to one
-    # unless told (browser-tests.md pitfall 6); only while the browser lives.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_api.sync_playwright() as pw:
-            chromium = pw.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-@pytest.fixture
-def page(browser: Any, live_server: Any) -> Iterator[Any]:
-    context = browser.new_context(base_url=live_server.url, locale="es-ES")
-    context.set_default_timeout(15_000)
-    yield context.new_page()
-    context.close()
+pytestmark = BROWSER_TEST
 
 
 def _login(page: Any, persona: Persona) -> None:
     page.goto("/inbox/")
     assert "/admin/login/" in page.url  # login required
-    page.fill("#id_username", persona.user.username)
-    page.fill("#id_password", "pass-1234")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/inbox/")
+    admin_login(page, persona, "/inbox/")
 
 
 def test_staff_claims_and_replies_from_the_inbox(
-    page: Any, owner: Persona, outsider: Persona
+    live_page: Any, owner: Persona, outsider: Persona
 ) -> None:
     from playwright.sync_api import expect
+
+    page = live_page
 
     conversation = conversation_make(
         agent_for(owner.tenant), thread="maria", customer_text="Mi pedido no ha llegado"
@@ -132,11 +87,13 @@ def test_staff_claims_and_replies_from_the_inbox(
 
 
 def test_a_conversation_held_by_someone_else_shows_the_conflict(
-    page: Any, owner: Persona, member: Persona
+    live_page: Any, owner: Persona, member: Persona
 ) -> None:
     from playwright.sync_api import expect
 
     from ai_agents.services import handoff
+
+    page = live_page
 
     conversation = conversation_make(agent_for(owner.tenant))
     handoff.conversation_claim(conversation, member.user)
