@@ -23,6 +23,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/v1/", include("ai_agents.api.urls")),
     path("api/correo/", include("correo.api.urls")),
+    path("webhooks/", include("ai_agents.channels.whatsapp_urls")),
     path("correo/", include("correo.urls")),
 ]
 

@@ -5,6 +5,8 @@ from typing import Any
 
 import pytest
 
+from ai_agents.tests.whatsapp_support import wa_binding, wa_settings  # noqa: F401
+
 
 @pytest.fixture
 def run_tasks(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
