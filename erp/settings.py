@@ -175,8 +175,9 @@ STORAGES = {
 # --- Limits ---------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
-# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads.
-UPLOAD_PATH_MARKERS = ["/documents"]
+# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads, and
+# Meta's webhook batches (up to 3 MB; a 413 would make Meta retry the batch for a week).
+UPLOAD_PATH_MARKERS = ["/documents", "/webhooks/whatsapp"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

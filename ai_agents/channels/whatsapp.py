@@ -23,7 +23,12 @@ from django.utils.translation import gettext as _
 from ai_agents.channels import adapter_register
 from ai_agents.channels.delivery import delivery_status_summary
 from ai_agents.channels.inbound import inbound_accept
-from ai_agents.channels.whatsapp_graph import GraphClient, GraphResult, messages_post_with_retries
+from ai_agents.channels.whatsapp_graph import (
+    TYPING_TIMEOUT,
+    GraphClient,
+    GraphResult,
+    messages_post_with_retries,
+)
 from ai_agents.channels.whatsapp_payload import WaMessage, WaStatus, batch_parse
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.pipeline.run import Inbound
@@ -267,6 +272,7 @@ class WhatsAppAdapter:
         result = self.client(binding).messages_post(
             phone_number_id=binding.phone_number_id,
             body=mark_read_body(inbound.channel_message_id),
+            timeout=TYPING_TIMEOUT,
         )
         if not result.ok:
             logger.info("whatsapp.typing_failed", extra={"error_code": result.error_code})

@@ -21,6 +21,7 @@ from erp.http import HttpClient, HttpConnectionError, HttpError, HttpTimeout
 logger = logging.getLogger(__name__)
 
 TIMEOUT = (3.05, 15.0)
+TYPING_TIMEOUT = (2.0, 3.0)  # best effort: never holds the answer back for long
 # Throughput (130429), pair rate limit (131056), app/WABA rate limits: wait and try again.
 RETRYABLE_CODES = frozenset({"130429", "131056", "80007", "4", "2"})
 
@@ -45,11 +46,17 @@ class GraphClient(HttpClient):
     def default_headers(self) -> dict[str, str]:
         return {**super().default_headers(), "Authorization": f"Bearer {self._token}"}
 
-    def messages_post(self, *, phone_number_id: str, body: Mapping[str, Any]) -> GraphResult:
+    def messages_post(
+        self,
+        *,
+        phone_number_id: str,
+        body: Mapping[str, Any],
+        timeout: tuple[float, float] | None = None,
+    ) -> GraphResult:
         """One POST to `/{phone_number_id}/messages`; never raises for HTTP or Graph errors."""
         path = f"{self.base_url}/{quote(phone_number_id, safe='')}/messages"
         try:
-            response = self.post(path, json=dict(body), raise_for_status=False)
+            response = self.post(path, json=dict(body), raise_for_status=False, timeout=timeout)
         except HttpTimeout:
             # The message may have left: sending again could duplicate it. Not retried.
             return GraphResult(False, error_code="timeout", error_message="Graph API timeout")

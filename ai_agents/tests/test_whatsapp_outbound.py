@@ -369,3 +369,22 @@ def test_outside_the_window_without_a_template_nothing_is_sent_and_it_is_recorde
     assert message.delivery_status == "failed"
     assert message.metadata["delivery_error"]["code"] == "outside_24h_window"
     assert "whatsapp.outside_window" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_failing_read_mark_does_not_hold_back_the_reply(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "Hola.")
+    fake_graph.read_mark_response = FakeGraph.error(190, status=401)
+    with run_tasks():
+        post(client, payload("text"))
+
+    assert len(fake_graph.read_marks) == 1
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Hola."]
+    assert _reply(tenant_a).delivery_status == "sent"

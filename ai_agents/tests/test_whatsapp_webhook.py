@@ -461,3 +461,15 @@ def test_the_signature_helper_matches_the_reference_vector() -> None:
         == NUMBER_A
     )
     assert payload("verify_get")["configured_verify_token"] == VERIFY_TOKEN
+
+
+@pytest.mark.django_db
+def test_a_batch_over_the_api_body_limit_is_still_accepted(
+    client: Client, wa_binding: Any, tenant_a: Any, settings: Any
+) -> None:
+    # Meta sends batches of up to 3 MB; a 413 would make it retry them for a week.
+    data = text_payload("hola", "wamid.big")
+    data["entry"][0]["changes"][0]["value"]["padding"] = "x" * (settings.API_MAX_BODY_BYTES + 1)
+
+    assert post(client, data).status_code == 200
+    assert [m.content for m in _stored(tenant_a)] == ["hola"]

@@ -44,6 +44,7 @@ class FakeGraph:
     def __init__(self) -> None:
         self.server = FakeServer()
         self.queue: deque[FakeResponse] = deque()
+        self.read_mark_response: FakeResponse | None = None  # e.g. an error; None: success
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -58,6 +59,7 @@ class FakeGraph:
     def reset(self) -> None:
         with self._lock:
             self.queue.clear()
+            self.read_mark_response = None
         with self.server._lock:
             self.server.requests.clear()
 
@@ -103,7 +105,7 @@ class FakeGraph:
     def _handle(self, request: FakeRequest) -> FakeResponse:
         body = request.json()
         if isinstance(body, dict) and body.get("status") == "read":
-            return FakeResponse.json({"success": True})
+            return self.read_mark_response or FakeResponse.json({"success": True})
         with self._lock:
             scripted = self.queue.popleft() if self.queue else None
             n = next(self._ids)
