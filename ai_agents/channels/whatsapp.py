@@ -56,15 +56,16 @@ class WebhookOutcome:
     skipped: int = 0
 
 
-def binding_for_number(phone_number_id: str) -> ChannelBinding | None:
-    """The active WhatsApp binding of a business number (platform-wide unique): the only
-    way to a tenant before any tenant is known, hence `unscoped`."""
-    return (
-        ChannelBinding.objects.unscoped()
-        .select_related("agent__tenant")
-        .filter(type=ChannelBinding.Type.WHATSAPP, phone_number_id=phone_number_id, is_active=True)
-        .first()
+def binding_for_number(phone_number_id: str, *, active: bool = True) -> ChannelBinding | None:
+    """The WhatsApp binding of a business number (platform-wide unique): the only way to a
+    tenant before any tenant is known, hence `unscoped`. Inactive bindings take no new
+    messages but still get the statuses of what they sent."""
+    rows = ChannelBinding.objects.unscoped().filter(
+        type=ChannelBinding.Type.WHATSAPP, phone_number_id=phone_number_id
     )
+    if active:
+        rows = rows.filter(is_active=True)
+    return rows.select_related("agent__tenant").first()
 
 
 def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
@@ -72,14 +73,14 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
     logged and skipped (Meta would otherwise retry for a week)."""
     batch = batch_parse(payload)
     outcome = WebhookOutcome(skipped=batch.skipped, errors=len(batch.errors))
-    bindings: dict[str, ChannelBinding | None] = {}
+    bindings: dict[tuple[str, bool], ChannelBinding | None] = {}
 
-    def binding_of(number: str) -> ChannelBinding | None:
-        if number not in bindings:
-            bindings[number] = binding_for_number(number)
-            if bindings[number] is None:
+    def binding_of(number: str, active: bool = True) -> ChannelBinding | None:
+        if (number, active) not in bindings:
+            bindings[number, active] = binding_for_number(number, active=active)
+            if bindings[number, active] is None:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
-        return bindings[number]
+        return bindings[number, active]
 
     for item in batch.messages:
         binding = binding_of(item.phone_number_id)
@@ -94,7 +95,7 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
         else:
             outcome.duplicates += 1
     for status in batch.statuses:
-        binding = binding_of(status.phone_number_id)
+        binding = binding_of(status.phone_number_id, active=False)
         if binding is None:
             outcome.unrouted += 1
         elif delivery_status_apply(binding=binding, status=status):

@@ -388,3 +388,16 @@ def test_a_failing_read_mark_does_not_hold_back_the_reply(
     assert len(fake_graph.read_marks) == 1
     assert [b["text"]["body"] for b in fake_graph.sent] == ["Hola."]
     assert _reply(tenant_a).delivery_status == "sent"
+
+
+@pytest.mark.django_db
+def test_statuses_still_reach_a_binding_deactivated_after_sending(
+    client: Client, wa_binding: Any, sent_reply: Message
+) -> None:
+    wa_binding.is_active = False
+    wa_binding.save(update_fields=["is_active"])
+
+    post(client, _status("status_read"))
+
+    sent_reply.refresh_from_db()
+    assert sent_reply.delivery_status == "read"
