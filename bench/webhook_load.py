@@ -226,7 +226,7 @@ def start_worker(services: Services, env: dict[str, str], workers: int) -> Any:
     )  # fmt: skip
 
 
-def start_web(services: Services, env: dict[str, str]) -> tuple[str, Any]:
+def start_web(services: Services, env: dict[str, str], workers: int = 1) -> tuple[str, Any]:
     import requests
 
     from erp import embedded
@@ -235,7 +235,7 @@ def start_web(services: Services, env: dict[str, str]) -> tuple[str, Any]:
     py = sys.executable
     web = services.spawn(
         [py, "-m", "uvicorn", "erp.asgi:application", "--host", "127.0.0.1", "--port",
-         str(port), "--workers", "1", "--lifespan", "off", "--no-access-log",
+         str(port), "--workers", str(workers), "--lifespan", "off", "--no-access-log",
          "--log-level", "warning"],
         env,
         "uvicorn.log",
@@ -497,6 +497,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0, help="POSTs/s in all; 0: closed loop")
     parser.add_argument("--per-customer", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2, help="Celery worker processes")
+    parser.add_argument("--web-workers", type=int, default=1, help="uvicorn workers (make run: 1)")
     parser.add_argument("--drain-timeout", type=float, default=600)
     parser.add_argument("--profile", type=int, default=300, help="0: skip")
     parser.add_argument("--cprofile", action="store_true", help="cProfile the profile part")
@@ -522,11 +523,12 @@ def main() -> None:
 
             call_command("migrate", verbosity=0)
             tenant = fixture()
-            base, web = start_web(services, env)
+            base, web = start_web(services, env, args.web_workers)
             worker = None if args.defer_answers else start_worker(services, env, args.workers)
             print(
                 f"services: scratch DB {BENCH_DB}, valkey, fake model + fake Graph API; uvicorn "
-                f"(1 worker) + Celery worker (-Q realtime, {args.workers} processes"
+                f"({args.web_workers} worker(s)) + Celery worker (-Q realtime, {args.workers} "
+                f"processes"
                 f"{', started after the load' if args.defer_answers else ''}); "
                 f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
                 flush=True,
