@@ -3,5 +3,6 @@
 from erp.testing.browser import asgi_server, browser, live_page  # noqa: F401
 from erp.testing.celery_worker import celery_worker_process  # noqa: F401
 from erp.testing.fake_google import _fake_google_server, fake_google  # noqa: F401
+from erp.testing.fake_graph import _fake_graph_server, fake_graph  # noqa: F401
 from erp.testing.fake_openai import _fake_openai_server, fake_openai  # noqa: F401
 from erp.testing.fixtures import *  # noqa: F403

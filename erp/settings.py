@@ -177,9 +177,10 @@ STORAGES = {
 # --- Limits ---------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
-# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads and
-# inbound e-mail (a raw message with its attachments).
-UPLOAD_PATH_MARKERS = ["/documents", "/webhooks/email/"]
+# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads, inbound
+# e-mail (a raw message with its attachments) and Meta's webhook batches (up to 3 MB; a 413
+# would make Meta retry the batch for a week).
+UPLOAD_PATH_MARKERS = ["/documents", "/webhooks/email/", "/webhooks/whatsapp"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
@@ -217,6 +218,9 @@ OPENAI_DEFAULT_MODEL = env_str("OPENAI_DEFAULT_MODEL")
 WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
 WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
 WHATSAPP_GRAPH_BASE_URL = env_str("WHATSAPP_GRAPH_BASE_URL", "https://graph.facebook.com/v24.0")
+# Sends retried on 5xx / 130429 / 131056: attempts in all, first wait (doubles each time).
+WHATSAPP_SEND_ATTEMPTS = env_int("WHATSAPP_SEND_ATTEMPTS", 4)
+WHATSAPP_RETRY_BASE_MS = env_int("WHATSAPP_RETRY_BASE_MS", 1000)
 ZOHO_CLIENT_ID = env_str("ZOHO_CLIENT_ID")
 ZOHO_CLIENT_SECRET = env_str("ZOHO_CLIENT_SECRET")
 ZOHO_ACCOUNTS_BASE_URL = env_str("ZOHO_ACCOUNTS_BASE_URL", "https://accounts.zoho.com")

@@ -1,0 +1,403 @@
+"""Replies through the Graph API: exact request bodies, typing indicator, 4096-character
+parts, retries, permanent errors, status webhooks in any order, and the 24-hour window."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from ai_agents.channels.delivery import reply_deliver
+from ai_agents.channels.whatsapp import text_split
+from ai_agents.models import Conversation, Delivery, Message
+from ai_agents.tests.whatsapp_support import (
+    WA_ID,
+    payload,
+    post,
+    respond,
+    text_payload,
+)
+from erp.tenancy.scoping import tenant_scope
+from erp.testing.fake_google import FakeGoogle
+from erp.testing.fake_graph import FakeGraph
+from erp.testing.fake_http import FakeResponse
+
+INBOUND_ID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA="  # whatsapp_text
+SENT_ID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBJCOTY3NDc0NDFDRUI3NTA0Q0UA"  # send response, statuses
+
+
+def _reply(tenant: Any) -> Message:
+    with tenant_scope(tenant):
+        return Message.objects.get(role="assistant")
+
+
+def _deliveries(message: Message) -> list[Delivery]:
+    with tenant_scope(message.tenant_id):
+        return list(Delivery.objects.filter(message=message).order_by("part"))
+
+
+@pytest.mark.django_db
+def test_a_reply_marks_read_with_typing_then_sends_the_exact_text_body(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "We are open 9:00-17:00 on Saturdays.")
+    fake_graph.push(FakeResponse.json(payload("send_text_response")))
+    with run_tasks():
+        post(client, payload("text"))
+
+    typing, send = fake_graph.requests
+    assert typing.path == "/v24.0/106540352242922/messages"
+    assert typing.json() == payload("mark_read_typing_request")
+    assert typing.json()["message_id"] == INBOUND_ID
+    assert send.json() == payload("send_text_request")
+    assert send.header("authorization") == "Bearer EAAG-token-a"
+    reply = _reply(tenant_a)
+    assert reply.delivery_status == "sent"
+    [delivery] = _deliveries(reply)
+    assert (delivery.external_id, delivery.status, delivery.attempts) == (SENT_ID, "sent", 1)
+
+
+def test_text_split_prefers_paragraphs_then_sentences_then_words() -> None:
+    para = "a" * 3000 + "\n\n" + "b" * 3000
+    assert text_split(para) == ["a" * 3000, "b" * 3000]
+    sentences = ("Frase corta. " * 400).strip()  # 5199 characters, no paragraph
+    parts = text_split(sentences)
+    assert all(len(p) <= 4096 for p in parts) and len(parts) == 2
+    assert parts[0].endswith(".") and parts[1].startswith("Frase")
+    words = " ".join(["palabra"] * 1000)
+    parts = text_split(words)
+    assert all(len(p) <= 4096 for p in parts)
+    assert " ".join(parts) == words
+    assert text_split("x" * 5000) == ["x" * 4096, "x" * 904]
+    assert text_split("  hola  ") == ["hola"]
+
+
+@pytest.mark.django_db
+def test_a_long_reply_goes_out_in_parts_of_at_most_4096_one_delivery_each(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    paragraphs = [f"Párrafo {n}. " + "texto " * 600 for n in range(3)]  # ~3,600 chars each
+    answer = "\n\n".join(p.strip() for p in paragraphs)
+    respond(fake_google, answer)
+    with run_tasks():
+        post(client, payload("text"))
+
+    bodies = [b["text"]["body"] for b in fake_graph.sent]
+    assert bodies == [p.strip() for p in paragraphs]
+    assert all(len(b) <= 4096 for b in bodies)
+    reply = _reply(tenant_a)
+    assert [(d.part, d.status) for d in _deliveries(reply)] == [
+        (0, "sent"),
+        (1, "sent"),
+        (2, "sent"),
+    ]
+    assert len({d.external_id for d in _deliveries(reply)}) == 3
+    assert reply.delivery_status == "sent"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "errors",
+    [
+        [FakeGraph.error(130429), FakeGraph.error(500, status=500)],
+        [FakeGraph.error(131056), FakeGraph.error(131056)],
+        [FakeResponse(status=503, body=b"<html>busy</html>")],
+    ],
+    ids=["throughput-then-5xx", "pair-rate-limit", "5xx-not-json"],
+)
+def test_throttling_and_server_errors_are_retried_then_succeed(
+    errors: list[FakeResponse],
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "Hola.")
+    fake_graph.push(*errors)
+    with run_tasks():
+        post(client, payload("text"))
+
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Hola."] * (len(errors) + 1)
+    reply = _reply(tenant_a)
+    [delivery] = _deliveries(reply)
+    assert (delivery.status, delivery.attempts, delivery.error_code) == (
+        "sent",
+        len(errors) + 1,
+        "",
+    )
+    assert reply.delivery_status == "sent"
+
+
+@pytest.mark.django_db
+def test_a_permanent_error_is_recorded_on_the_delivery_and_the_message_without_retry(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "Hola.")
+    fake_graph.push(FakeResponse.json(payload("error_131026_response"), status=400))
+    with run_tasks():
+        post(client, payload("text"))
+
+    assert len(fake_graph.sent) == 1
+    reply = _reply(tenant_a)
+    [delivery] = _deliveries(reply)
+    assert (delivery.status, delivery.error_code, delivery.error_message) == (
+        "failed",
+        "131026",
+        "Message Undeliverable.",
+    )
+    assert reply.delivery_status == "failed"
+    assert reply.metadata["delivery_error"] == {
+        "code": "131026",
+        "message": "Message Undeliverable.",
+    }
+
+
+@pytest.mark.django_db
+def test_retries_stop_after_the_configured_attempts(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+    settings: Any,
+) -> None:
+    settings.WHATSAPP_SEND_ATTEMPTS = 3
+    respond(fake_google, "Hola.")
+    fake_graph.push(*[FakeResponse.json(payload("error_130429_response"), status=400)] * 5)
+    with run_tasks():
+        post(client, payload("text"))
+
+    assert len(fake_graph.sent) == 3
+    [delivery] = _deliveries(_reply(tenant_a))
+    assert (delivery.status, delivery.error_code, delivery.attempts) == ("failed", "130429", 3)
+
+
+# --- statuses --------------------------------------------------------------------------------
+
+
+def _status(name: str, wamid: str = SENT_ID) -> dict[str, Any]:
+    data = copy.deepcopy(payload(name))
+    data["entry"][0]["changes"][0]["value"]["statuses"][0]["id"] = wamid
+    return data
+
+
+@pytest.fixture
+def sent_reply(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> Message:
+    respond(fake_google, "Hola.")
+    fake_graph.push(FakeResponse.json(payload("send_text_response")))
+    with run_tasks():
+        post(client, payload("text"))
+    return _reply(tenant_a)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["status_sent", "status_delivered", "status_read"],
+        ["status_read", "status_delivered", "status_sent"],
+        ["status_delivered", "status_read", "status_sent_legacy_conversation", "status_read"],
+    ],
+    ids=["in-order", "reversed", "repeated"],
+)
+def test_statuses_in_any_order_end_at_the_most_advanced(
+    order: list[str], client: Client, sent_reply: Message
+) -> None:
+    for name in order:
+        assert post(client, _status(name)).status_code == 200
+
+    [delivery] = _deliveries(sent_reply)
+    sent_reply.refresh_from_db()
+    assert (delivery.status, sent_reply.delivery_status) == ("read", "read")
+    assert delivery.status_at is not None and delivery.status_at.timestamp() == 1749416420
+
+
+@pytest.mark.django_db
+def test_a_failed_status_is_recorded_with_its_code_and_a_late_delivered_does_not_undo_it(
+    client: Client, sent_reply: Message
+) -> None:
+    post(client, _status("status_failed_131026"))
+    post(client, _status("status_delivered"))
+
+    [delivery] = _deliveries(sent_reply)
+    sent_reply.refresh_from_db()
+    assert (delivery.status, delivery.error_code, delivery.error_message) == (
+        "failed",
+        "131026",
+        "Message Undeliverable.",
+    )
+    assert sent_reply.delivery_status == "failed"
+    assert sent_reply.metadata["delivery_error"]["code"] == "131026"
+
+
+@pytest.mark.django_db
+def test_a_status_for_an_unknown_wamid_is_ignored(client: Client, sent_reply: Message) -> None:
+    assert post(client, _status("status_read", "wamid.not-ours")).status_code == 200
+    [delivery] = _deliveries(sent_reply)
+    assert delivery.status == "sent"
+
+
+@pytest.mark.django_db
+def test_a_message_in_parts_reports_its_least_advanced_part(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "a" * 3000 + "\n\n" + "b" * 3000)
+    with run_tasks():
+        post(client, payload("text"))
+    reply = _reply(tenant_a)
+    first, second = _deliveries(reply)
+
+    post(client, _status("status_read", first.external_id))
+    post(client, _status("status_delivered", second.external_id))
+
+    reply.refresh_from_db()
+    assert reply.delivery_status == "delivered"
+
+
+# --- the 24-hour window ----------------------------------------------------------------------
+
+
+def _stale_conversation(client: Client, tenant: Any, hours: float) -> Conversation:
+    post(client, text_payload("hola", "wamid.old"))  # stored, not answered (no run_tasks)
+    with tenant_scope(tenant):
+        conversation = Conversation.objects.get()
+        Conversation.objects.filter(pk=conversation.pk).update(
+            last_inbound_at=timezone.now() - timedelta(hours=hours)
+        )
+        conversation.refresh_from_db()
+    return conversation
+
+
+def _human_reply(conversation: Conversation, author: Any, text: str) -> Message:
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            agent=conversation.agent,
+            role=Message.Role.ASSISTANT,
+            content=text,
+            author=author,
+        )
+
+
+@pytest.mark.django_db
+def test_inside_the_window_a_staff_reply_goes_out_as_text(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
+) -> None:
+    conversation = _stale_conversation(client, tenant_a, hours=23)
+    message = _human_reply(conversation, owner.user, "Soy Marta, del equipo.")
+
+    assert reply_deliver(message.pk) == "sent"
+    assert fake_graph.sent == [
+        {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": WA_ID,
+            "type": "text",
+            "text": {"preview_url": False, "body": "Soy Marta, del equipo."},
+        }
+    ]
+
+
+@pytest.mark.django_db
+def test_outside_the_window_the_configured_template_is_sent_instead(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
+) -> None:
+    reference = payload("send_template_request")
+    wa_binding.whatsapp_template = {
+        "name": "order_update",
+        "language": "en_US",
+        "components": reference["template"]["components"],
+    }
+    wa_binding.save(update_fields=["whatsapp_template"])
+    conversation = _stale_conversation(client, tenant_a, hours=25)
+    fake_graph.push(FakeResponse.json(payload("send_template_response")))
+    message = _human_reply(conversation, owner.user, "Su pedido ya salió.")
+
+    assert reply_deliver(message.pk) == "sent"
+    assert fake_graph.sent == [reference]
+    [delivery] = _deliveries(message)
+    assert delivery.external_id == "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBJFM0Y0QTVCNkM3RDhFOUYwQTEA"
+
+
+@pytest.mark.django_db
+def test_outside_the_window_without_a_template_nothing_is_sent_and_it_is_recorded(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any, caplog: Any
+) -> None:
+    conversation = _stale_conversation(client, tenant_a, hours=25)
+    message = _human_reply(conversation, owner.user, "¿Sigue ahí?")
+
+    assert reply_deliver(message.pk) == "failed"
+    assert fake_graph.requests == []
+    [delivery] = _deliveries(message)
+    assert (delivery.status, delivery.error_code) == ("failed", "outside_24h_window")
+    message.refresh_from_db()
+    assert message.delivery_status == "failed"
+    assert message.metadata["delivery_error"]["code"] == "outside_24h_window"
+    assert "whatsapp.outside_window" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_failing_read_mark_does_not_hold_back_the_reply(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "Hola.")
+    fake_graph.read_mark_response = FakeGraph.error(190, status=401)
+    with run_tasks():
+        post(client, payload("text"))
+
+    assert len(fake_graph.read_marks) == 1
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Hola."]
+    assert _reply(tenant_a).delivery_status == "sent"
+
+
+@pytest.mark.django_db
+def test_statuses_still_reach_a_binding_deactivated_after_sending(
+    client: Client, wa_binding: Any, sent_reply: Message
+) -> None:
+    wa_binding.is_active = False
+    wa_binding.save(update_fields=["is_active"])
+
+    post(client, _status("status_read"))
+
+    sent_reply.refresh_from_db()
+    assert sent_reply.delivery_status == "read"

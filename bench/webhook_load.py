@@ -1,0 +1,617 @@
+"""WhatsApp webhook under load: acknowledgement latency, and every message stored once and
+answered once.
+
+    .venv/bin/python bench/webhook_load.py [--posts 2000] [--concurrency 50] [--duplicates 100]
+                                           [--rate 0] [--per-customer 2] [--workers 2]
+                                           [--profile 300]
+
+Services (never the dev data): the embedded PostgreSQL under var/bench-webhook/postgres with
+a scratch database `bench_webhook` (created, migrated, dropped at the end), a valkey server in
+a temporary directory, and in one child process the fake Generative Language API (answers at
+once) and the fake Graph API (`erp.testing.fake_graph`, counts the replies it receives). Then,
+like `make run`: uvicorn (1 worker) serving erp.asgi and a Celery worker (`-Q realtime`,
+prefork, `--workers` processes), both with the production connection pool.
+
+Load: `--posts` signed POSTs to /webhooks/whatsapp from `--concurrency` client threads, one
+message per POST (Meta's usual batch), `--per-customer` messages per customer (so some are
+answered together under the thread lock); `--duplicates` of the POSTs resend the exact bytes
+of an earlier one (Meta's redelivery, sometimes while the first is still in flight).
+`--rate 0` is a closed loop (each client posts as soon as its previous POST is acknowledged);
+`--rate N` spreads the POSTs over time at N per second in all (an open loop, like Meta's
+traffic). Acknowledgement = the client's time from sending the POST to the 200.
+
+Then it waits until the fake Graph API received a reply for every message (or
+`--drain-timeout`), and counts: inbound rows, replies per inbound message, sends received.
+`--profile N`: N more POSTs in this process through Django's test client, timing SQL and the
+Celery enqueue inside the webhook (what the acknowledgement is made of).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import hmac
+import json
+import multiprocessing
+import os
+import queue
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BENCH_DB = "bench_webhook"
+DATA_DIR = ROOT / "var" / "bench-webhook"
+APP_SECRET = "bench-app-secret"
+NUMBER = "106540352242922"
+ANSWER = {
+    "action": "respond",
+    "answer": "Abrimos de lunes a viernes de 8:00 a 20:00.",
+    "intent": "horario",
+    "sentiment": 0.2,
+    "confidence": 0.9,
+}
+
+
+def _cpu(proc: Any) -> float:
+    """CPU seconds of a child process and its children (prefork pool)."""
+    import psutil
+
+    if proc is None:
+        return 0.0
+    total = 0.0
+    with contextlib.suppress(psutil.NoSuchProcess):
+        root = psutil.Process(proc.pid)
+        for p in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = p.cpu_times()
+                total += times.user + times.system
+    return total
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# --- services ------------------------------------------------------------------------------
+
+
+def _serve_fakes(conn: Any) -> None:
+    """Fake model and fake Graph API in their own process (their threads never compete for
+    the client's GIL). Answers "stats" with the Graph counts until told "stop"."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from erp.testing.fake_google import FakeGoogle
+    from erp.testing.fake_graph import FakeGraph
+
+    google = FakeGoogle().start()
+    google.default = google.reply_json(ANSWER, input_tokens=300, output_tokens=20)
+    graph = FakeGraph().start()
+    conn.send({"google": google.url, "graph": graph.url})
+    with contextlib.suppress(EOFError, KeyboardInterrupt):
+        while (command := conn.recv()) != "stop":
+            if command == "stats":
+                sends = graph.sent
+                conn.send(
+                    {
+                        "sends": len(sends),
+                        "read_marks": len(graph.read_marks),
+                        "model_calls": len(google.generate_requests),
+                    }
+                )
+    google.stop()
+    graph.stop()
+
+
+class Services:
+    def __init__(self) -> None:
+        self.admin_url = ""
+        self.redis: subprocess.Popen[bytes] | None = None
+        self.redis_dir: Path | None = None
+        self.fakes: Any = None
+        self.fakes_conn: Any = None
+        self.children: list[subprocess.Popen[bytes]] = []
+        self.db_created = False
+
+    def start(self) -> dict[str, str]:
+        import psycopg
+
+        from erp import embedded
+
+        self.admin_url = embedded.ensure_postgres(DATA_DIR / "postgres", cleanup_mode="stop")
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {BENCH_DB}")
+        self.db_created = True
+        db_url = urlunsplit(urlsplit(self.admin_url)._replace(path=f"/{BENCH_DB}"))
+        self.redis_dir = Path(tempfile.mkdtemp(prefix="bench-webhook-redis-"))
+        self.redis = embedded.start_redis(self.redis_dir, new_session=True)
+        parent_end, child_end = multiprocessing.Pipe()
+        self.fakes = multiprocessing.get_context("fork").Process(
+            target=_serve_fakes, args=(child_end,), daemon=True
+        )
+        self.fakes.start()
+        self.fakes_conn = parent_end
+        urls = parent_end.recv()
+        return {
+            "DATABASE_URL": db_url,
+            "REDIS_URL": embedded.redis_url(self.redis_dir),
+            "ERP_EMBEDDED": "1",
+            "ERP_DATA_DIR": str(DATA_DIR),
+            "GOOGLE_AI_BASE_URL": urls["google"],
+            "GOOGLE_AI_API_KEY": "bench-key",
+            "WHATSAPP_APP_SECRET": APP_SECRET,
+            "WHATSAPP_VERIFY_TOKEN": "bench-verify",
+            "WHATSAPP_GRAPH_BASE_URL": urls["graph"],
+            "AI_CREDITS_MODE": "enforce",
+            "LOG_LEVEL": "WARNING",
+        }
+
+    def stats(self) -> dict[str, int]:
+        self.fakes_conn.send("stats")
+        return dict(self.fakes_conn.recv())
+
+    def spawn(self, argv: list[str], env: dict[str, str], log_name: str) -> Any:
+        log = open(DATA_DIR / log_name, "wb")  # noqa: SIM115 - handed to the child
+        proc = subprocess.Popen(
+            argv,
+            env={**os.environ, **env},
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.children.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in reversed(self.children):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.children:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # prefork children
+        if self.fakes is not None:
+            with contextlib.suppress(Exception):
+                self.fakes_conn.send("stop")
+            self.fakes.join(timeout=5)
+            if self.fakes.is_alive():
+                self.fakes.kill()
+        if self.db_created:
+            import psycopg
+
+            with contextlib.suppress(Exception):
+                from django.db import connections
+
+                connections.close_all()
+            with psycopg.connect(self.admin_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        if self.redis is not None:
+            self.redis.terminate()
+            try:
+                self.redis.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.redis.kill()
+        if self.redis_dir is not None:
+            shutil.rmtree(self.redis_dir, ignore_errors=True)
+
+
+def start_worker(services: Services, env: dict[str, str], workers: int) -> Any:
+    return services.spawn(
+        [sys.executable, "-m", "celery", "-A", "erp", "worker", "-Q", "realtime", "-c",
+         str(workers), "-l", "WARNING", "--without-gossip", "--without-mingle",
+         "-n", "bench-webhook@%h"],
+        env,
+        "worker.log",
+    )  # fmt: skip
+
+
+def start_web(services: Services, env: dict[str, str], workers: int = 1) -> tuple[str, Any]:
+    import requests
+
+    from erp import embedded
+
+    port = embedded.free_port()
+    py = sys.executable
+    web = services.spawn(
+        [py, "-m", "uvicorn", "erp.asgi:application", "--host", "127.0.0.1", "--port",
+         str(port), "--workers", str(workers), "--lifespan", "off", "--no-access-log",
+         "--log-level", "warning"],
+        env,
+        "uvicorn.log",
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if web.poll() is not None:
+            raise RuntimeError(f"uvicorn exited; see {DATA_DIR / 'uvicorn.log'}")
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return base, web
+        time.sleep(0.2)
+    raise RuntimeError("uvicorn did not answer /healthz within 60 s")
+
+
+# --- fixture and payloads --------------------------------------------------------------------
+
+
+def fixture() -> Any:
+    from decimal import Decimal
+
+    from ai_agents.models import ChannelBinding
+    from ai_agents.services.agents import agent_create
+    from erp.tenancy.models import Tenant
+    from erp.tenancy.scoping import tenant_scope
+
+    tenant = Tenant.objects.create(
+        slug="bench-webhook", name="Tienda Bench", ai_credit_balance_usd=Decimal("100000")
+    )
+    with tenant_scope(tenant):
+        agent = agent_create(
+            tenant=tenant,
+            data={
+                "name": "Lucía",
+                "system_prompt": "Eres Lucía. Responde breve.",
+                "processing_config": {"tokens_per_minute": 10_000_000},
+            },
+        )
+        ChannelBinding.objects.create(
+            tenant=tenant,
+            agent=agent,
+            type=ChannelBinding.Type.WHATSAPP,
+            phone_number_id=NUMBER,
+            access_token="bench-token",
+        )
+    return tenant
+
+
+def body_for(n: int, per_customer: int, prefix: str = "load") -> bytes:
+    wa_id = str(34600000000 + n // per_customer)
+    data = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "102290129340398",
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": "15550783881",
+                                "phone_number_id": NUMBER,
+                            },
+                            "contacts": [{"profile": {"name": "José Núñez"}, "wa_id": wa_id}],
+                            "messages": [
+                                {
+                                    "from": wa_id,
+                                    "id": f"wamid.{prefix}-{n:06d}",
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": f"¿Abren el sábado? ({n})"},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    # Meta's wire form: compact, non-ASCII escaped, "/" escaped.
+    return json.dumps(data, separators=(",", ":")).replace("/", "\\/").encode()
+
+
+def signature(body: bytes) -> str:
+    return "sha256=" + hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
+
+
+# --- load ------------------------------------------------------------------------------------
+
+
+def load(base: str, args: argparse.Namespace) -> tuple[list[float], dict[str, int], float, int]:
+    """Returns the acknowledgement times (ms), responses by status, seconds, and how many
+    distinct messages were acknowledged with a 200 (what must be stored and answered)."""
+    import requests
+
+    unique = args.posts - args.duplicates
+    rng = random.Random(7)
+    plan = [body_for(n, args.per_customer) for n in range(unique)]
+    # Each duplicate resends an earlier message, placed after it (often still in flight).
+    for _ in range(args.duplicates):
+        original = rng.randrange(unique)
+        plan.insert(rng.randrange(original + 1, len(plan) + 1), plan[original])
+    work: queue.Queue[tuple[int, bytes]] = queue.Queue()
+    for i, body in enumerate(plan):
+        work.put((i, body))
+    url = f"{base}/webhooks/whatsapp"
+    acks: list[float] = []
+    statuses: dict[str, int] = {}
+    lock = threading.Lock()
+    retries = [0]
+    acked: set[bytes] = set()
+    ready = threading.Barrier(args.concurrency + 1)
+    started_at = [0.0]
+
+    def client() -> None:
+        session = requests.Session()
+        session.get(f"{base}/healthz", timeout=10)  # warm-up: the TCP connection
+        ready.wait()
+        while True:
+            try:
+                i, body = work.get_nowait()
+            except queue.Empty:
+                return
+            if args.rate:
+                wait = started_at[0] + i / args.rate - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+            headers = {"Content-Type": "application/json", "X-Hub-Signature-256": signature(body)}
+            for attempt in (1, 2):
+                t0 = time.perf_counter()
+                try:
+                    code = str(
+                        session.post(url, data=body, headers=headers, timeout=60).status_code
+                    )
+                except requests.ConnectionError as exc:
+                    # Usually a kept-alive connection the server closed as we reused it;
+                    # Meta would redeliver, so the bench does too (once, new connection).
+                    code = type(exc).__name__
+                    if attempt == 1:
+                        with lock:
+                            retries[0] += 1
+                        session = requests.Session()
+                        continue
+                except requests.RequestException as exc:
+                    code = type(exc).__name__
+                break
+            took = time.perf_counter() - t0
+            with lock:
+                acks.append(took * 1000)
+                statuses[code] = statuses.get(code, 0) + 1
+                if code == "200":
+                    acked.add(body)
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(args.concurrency)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    started_at[0] = time.perf_counter()
+    for t in threads:
+        t.join()
+    if retries[0]:
+        statuses["client_retries_after_connection_error"] = retries[0]
+    return acks, statuses, time.perf_counter() - started_at[0], len(acked)
+
+
+def drain(services: Services, expected: int, timeout: float) -> tuple[dict[str, int], float]:
+    started = progress_at = time.perf_counter()
+    stats = services.stats()
+    while stats["sends"] < expected and time.perf_counter() - started < timeout:
+        time.sleep(0.5)
+        previous, stats = stats, services.stats()
+        if stats["sends"] != previous["sends"]:
+            progress_at = time.perf_counter()
+        elif time.perf_counter() - progress_at > 60:
+            break  # stuck: report what arrived
+    time.sleep(2)  # anything extra (a duplicate reply) would arrive now
+    return services.stats(), time.perf_counter() - started
+
+
+def counts(tenant: Any) -> dict[str, int]:
+    from django.db.models import Count
+
+    from ai_agents.models import Delivery, Message
+    from erp.tenancy.scoping import tenant_scope
+
+    with tenant_scope(tenant):
+        users = Message.objects.filter(role="user")
+        replies = Message.objects.filter(role="assistant")
+        per_inbound = replies.values("reply_to").annotate(n=Count("id")).order_by("-n").first() or {
+            "n": 0
+        }
+        return {
+            "inbound_rows": users.count(),
+            "distinct_ids": users.values("channel_message_id").distinct().count(),
+            "unanswered": users.exclude(metadata__has_key="result").count(),
+            "replies": replies.count(),
+            "max_replies_per_inbound": per_inbound["n"],
+            "deliveries_sent": Delivery.objects.filter(status="sent").count(),
+            "deliveries_failed": Delivery.objects.filter(status="failed").count(),
+        }
+
+
+# --- profile (in process) --------------------------------------------------------------------
+
+
+def profile(n: int, per_customer: int, cprofile: bool = False) -> None:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from ai_agents.channels import inbound
+
+    enqueue_s: list[float] = []
+    original = inbound._enqueue
+
+    def timed_enqueue(conversation_id: str, message_id: str) -> None:
+        t0 = time.perf_counter()
+        try:
+            original(conversation_id, message_id)
+        finally:
+            enqueue_s.append(time.perf_counter() - t0)
+
+    inbound._enqueue = timed_enqueue  # type: ignore[assignment]
+    client = Client()
+    rows = []
+    profiler = None
+    for i in range(-20, n):  # 20 warm-up posts
+        if i == 0 and cprofile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        body = body_for(i + 20, per_customer, prefix="profile")
+        enqueue_s.clear()
+        with CaptureQueriesContext(connection) as queries:
+            t0 = time.perf_counter()
+            response = client.post(
+                "/webhooks/whatsapp",
+                data=body,
+                content_type="application/json",
+                HTTP_X_HUB_SIGNATURE_256=signature(body),
+            )
+            total = time.perf_counter() - t0
+        assert response.status_code == 200, response.content
+        if i >= 0:
+            sql = sum(float(q["time"]) for q in queries.captured_queries)
+            rows.append((total * 1000, sql * 1000, sum(enqueue_s) * 1000, len(queries)))
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+    med = [statistics.median(col) for col in zip(*rows, strict=True)]
+    print(
+        f"\nProfile: {n} POSTs in this process (django.test.Client, one at a time): per POST "
+        f"median {med[0]:.2f} ms = SQL {med[1]:.2f} ms ({med[3]:.0f} queries) + Celery "
+        f"enqueue {med[2]:.2f} ms + the rest (Django, signature, JSON) "
+        f"{med[0] - med[1] - med[2]:.2f} ms"
+    )
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(_sig: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--posts", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--duplicates", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=0, help="POSTs/s in all; 0: closed loop")
+    parser.add_argument("--per-customer", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="Celery worker processes")
+    parser.add_argument("--web-workers", type=int, default=1, help="uvicorn workers (make run: 1)")
+    parser.add_argument("--drain-timeout", type=float, default=600)
+    parser.add_argument("--profile", type=int, default=300, help="0: skip")
+    parser.add_argument("--cprofile", action="store_true", help="cProfile the profile part")
+    parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument(
+        "--defer-answers",
+        action="store_true",
+        help="start the Celery worker after the load (measures the webhook alone)",
+    )
+    args = parser.parse_args()
+
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    services = Services()
+    with _sigterm_as_interrupt():
+        try:
+            env = services.start()
+            os.environ.update(env)
+            os.environ["DJANGO_SETTINGS_MODULE"] = "erp.settings"
+            import django
+
+            django.setup()
+            from django.core.management import call_command
+
+            call_command("migrate", verbosity=0)
+            tenant = fixture()
+            base, web = start_web(services, env, args.web_workers)
+            worker = None if args.defer_answers else start_worker(services, env, args.workers)
+            print(
+                f"services: scratch DB {BENCH_DB}, valkey, fake model + fake Graph API; uvicorn "
+                f"({args.web_workers} worker(s)) + Celery worker (-Q realtime, {args.workers} "
+                f"processes"
+                f"{', started after the load' if args.defer_answers else ''}); "
+                f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+            if args.skip_load:
+                profile(args.profile, args.per_customer, args.cprofile)
+                return
+            web_cpu0 = _cpu(web)
+            worker_cpu0 = _cpu(worker)
+            acks, statuses, seconds, unique = load(base, args)
+            web_cpu = _cpu(web) - web_cpu0
+            worker_cpu = _cpu(worker) - worker_cpu0
+            mode = f"open loop at {args.rate:g}/s" if args.rate else "closed loop"
+            print(
+                f"\nLoad: {len(acks)} signed POSTs ({args.posts - args.duplicates} unique "
+                f"messages, {unique} acknowledged, + {args.duplicates} redeliveries) from "
+                f"{args.concurrency} clients, {mode}, "
+                f"in {seconds:.1f} s ({len(acks) / seconds:.0f} POSTs/s)",
+                flush=True,
+            )
+            print(
+                f"  ack P50 {statistics.median(acks):.1f} ms  P95 {percentile(acks, 0.95):.1f} ms"
+                f"  P99 {percentile(acks, 0.99):.1f} ms  max {max(acks):.1f} ms"
+                f" | goal P95 < 50 ms | responses {statuses}"
+            )
+            print(
+                f"  CPU during the load: uvicorn {web_cpu:.1f} s "
+                f"({web_cpu * 1000 / len(acks):.1f} ms per POST), Celery worker {worker_cpu:.1f} s;"
+                f" load average now {os.getloadavg()[0]:.1f}"
+            )
+            if worker is None:
+                worker = start_worker(services, env, args.workers)
+            stats, waited = drain(services, unique, args.drain_timeout)
+            found = counts(tenant)
+            print(
+                f"  replies sent (at the fake Graph API) {stats['sends']} for {unique} messages"
+                f" | model calls {stats['model_calls']} | read+typing marks "
+                f"{stats['read_marks']} | all answered {waited:.1f} s after the last ack"
+            )
+            print(
+                f"  inbound rows {found['inbound_rows']} (distinct ids "
+                f"{found['distinct_ids']}, unanswered {found['unanswered']}) | replies stored "
+                f"{found['replies']}, at most {found['max_replies_per_inbound']} per inbound | "
+                f"deliveries sent {found['deliveries_sent']}, failed {found['deliveries_failed']}"
+            )
+            ok = (
+                found["distinct_ids"] == found["inbound_rows"] >= unique
+                and stats["sends"] == found["replies"] == found["inbound_rows"]
+                and found["max_replies_per_inbound"] == 1
+            )
+            print(f"  every message stored once and answered once: {'YES' if ok else 'NO'}")
+            if args.profile:
+                profile(args.profile, args.per_customer, args.cprofile)
+        except KeyboardInterrupt:
+            print("\ninterrupted; cleaning up", file=sys.stderr)
+        finally:
+            services.stop()
+
+
+if __name__ == "__main__":
+    main()
