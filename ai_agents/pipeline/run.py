@@ -114,61 +114,59 @@ def message_receive(
     first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
     already handled, so it is never answered.
 
-    Takes no thread lock: a webhook never waits for a model call in progress."""
+    Takes no thread lock: a webhook never waits for a model call in progress. Five statements
+    for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
+    by the failed INSERT, not by a SELECT before every new message)."""
     contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
     thread_id = inbound.thread_id or contact.external_id
     now = timezone.now()
-    with transaction.atomic():
-        if inbound.channel_message_id:
-            existing = steps.message_by_channel_id(
-                agent=agent, channel_message_id=inbound.channel_message_id
+    try:
+        with transaction.atomic():
+            conversation = steps.conversation_open(
+                agent=agent,
+                channel=inbound.channel,
+                thread_id=thread_id,
+                contact=contact,
+                binding=binding,
             )
-            if existing is not None:
-                return existing, False
-        conversation = steps.conversation_open(
-            agent=agent,
-            channel=inbound.channel,
-            thread_id=thread_id,
-            contact=contact,
-            binding=binding,
-        )
-        metadata: dict[str, Any] = {"channel_metadata": dict(inbound.metadata or {})}
-        if not answer:
-            metadata["result"] = {
-                "conversation_id": str(conversation.pk),
-                "reply": None,
-                "ignored": True,
+            metadata: dict[str, Any] = {"channel_metadata": dict(inbound.metadata or {})}
+            if not answer:
+                metadata["result"] = {
+                    "conversation_id": str(conversation.pk),
+                    "reply": None,
+                    "ignored": True,
+                }
+            message = Message(
+                tenant_id=agent.tenant_id,
+                conversation=conversation,
+                agent=agent,
+                role=Message.Role.USER,
+                content=inbound.text,
+                channel_message_id=inbound.channel_message_id or None,
+                metadata=metadata,
+                created_at=now,
+            )
+            message.save(force_insert=True)
+            changes: dict[str, Any] = {
+                "message_count": F("message_count") + 1,
+                "last_message_at": now,
+                "last_inbound_at": now,
             }
-        message = Message(
-            tenant_id=agent.tenant_id,
-            conversation=conversation,
-            agent=agent,
-            role=Message.Role.USER,
-            content=inbound.text,
-            channel_message_id=inbound.channel_message_id or None,
-            metadata=metadata,
-            created_at=now,
-        )
-        try:
-            with transaction.atomic():
-                message.save(force_insert=True)
-        except IntegrityError:
-            existing = steps.message_by_channel_id(
-                agent=agent, channel_message_id=str(inbound.channel_message_id)
+            if binding is not None and conversation.binding_id is None:
+                changes["binding"] = binding
+            Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
+                **changes
             )
-            if existing is None:
-                raise
-            return existing, False
-        changes: dict[str, Any] = {
-            "message_count": F("message_count") + 1,
-            "last_message_at": now,
-            "last_inbound_at": now,
-        }
-        if binding is not None and conversation.binding_id is None:
-            changes["binding"] = binding
-        Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
-            **changes
+    except IntegrityError:
+        if not inbound.channel_message_id:
+            raise
+        # Redelivered: the first copy was stored (everything above was rolled back).
+        existing = steps.message_by_channel_id(
+            agent=agent, channel_message_id=inbound.channel_message_id
         )
+        if existing is None:
+            raise
+        return existing, False
     return message, True
 
 
