@@ -311,7 +311,9 @@ class WhatsAppAdapter:
 
     def _outside_window(self, conversation: Any, message: Any) -> str:
         """No free-form text after 24 h and no template configured: recorded as failed with
-        a clear code; the staff inbox shows it (a person can ask for a template)."""
+        a clear code, and the team is notified (e-mail / webhook of the handoff settings)."""
+        from ai_agents.services.handoff import staff_notify
+
         text = _(
             "Han pasado más de 24 horas desde el último mensaje del cliente: WhatsApp solo "
             "permite plantillas aprobadas y el canal no tiene ninguna configurada."
@@ -336,6 +338,7 @@ class WhatsAppAdapter:
                 "staff_notice": True,
             },
         )
+        staff_notify(conversation, OUTSIDE_WINDOW, str(text))
         with transaction.atomic():
             return _message_status_refresh(message.pk, message.tenant_id, error=_failed(message))
 

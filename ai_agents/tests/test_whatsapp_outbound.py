@@ -356,12 +356,22 @@ def test_outside_the_window_the_configured_template_is_sent_instead(
 
 @pytest.mark.django_db
 def test_outside_the_window_without_a_template_nothing_is_sent_and_it_is_recorded(
-    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any, caplog: Any
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    caplog: Any,
+    run_tasks: Any,
 ) -> None:
+    from django.core import mail
+
     conversation = _stale_conversation(client, tenant_a, hours=25)
     message = _human_reply(conversation, owner.user, "¿Sigue ahí?")
+    mail.outbox.clear()
 
-    assert reply_deliver(message.pk) == "failed"
+    with run_tasks():
+        assert reply_deliver(message.pk) == "failed"
     assert fake_graph.requests == []
     [delivery] = _deliveries(message)
     assert (delivery.status, delivery.error_code) == ("failed", "outside_24h_window")
@@ -369,6 +379,9 @@ def test_outside_the_window_without_a_template_nothing_is_sent_and_it_is_recorde
     assert message.delivery_status == "failed"
     assert message.metadata["delivery_error"]["code"] == "outside_24h_window"
     assert "whatsapp.outside_window" in caplog.text
+    # The team hears about it (the handoff notice by e-mail).
+    assert len(mail.outbox) == 1
+    assert "24 horas" in mail.outbox[0].body
 
 
 @pytest.mark.django_db
