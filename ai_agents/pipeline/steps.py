@@ -11,13 +11,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.pipeline import seams
-from ai_agents.selectors.knowledge import SearchHit, knowledge_search
+from ai_agents.selectors.knowledge import (
+    SearchHit,
+    agent_knowledge_bases,
+    knowledge_bases_search,
+)
 from erp.llm.actions import (
     ActionSpec,
     ParsedAction,
@@ -225,35 +229,24 @@ class Retrieval:
 
 def retrieve(*, agent: Agent, query: str, processing: Mapping[str, Any]) -> Retrieval:
     """The best chunks of the agent's knowledge bases, bounded by `rag_timeout_ms` (a statement
-    timeout inside a savepoint: a slow search is dropped and the answer goes on without it)."""
-    kb_ids = list(
-        Agent.knowledge_bases.through.objects.filter(agent_id=agent.pk).values_list(
-            "knowledgebase_id", flat=True
-        )
-    )
-    if not kb_ids:
+    timeout inside a savepoint: a slow search is dropped and the answer goes on without it).
+    Round trips: the agent's knowledge bases, then the search's savepoint, statement and
+    release (see `knowledge_bases_search`); the query embedding is cached per process."""
+    kbs = agent_knowledge_bases(agent=agent)
+    if not kbs:
         return Retrieval()
     started = time.monotonic()
-    timeout_ms = int(processing["rag_timeout_ms"])
     try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)]
-                )
-            hits = knowledge_search(
-                tenant=agent.tenant,
-                knowledge_base_ids=kb_ids,
-                query=query,
-                k=int(processing["rag_top_k"]),
-                min_score=float(processing["rag_min_score"]) or None,
-            )
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('statement_timeout', '0', true)")
+        hits = knowledge_bases_search(
+            tenant=agent.tenant,
+            kbs=kbs,
+            query=query,
+            k=int(processing["rag_top_k"]),
+            min_score=float(processing["rag_min_score"]) or None,
+            timeout_ms=int(processing["rag_timeout_ms"]),
+        )
     except DatabaseError as exc:
         logger.warning("pipeline.rag_failed", extra={"error": type(exc).__name__})
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', '0', true)")
         return Retrieval(elapsed_ms=_ms(started), timed_out=True)
     return Retrieval(hits=hits, elapsed_ms=_ms(started))
 
