@@ -179,23 +179,36 @@ def history_load(
     *, conversation: Conversation, config: Mapping[str, Any]
 ) -> tuple[list[seams.Turn], list[str]]:
     """Earlier user/assistant messages truncated per the agent's history config, and the
-    earlier user texts (oldest first, for loop detection); one query."""
+    earlier user texts (oldest first, for loop detection); one query. With `summarize` and
+    `smart`, the conversation's cached summary of the cut middle is the summary item while it
+    still covers cut messages; a (re)summary is enqueued for after the reply when the cut
+    goes past it (ai_agents/services/history_summary.py)."""
+    from ai_agents.services.history_summary import history_summary_schedule, summary_usable
+
     limit = int(config["max_messages"])
     rows = (
         Message.objects.for_tenant(conversation.tenant_id)
         .filter(conversation=conversation, role__in=["user", "assistant"])
         .order_by("-created_at")
-        .values_list("role", "content")[: max(limit * 3, 20)]
+        .values_list("id", "role", "content")[: max(limit * 3, 20)]
     )
-    turns = [seams.Turn(role=r, content=c) for r, c in reversed(rows)]
+    turns = [seams.Turn(role=r, content=c, message_id=str(i)) for i, r, c in reversed(rows)]
     recent = [t.content for t in turns if t.role == "user"]
-    kept = seams.truncate_history(
-        turns,
-        strategy=str(config["truncation_strategy"]),
-        max_messages=limit,
-        token_budget=int(config["max_tokens"]),
-    )
-    return kept, recent
+    options = {
+        "strategy": str(config["truncation_strategy"]),
+        "max_messages": limit,
+        "token_budget": int(config["max_tokens"]),
+    }
+    result = seams.truncate_history(turns, **options)
+    if not result.needs_summary_of:
+        return list(result.items), recent
+    cut_ids = [str(t.message_id) for t in result.needs_summary_of]
+    summary = summary_usable(conversation.history_summary, cut_ids)
+    if summary is not None:
+        result = seams.truncate_history(turns, **options, summary=summary)
+    if summary is None or conversation.history_summary.get("upto_message_id") != cut_ids[-1]:
+        history_summary_schedule(conversation_id=conversation.pk, upto_message_id=cut_ids[-1])
+    return list(result.items), recent
 
 
 def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:
@@ -290,6 +303,9 @@ def build_request(
 ) -> LlmRequest:
     """`exchange`: this message's tool rounds so far (the model's action, the tool's result)."""
     parts = [system]
+    # The summary of the history cut out of the prompt (a system item) goes with the system
+    # text: providers take system text apart from the turns.
+    parts.extend(t.content for t in history if t.role == "system")
     if hits:
         formatted = "\n\n".join(
             f"[{i}] {h.document_title}\n{h.content}" for i, h in enumerate(hits, start=1)
