@@ -181,9 +181,13 @@ def history_load(
     """Earlier user/assistant messages truncated per the agent's history config, and the
     earlier user texts (oldest first, for loop detection); one query. With `summarize` and
     `smart`, the conversation's cached summary of the cut middle is the summary item while it
-    still covers cut messages; a (re)summary is enqueued for after the reply when the cut
-    goes past it (ai_agents/services/history_summary.py)."""
-    from ai_agents.services.history_summary import history_summary_schedule, summary_usable
+    still covers cut messages; a summary is enqueued for after the reply when there is none,
+    and a refresh when enough newer messages are cut (ai_agents/services/history_summary.py)."""
+    from ai_agents.services.history_summary import (
+        history_summary_schedule,
+        summary_stale,
+        summary_usable,
+    )
 
     limit = int(config["max_messages"])
     rows = (
@@ -206,7 +210,7 @@ def history_load(
     summary = summary_usable(conversation.history_summary, cut_ids)
     if summary is not None:
         result = seams.truncate_history(turns, **options, summary=summary)
-    if summary is None or conversation.history_summary.get("upto_message_id") != cut_ids[-1]:
+    if summary is None or summary_stale(conversation.history_summary, cut_ids):
         history_summary_schedule(conversation_id=conversation.pk, upto_message_id=cut_ids[-1])
     return list(result.items), recent
 

@@ -5,8 +5,9 @@ message that first needs it can do without: it is sent with what the truncation 
 realtime Celery task (`ai_agents.conversation_history_summarize`, enqueued on commit) writes
 the summary to `Conversation.history_summary` = {"text", "upto_message_id", "count"}. From the
 next message on the prompt carries it, while the last message it covers is still among the
-cut ones; when more is cut, it keeps being used and a refresh is enqueued, which summarises
-the previous summary plus the newly cut messages (bounded cost, not the whole conversation).
+cut ones; as more is cut it keeps being used, and once REFRESH_AFTER cut messages are newer
+than it a refresh is enqueued, which summarises the previous summary plus the newly cut
+messages (bounded cost, not the whole conversation).
 
 The summary goes through the gateway (a `llm_request` usage row for the conversation); with
 the offline provider, or when the model fails, an extractive summary (the start of each cut
@@ -34,6 +35,9 @@ logger = logging.getLogger(__name__)
 MAX_SUMMARY_CHARS = 1500
 EXTRACT_CHARS = 160  # per message, extractive fallback
 SCHEDULE_DEDUP_S = 120
+# Cut messages newer than the summary before it is refreshed: one summary call per few
+# exchanges, not one per message, in a long conversation.
+REFRESH_AFTER = 6
 
 
 def summary_usable(cached: Any, cut_ids: Sequence[str]) -> str | None:
@@ -42,6 +46,12 @@ def summary_usable(cached: Any, cut_ids: Sequence[str]) -> str | None:
     if not isinstance(cached, dict) or not cached.get("text"):
         return None
     return str(cached["text"]) if cached.get("upto_message_id") in cut_ids else None
+
+
+def summary_stale(cached: Any, cut_ids: Sequence[str]) -> bool:
+    """The usable cached summary leaves REFRESH_AFTER or more cut messages uncovered."""
+    covered = cut_ids.index(cached["upto_message_id"]) + 1
+    return len(cut_ids) - covered >= REFRESH_AFTER
 
 
 def history_summary_schedule(*, conversation_id: Any, upto_message_id: str) -> None:

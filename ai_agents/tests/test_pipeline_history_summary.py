@@ -82,6 +82,14 @@ def test_summary_of_the_cut_history_is_in_the_prompt_from_the_next_message(
     if strategy == "summarize":
         assert "pedido 771" not in prompt.split("[Resumen")[0]
 
+    # A few more cut messages keep the summary without a new summary call each time.
+    calls = len(fake_google.generate_requests)
+    _answer(fake_google, "respuesta 6")
+    with run_tasks():
+        _send(api_a, agent_id, "pregunta 6")
+    assert len(fake_google.generate_requests) == calls + 1
+    assert "[Resumen de conversación anterior" in _prompt(fake_google.generate_requests[-1])
+
 
 @pytest.mark.django_db
 def test_offline_summary_is_extractive_and_incremental(tenant_a: Tenant) -> None:
