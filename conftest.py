@@ -1,5 +1,6 @@
 """Root conftest: the shared fixtures live in erp.testing (services start in its plugin)."""
 
+from erp.testing.browser import asgi_server, browser, live_page  # noqa: F401
 from erp.testing.celery_worker import celery_worker_process  # noqa: F401
 from erp.testing.fake_google import _fake_google_server, fake_google  # noqa: F401
 from erp.testing.fake_openai import _fake_openai_server, fake_openai  # noqa: F401

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
@@ -13,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ai_agents.models import Agent, Chunk, Document, HttpTool, KnowledgeBase
+from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
 
@@ -197,3 +199,81 @@ class HttpToolAdmin(TenantOwnedAdmin):
 
     list_display = ["name", "method", "url_template", "is_active"]
     search_fields = ["name", "description"]
+
+
+class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Recipients as one address per line; the webhook secret is write-only (left empty, the
+    stored one is kept)."""
+
+    notify_emails = forms.CharField(
+        label=gettext_lazy("avisar por correo a"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=gettext_lazy(
+            "Una dirección por línea. Vacío: todos los miembros del equipo con correo."
+        ),
+    )
+    webhook_url = forms.URLField(
+        label=gettext_lazy("webhook de aviso"),
+        required=False,
+        max_length=2000,
+        assume_scheme="https",
+        help_text=gettext_lazy("POST JSON firmado en cada escalación (opcional)."),
+    )
+    webhook_secret = forms.CharField(
+        label=gettext_lazy("secreto del webhook"),
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=gettext_lazy(
+            "Firma HMAC-SHA256 del cuerpo en X-Signature-256. Déjelo vacío para conservar el "
+            "actual."
+        ),
+    )
+    webhook_secret_clear = forms.BooleanField(
+        label=gettext_lazy("borrar el secreto"), required=False
+    )
+
+    class Meta:
+        model = HandoffSettings
+        fields = ["tenant", "notify_emails", "webhook_url", "webhook_secret", "claim_lease_minutes"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["notify_emails"] = "\n".join(self.instance.notify_emails or [])
+
+    def clean_notify_emails(self) -> list[str]:
+        raw = self.cleaned_data.get("notify_emails") or ""
+        emails = [e.strip() for e in raw.replace(",", "\n").splitlines() if e.strip()]
+        for email in emails:
+            validate_email(email)
+        return list(dict.fromkeys(emails))
+
+    def save(self, commit: bool = True) -> Any:
+        instance = super().save(commit=False)
+        secret = self.cleaned_data.get("webhook_secret") or ""
+        if self.cleaned_data.get("webhook_secret_clear"):
+            instance.webhook_secret = ""
+        elif secret:
+            instance.webhook_secret = secret
+        elif instance.pk:
+            stored = HandoffSettings.objects.unscoped().filter(pk=instance.pk).first()
+            instance.webhook_secret = stored.webhook_secret if stored else ""
+        if commit:
+            instance.save()
+        return instance
+
+
+@admin.register(HandoffSettings)
+class HandoffSettingsAdmin(TenantOwnedAdmin):
+    """Who hears about escalations (e-mail, signed webhook) and how long a claim lasts."""
+
+    form = HandoffSettingsForm
+    list_display = ["__str__", "webhook_url", "claim_lease_minutes", "has_secret"]
+
+    @admin.display(description=gettext_lazy("secreto"), boolean=True)
+    def has_secret(self, obj: HandoffSettings) -> bool:
+        return bool(obj.webhook_secret)
+
+
+from ai_agents import admin_channels  # noqa: E402, F401  (channel bindings)

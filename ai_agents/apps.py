@@ -2,6 +2,7 @@ from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
 EXPIRY_BEAT_ENTRY = "ai-agents-expire-conversations"
+SWEEP_BEAT_ENTRY = "ai-agents-channel-pending-sweep"
 
 
 class AiAgentsConfig(AppConfig):
@@ -16,6 +17,9 @@ class AiAgentsConfig(AppConfig):
         settings.CELERY_BEAT_SCHEDULE.setdefault(
             EXPIRY_BEAT_ENTRY,
             {"task": "ai_agents.bulk_expire_conversations", "schedule": 15 * 60.0},
+        )
+        settings.CELERY_BEAT_SCHEDULE.setdefault(
+            SWEEP_BEAT_ENTRY, {"task": "ai_agents.channel_pending_sweep", "schedule": 60.0}
         )
         from ai_agents.demo import demo_agent_load, demo_knowledge_load
         from erp.demo import DEMO_LOADERS

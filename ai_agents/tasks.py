@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 
@@ -34,23 +35,170 @@ def bulk_expire_conversations() -> int:
 
 
 @shared_task(name="ai_agents.conversation_escalated_notify")
-def conversation_escalated_notify(conversation_id: str) -> dict[str, str]:
-    """Tells the human team a conversation needs them (real-time queue). For now a structured
-    log line the operators' alerting reads; the handoff issue adds e-mail and the inbox."""
-    from ai_agents.models import Conversation
+def conversation_escalated_notify(conversation_id: str) -> dict[str, object]:
+    """Tells the human team a conversation needs them (real-time queue): e-mail to the
+    tenant's handoff recipients and, when configured, the signed webhook (its own retrying
+    task, so a slow receiver never re-sends the e-mail)."""
+    from ai_agents.services.handoff_notify import EVENT_ESCALATED
 
-    conversation = Conversation.objects.unscoped().filter(pk=conversation_id).first()
+    return _staff_notice_send(conversation_id, EVENT_ESCALATED, "")
+
+
+@shared_task(name="ai_agents.handoff_staff_notify")
+def handoff_staff_notify(conversation_id: str, event: str, text: str = "") -> dict[str, object]:
+    """`ai_agents.services.handoff.staff_notify`: any event a person must hear about."""
+    return _staff_notice_send(conversation_id, event, text)
+
+
+def _staff_notice_send(conversation_id: str, event: str, text: str) -> dict[str, object]:
+    from ai_agents.models import Conversation
+    from ai_agents.services import handoff_notify
+
+    conversation = (
+        Conversation.objects.unscoped()
+        .select_related("tenant", "contact")
+        .filter(pk=conversation_id)
+        .first()
+    )
     if conversation is None:
         return {}
-    notice = {
-        "conversation_id": str(conversation.pk),
-        "tenant_id": str(conversation.tenant_id),
-        "agent_id": str(conversation.agent_id),
-        "reason": conversation.escalation_reason,
-        "priority": conversation.escalation_priority,
-    }
-    logger.warning("conversation.escalated", extra=notice)
-    return notice
+    with tenant_scope(conversation.tenant_id):
+        notice = handoff_notify.notice_build(conversation, event, text)
+        logger.warning(
+            "conversation.notice",
+            extra={
+                "event": event,
+                "conversation_id": notice["conversation_id"],
+                "tenant_id": str(conversation.tenant_id),
+                "reason": notice["reason"],
+                "priority": notice["priority"],
+            },
+        )
+        emailed = handoff_notify.notice_email_send(conversation, notice)
+        settings_row = handoff_notify.handoff_settings(conversation.tenant_id)
+        webhook = bool(settings_row and settings_row.webhook_url)
+    if webhook:
+        handoff_webhook_send.delay(
+            conversation.tenant_id, handoff_notify.notice_webhook_body(notice)
+        )
+    return {"event": event, "emailed": emailed, "webhook": webhook}
+
+
+# Webhook retries: 5xx, 429, timeouts and connection errors, after 1x, 2x, 4x, 8x, 16x this.
+WEBHOOK_RETRY_BASE_SECONDS = 5.0
+WEBHOOK_MAX_RETRIES = 5
+
+
+@shared_task(bind=True, name="ai_agents.handoff_webhook_send", max_retries=WEBHOOK_MAX_RETRIES)
+def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
+    """POSTs one notice to the tenant's webhook. Returns the answer's status (0: no webhook
+    configured any more, or a permanent failure: 4xx are not retried)."""
+    from ai_agents.services.handoff_notify import notice_webhook_post
+    from erp.http import HttpError
+
+    try:
+        with tenant_scope(tenant_id):
+            response = notice_webhook_post(tenant_id, body)
+    except HttpError as error:
+        if not error.retryable or self.request.retries >= WEBHOOK_MAX_RETRIES:
+            logger.warning(
+                "handoff.webhook_failed",
+                extra={
+                    "tenant_id": tenant_id,
+                    "status": error.status,
+                    "error": type(error).__name__,
+                },
+            )
+            return int(error.status or 0)
+        countdown = error.retry_after or WEBHOOK_RETRY_BASE_SECONDS * 2**self.request.retries
+        raise self.retry(countdown=countdown, exc=error) from None
+    return 0 if response is None else response.status
+
+
+@shared_task(name="ai_agents.handoff_reply_deliver")
+def handoff_reply_deliver(message_id: str) -> str:
+    """Sends a staff member's stored reply on its conversation's channel (real-time queue)."""
+    from ai_agents.channels.delivery import reply_deliver
+    from ai_agents.models import Message
+
+    tenant_id = (
+        Message.objects.unscoped().filter(pk=message_id).values_list("tenant_id", flat=True).first()
+    )
+    if tenant_id is None:
+        return ""
+    with tenant_scope(tenant_id):
+        return reply_deliver(message_id)
+
+
+@shared_task(name="ai_agents.channel_conversation_answer")
+def channel_conversation_answer(conversation_id: str, message_id: str = "") -> list[str]:
+    """Real-time queue: answers a conversation's stored channel messages in arrival order and
+    sends the replies on its channel. Returns the delivery status of each reply sent."""
+    from ai_agents.channels import adapter_for
+    from ai_agents.channels.delivery import reply_deliver
+    from ai_agents.models import Conversation, Message
+    from ai_agents.pipeline.run import conversation_answer_pending
+
+    conversation = (
+        Conversation.objects.unscoped().select_related("binding").filter(pk=conversation_id).first()
+    )
+    if conversation is None:
+        return []
+    with tenant_scope(conversation.tenant_id):
+        adapter = adapter_for(conversation.channel)
+        inbound = Message.objects.filter(pk=message_id).first() if message_id else None
+        if (
+            adapter is not None
+            and conversation.binding is not None
+            and inbound is not None
+            and "result" not in (inbound.metadata or {})
+            and conversation.status == Conversation.Status.ACTIVE
+        ):
+            adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
+        conversation_answer_pending(conversation_id=conversation.pk)
+        # Every reply of this conversation not yet handed over: this run's, and any left by a
+        # worker that stopped between storing and sending.
+        undelivered = (
+            Message.objects.filter(
+                conversation_id=conversation.pk,
+                role=Message.Role.ASSISTANT,
+                delivery_status="",
+            )
+            .order_by("created_at")
+            .values_list("pk", flat=True)
+        )
+        return [reply_deliver(pk) for pk in undelivered]
+
+
+@shared_task(name="ai_agents.channel_pending_sweep")
+def channel_pending_sweep() -> int:
+    """Beat, every minute: channel messages stored but not answered after a minute (the broker
+    was down when they arrived, or a worker died) are queued again. Returns how many
+    conversations were queued."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ai_agents.models import Message
+
+    now = timezone.now()
+    conversation_ids = list(
+        Message.objects.unscoped()
+        .filter(
+            role=Message.Role.USER,
+            created_at__gte=now - timedelta(hours=24),
+            created_at__lt=now - timedelta(minutes=1),
+            conversation__binding__isnull=False,
+        )
+        .exclude(metadata__has_key="result")
+        .values_list("conversation_id", flat=True)
+        .distinct()[:500]
+    )
+    for conversation_id in conversation_ids:
+        channel_conversation_answer.delay(str(conversation_id))
+    if conversation_ids:
+        logger.warning("channel.pending_requeued", extra={"count": len(conversation_ids)})
+    return len(conversation_ids)
 
 
 @shared_task(name="ai_agents.conversation_history_summarize")

@@ -33,6 +33,8 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 PORT = env_int("PORT", 8000)
+# Public address of this site, for links in e-mails and webhooks (the staff inbox).
+SITE_URL = (env_str("SITE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
 
 # Secrets at rest: newest key first. Rotation = prepend a new key, keep the old ones until
 # `manage.py secrets_rotate` has re-encrypted every row.
@@ -175,8 +177,9 @@ STORAGES = {
 # --- Limits ---------------------------------------------------------------------------------
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
-# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads.
-UPLOAD_PATH_MARKERS = ["/documents"]
+# Paths (prefixes) whose bodies may be as large as UPLOAD_MAX_BYTES: document uploads and
+# inbound e-mail (a raw message with its attachments).
+UPLOAD_PATH_MARKERS = ["/documents", "/webhooks/email/"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

@@ -12,6 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ai_agents.models import Conversation, Message
+from ai_agents.services.handoff import (
+    claim_is_valid,
+    conversation_waiting_since,
+    conversations_annotate_waiting,
+    user_display_name,
+)
 from erp.api.views import TenantGenericAPIView
 from erp.tenancy.permissions import HasTenant
 from erp.tenancy.selectors import access_tenant_object
@@ -20,6 +26,28 @@ from erp.tenancy.selectors import access_tenant_object
 class ConversationSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     agent = serializers.UUIDField(source="agent_id", read_only=True)
     contact = serializers.UUIDField(source="contact_id", read_only=True)
+    assigned_to = serializers.SerializerMethodField()
+    claim_expires_at = serializers.SerializerMethodField()
+    claimed = serializers.SerializerMethodField()
+    waiting_since = serializers.SerializerMethodField()
+
+    def get_assigned_to(self, obj: Conversation) -> dict[str, Any] | None:
+        """Who handles it (the holder, or who closed it); null when nobody."""
+        if obj.assigned_to_id is None:
+            return None
+        return {"id": obj.assigned_to_id, "name": user_display_name(obj.assigned_to)}
+
+    def get_claim_expires_at(self, obj: Conversation) -> str | None:
+        value = obj.claim_expires_at
+        return None if value is None else serializers.DateTimeField().to_representation(value)
+
+    def get_claimed(self, obj: Conversation) -> bool:
+        """A person holds it under a lease that still runs (false: unclaimed or expired)."""
+        return claim_is_valid(obj)
+
+    def get_waiting_since(self, obj: Conversation) -> str | None:
+        value = conversation_waiting_since(obj)
+        return None if value is None else serializers.DateTimeField().to_representation(value)
 
     class Meta:
         model = Conversation
@@ -34,6 +62,10 @@ class ConversationSerializer(serializers.ModelSerializer):  # type: ignore[type-
             "escalated_at",
             "escalation_reason",
             "escalation_priority",
+            "assigned_to",
+            "claim_expires_at",
+            "claimed",
+            "waiting_since",
             "session_variables",
             "message_count",
             "tokens_used",
@@ -45,6 +77,14 @@ class ConversationSerializer(serializers.ModelSerializer):  # type: ignore[type-
 
 
 class MessageSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    author = serializers.SerializerMethodField()
+
+    def get_author(self, obj: Message) -> dict[str, Any] | None:
+        """The staff member who wrote it (human handoff); null for the customer and the bot."""
+        if obj.author_id is None:
+            return None
+        return {"id": obj.author_id, "name": user_display_name(obj.author)}
+
     class Meta:
         model = Message
         fields = [
@@ -58,6 +98,8 @@ class MessageSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "tool_calls",
             "metadata",
             "channel_message_id",
+            "author",
+            "delivery_status",
             "created_at",
         ]
         read_only_fields = fields
@@ -68,7 +110,9 @@ class ConversationListView(mixins.ListModelMixin, TenantGenericAPIView):
     serializer_class = ConversationSerializer
 
     def get_queryset(self) -> Any:
-        rows = Conversation.objects.for_tenant(self.tenant).order_by("-last_message_at", "id")
+        rows = conversations_annotate_waiting(
+            Conversation.objects.for_tenant(self.tenant).select_related("assigned_to")
+        ).order_by("-last_message_at", "id")
         wanted = self.request.query_params.get("status")
         if wanted:
             if wanted not in Conversation.Status.values:
@@ -92,7 +136,16 @@ class ConversationDetailView(TenantGenericAPIView):
         except ValueError:
             raise Http404 from None
         conversation = access_tenant_object(Conversation, self.tenant, conversation_id)
-        body = ConversationSerializer(conversation).data
-        messages = Message.objects.for_tenant(self.tenant).filter(conversation=conversation)
-        body["messages"] = MessageSerializer(messages.order_by("created_at", "id"), many=True).data
-        return Response(body)
+        return Response(conversation_body(conversation))
+
+
+def conversation_body(conversation: Conversation) -> dict[str, Any]:
+    """The conversation JSON with its messages (detail, and the handoff actions' answer)."""
+    body = dict(ConversationSerializer(conversation).data)
+    messages = (
+        Message.objects.for_tenant(conversation.tenant_id)
+        .filter(conversation=conversation)
+        .select_related("author")
+    )
+    body["messages"] = MessageSerializer(messages.order_by("created_at", "id"), many=True).data
+    return body

@@ -16,7 +16,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,39 +51,48 @@ def _event(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
+Present = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 class _Run:
     """The pipeline in a worker thread, its events in a thread-safe queue: ("token", text),
-    then ("result", body) or ("fail", None)."""
+    then ("result", body) or ("fail", None). `present` shapes the result for another audience
+    (the web chat visitor); it runs in the pipeline's thread, so it may read the database."""
 
-    def __init__(self, agent: Agent, inbound: Inbound) -> None:
+    def __init__(self, agent: Agent, inbound: Inbound, present: Present | None = None) -> None:
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.thread = threading.Thread(target=self._work, args=(agent, inbound), daemon=True)
+        self.thread = threading.Thread(
+            target=self._work, args=(agent, inbound, present), daemon=True
+        )
         self.thread.start()
 
-    def _work(self, agent: Agent, inbound: Inbound) -> None:
+    def _work(self, agent: Agent, inbound: Inbound, present: Present | None) -> None:
         try:
             body = message_process(
                 agent=agent,
                 inbound=inbound,
                 on_delta=lambda text: self.events.put(("token", text)),
             )
-            self.events.put(("result", body))
+            self.events.put(("result", present(body) if present is not None else body))
         except Exception:
             logger.exception("pipeline.stream_failed")
             self.events.put(("fail", None))
         finally:
             connection.close()
 
+    async def next(self) -> tuple[str, Any]:
+        # A thread hop per event: the queue is filled by the pipeline's thread.
+        return await asyncio.to_thread(self.events.get)
 
-async def _events(run: _Run, first: tuple[str, Any]) -> AsyncIterator[str]:
-    kind, value = first
+
+async def _events(run: _Run, first: tuple[str, Any] | None = None) -> AsyncIterator[str]:
+    kind, value = first if first is not None else await run.next()
     streamed = False
     while True:
         if kind == "token":
             streamed = True
             yield _event("token", {"text": value})
-            # A thread hop per event: the queue is filled by the pipeline's thread.
-            kind, value = await asyncio.to_thread(run.events.get)
+            kind, value = await run.next()
             continue
         if kind == "fail":
             yield _event(
@@ -93,7 +102,7 @@ async def _events(run: _Run, first: tuple[str, Any]) -> AsyncIterator[str]:
             return
         body: dict[str, Any] = value
         limited = body.pop("rate_limited", None)
-        if limited is not None:  # only when decided after the first token (never today)
+        if limited is not None:  # a stream started before the limit was known
             yield _event(
                 "error",
                 {
@@ -109,6 +118,13 @@ async def _events(run: _Run, first: tuple[str, Any]) -> AsyncIterator[str]:
         yield _event("citations", {"citations": reply["citations"] if reply else []})
         yield _event("done", body)
         return
+
+
+def _streaming(events: AsyncIterator[str]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 @dataclass(frozen=True)
@@ -129,7 +145,11 @@ def stream_start(agent: Agent, inbound: Inbound) -> Started:
     first = run.events.get()
     if first[0] == "result" and "rate_limited" in first[1]:
         return Started(limited_body=first[1])
-    response = StreamingHttpResponse(_events(run, first), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return Started(response=response)
+    return Started(response=_streaming(_events(run, first)))
+
+
+def stream_response(
+    agent: Agent, inbound: Inbound, present: Present | None = None
+) -> StreamingHttpResponse:
+    """The stream at once (the web chat: its visitor-facing result has no rate-limit field)."""
+    return _streaming(_events(_Run(agent, inbound, present)))

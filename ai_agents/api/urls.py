@@ -49,3 +49,30 @@ urlpatterns += [
         name="conversation-detail",
     ),
 ]
+
+from ai_agents.api import handoff as handoff_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        f"conversations/<str:conversation_id>/{name}",
+        view.as_view(),
+        name=f"conversation-{name}",
+    )
+    for name, view in (
+        ("claim", handoff_views.ClaimView),
+        ("reply", handoff_views.ReplyView),
+        ("release", handoff_views.ReleaseView),
+        ("close", handoff_views.CloseView),
+    )
+]
+
+from ai_agents.api import channels as channel_views  # noqa: E402
+
+urlpatterns += [
+    path("channels", channel_views.ChannelListView.as_view(), name="channel-list"),
+    path(
+        "channels/<str:channel_id>",
+        channel_views.ChannelDetailView.as_view(),
+        name="channel-detail",
+    ),
+]

@@ -1,13 +1,17 @@
 from ai_agents.models.agents import Agent, Contact, Conversation, Message
+from ai_agents.models.channels import ChannelBinding, Delivery, HandoffSettings
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
 from ai_agents.models.tools import HttpTool
 
 __all__ = [
     "Agent",
+    "ChannelBinding",
     "Chunk",
     "Contact",
     "Conversation",
+    "Delivery",
     "Document",
+    "HandoffSettings",
     "HttpTool",
     "KnowledgeBase",
     "Message",

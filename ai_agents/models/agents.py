@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -147,7 +148,7 @@ class Conversation(TenantOwnedModel):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
     channel = models.CharField(_("canal"), max_length=50)  # api, whatsapp, webchat, email
-    channel_conversation_id = models.CharField(_("id en el canal"), max_length=100, blank=True)
+    channel_conversation_id = models.CharField(_("id en el canal"), max_length=255, blank=True)
     contact = models.ForeignKey(
         Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="conversations"
     )
@@ -159,6 +160,30 @@ class Conversation(TenantOwnedModel):
     )
     escalated_at = models.DateTimeField(_("escalada el"), null=True, blank=True)
     escalated_to = models.UUIDField(_("escalada a"), null=True, blank=True)
+    # The channel binding replies go out through (None for the REST channel).
+    binding = models.ForeignKey(
+        "ai_agents.ChannelBinding",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="conversations",
+        verbose_name=_("canal"),
+    )
+    # Human handoff: the staff member holding the conversation, until the lease ends (renewed
+    # by their activity). While held, the bot never speaks.
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("atendida por"),
+    )
+    claim_expires_at = models.DateTimeField(_("reserva hasta"), null=True, blank=True)
+    # The customer's last message (WhatsApp's 24-hour customer-service window).
+    last_inbound_at = models.DateTimeField(_("último mensaje del cliente"), null=True, blank=True)
+    # Channel facts of the thread (e-mail subject and references, WhatsApp wa_id...).
+    channel_data = models.JSONField(_("datos del canal"), default=dict, blank=True)
     escalation_reason = models.CharField(_("motivo de escalación"), max_length=100, blank=True)
     escalation_priority = models.CharField(_("prioridad"), max_length=10, blank=True)
     session_variables = models.JSONField(_("variables de sesión"), default=dict, blank=True)
@@ -229,11 +254,22 @@ class Message(TenantOwnedModel):
     metadata = models.JSONField(_("metadatos"), default=dict, blank=True)
     # NULL, not "": messages without a channel id stay out of the unique constraint.
     channel_message_id = models.CharField(  # noqa: DJ001
-        _("id del mensaje en el canal"), max_length=100, null=True, blank=True
+        _("id del mensaje en el canal"), max_length=255, null=True, blank=True
     )
     reply_to = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replies"
     )
+    # A staff member's reply (human handoff); None for the customer and the bot.
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("autor"),
+    )
+    # Outbound messages: the summary of their deliveries (see Delivery); "" for inbound.
+    delivery_status = models.CharField(_("entrega"), max_length=20, blank=True)
     # Set by the pipeline (arrival time for the inbound message), not on INSERT.
     created_at = models.DateTimeField(_("fecha"), default=timezone.now)
 
@@ -244,6 +280,12 @@ class Message(TenantOwnedModel):
         indexes = [
             models.Index(fields=["tenant", "conversation", "created_at"], name="msg_tenant_conv"),
             models.Index(fields=["tenant", "created_at"], name="msg_tenant_created"),
+            # Only the customer messages still waiting for an answer (see channel_pending_sweep).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(role="user") & ~Q(metadata__has_key="result"),
+                name="msg_unanswered",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -101,6 +101,124 @@ def message_process(
         return _run(agent, conversation, contact, user_message, timer, on_delta)
 
 
+def message_receive(
+    *,
+    agent: Agent,
+    inbound: Inbound,
+    binding: Any = None,
+    answer: bool = True,
+) -> tuple[Message, bool]:
+    """Stores one inbound channel message before it is acknowledged; the model runs later
+    (`conversation_answer_pending`, on the real-time queue). Returns the message and whether it
+    is new: a redelivered `channel_message_id` meets the unique constraint and returns the
+    first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
+    already handled, so it is never answered.
+
+    Takes no thread lock: a webhook never waits for a model call in progress."""
+    contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
+    thread_id = inbound.thread_id or contact.external_id
+    now = timezone.now()
+    with transaction.atomic():
+        if inbound.channel_message_id:
+            existing = steps.message_by_channel_id(
+                agent=agent, channel_message_id=inbound.channel_message_id
+            )
+            if existing is not None:
+                return existing, False
+        conversation = steps.conversation_open(
+            agent=agent,
+            channel=inbound.channel,
+            thread_id=thread_id,
+            contact=contact,
+            binding=binding,
+        )
+        metadata: dict[str, Any] = {"channel_metadata": dict(inbound.metadata or {})}
+        if not answer:
+            metadata["result"] = {
+                "conversation_id": str(conversation.pk),
+                "reply": None,
+                "ignored": True,
+            }
+        message = Message(
+            tenant_id=agent.tenant_id,
+            conversation=conversation,
+            agent=agent,
+            role=Message.Role.USER,
+            content=inbound.text,
+            channel_message_id=inbound.channel_message_id or None,
+            metadata=metadata,
+            created_at=now,
+        )
+        try:
+            with transaction.atomic():
+                message.save(force_insert=True)
+        except IntegrityError:
+            existing = steps.message_by_channel_id(
+                agent=agent, channel_message_id=str(inbound.channel_message_id)
+            )
+            if existing is None:
+                raise
+            return existing, False
+        changes: dict[str, Any] = {
+            "message_count": F("message_count") + 1,
+            "last_message_at": now,
+            "last_inbound_at": now,
+        }
+        if binding is not None and conversation.binding_id is None:
+            changes["binding"] = binding
+        Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
+            **changes
+        )
+    return message, True
+
+
+def conversation_answer_pending(
+    *, conversation_id: Any, on_delta: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Answers the conversation's stored, not yet answered messages one at a time in arrival
+    order, under the thread's lock (so concurrent tasks for one conversation queue up and the
+    later ones find nothing left). Returns the results, oldest first."""
+    conversation = (
+        Conversation.objects.unscoped()
+        .select_related("agent__tenant", "contact")
+        .filter(pk=conversation_id)
+        .first()
+    )
+    if conversation is None:
+        return []
+    agent = conversation.agent
+    results = []
+    with transaction.atomic():
+        steps.thread_lock(
+            agent_id=agent.pk,
+            channel=conversation.channel,
+            thread_id=conversation.channel_conversation_id,
+        )
+        pending = list(
+            Message.objects.for_tenant(agent.tenant_id)
+            .filter(conversation_id=conversation.pk, role=Message.Role.USER)
+            .exclude(metadata__has_key="result")
+            .order_by("created_at")
+        )
+        for user_message in pending:
+            # Read after the lock (and again per message): a person may have claimed or
+            # closed it; the previous answer may have escalated it.
+            conversation.refresh_from_db(
+                fields=["status", "assigned_to", "session_variables", "claim_expires_at"]
+            )
+            timer = _Timer()
+            if conversation.status not in Conversation.OPEN_STATUSES:
+                results.append(
+                    _finish(conversation, user_message, None, None, steps.Retrieval(), {}, timer)
+                )
+                continue
+            timer.mark("receive")
+            results.append(
+                _run(agent, conversation, conversation.contact, user_message, timer, on_delta)
+            )
+    return results
+
+
 def _run(
     agent: Agent,
     conversation: Conversation,
@@ -132,7 +250,11 @@ def _run(
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
     triggers = agent.escalation_triggers or []
-    history, recent = steps.history_load(conversation=conversation, config=agent.history)
+    history, recent = steps.history_load(
+        conversation=conversation,
+        config=agent.history,
+        before=None if user_message._state.adding else user_message.created_at,
+    )
     early_intent = seams.keyword_intent(user_message.content, agent.intent_detection or {})
     if early_intent:
         meta["intent_detected"] = early_intent
@@ -374,9 +496,16 @@ def _finish(
     meta["response_time_ms"] = meta["timings_ms"]["total"]
     if reply is not None:
         reply.metadata = meta
-    rows = [user_message, *([reply] if reply is not None else [])]
+        if escalation is not None:
+            meta["escalation_notice"] = True
+    # A message stored on arrival (channel webhooks) only gets its result; otherwise the
+    # inbound message and the reply go in one INSERT.
+    stored = not user_message._state.adding
+    rows = [*([] if stored else [user_message]), *([reply] if reply is not None else [])]
     messages = Message.objects.for_tenant(conversation.tenant_id)
-    if user_message.channel_message_id:
+    if stored:
+        messages.filter(pk=user_message.pk).update(metadata=user_message.metadata)
+    if user_message.channel_message_id and not stored:
         try:
             with transaction.atomic():
                 messages.bulk_create(rows)
@@ -389,13 +518,15 @@ def _finish(
             if original is not None:
                 return _stored_result(original)
             raise
-    else:
+    elif rows:
         messages.bulk_create(rows)
     changes: dict[str, Any] = {
         "message_count": F("message_count") + len(rows),
         "tokens_used": F("tokens_used") + spent.input_tokens + spent.output_tokens,
         "last_message_at": now,
     }
+    if not stored:
+        changes["last_inbound_at"] = user_message.created_at
     if escalation is not None:
         changes.update(
             status=Conversation.Status.ESCALATED,
@@ -403,11 +534,52 @@ def _finish(
             escalation_reason=escalation.reason[:100],
             escalation_priority=escalation.priority,
         )
-    Conversation.objects.for_tenant(conversation.tenant_id).filter(pk=conversation.pk).update(
-        **changes
+    conversations = Conversation.objects.for_tenant(conversation.tenant_id).filter(
+        pk=conversation.pk
     )
+    if reply is None:
+        conversations.update(**changes)
+    elif not conversations.filter(
+        status=conversation.status, assigned_to_id=conversation.assigned_to_id
+    ).update(**changes):
+        # A person took the conversation over (or closed it) while the model worked: the bot
+        # keeps quiet; their state stands.
+        return _suppress(conversation, user_message, reply, body, changes, inserted=not stored)
     if escalation is not None:
         _notify_escalation(conversation.pk)
+    return body
+
+
+def _suppress(
+    conversation: Conversation,
+    user_message: Message,
+    reply: Message,
+    body: dict[str, Any],
+    changes: dict[str, Any],
+    *,
+    inserted: bool,
+) -> dict[str, Any]:
+    messages = Message.objects.for_tenant(conversation.tenant_id)
+    messages.filter(pk=reply.pk).delete()
+    current = (
+        Conversation.objects.for_tenant(conversation.tenant_id)
+        .filter(pk=conversation.pk)
+        .values_list("status", flat=True)
+        .first()
+    )
+    body = {**body, "reply": None, "escalation": None, "conversation_status": current}
+    body["suppressed"] = "human_took_over"
+    user_message.metadata = {**user_message.metadata, "result": body}
+    messages.filter(pk=user_message.pk).update(metadata=user_message.metadata)
+    kept = {
+        k: v
+        for k, v in changes.items()
+        if k in ("tokens_used", "last_message_at", "last_inbound_at")
+    }
+    kept["message_count"] = F("message_count") + int(inserted)
+    Conversation.objects.for_tenant(conversation.tenant_id).filter(pk=conversation.pk).update(
+        **kept
+    )
     return body
 
 

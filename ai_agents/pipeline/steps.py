@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -127,23 +128,34 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     return contact
 
 
-def conversation_open_locked(
-    *, agent: Agent, channel: str, thread_id: str, contact: Contact | None
+def thread_lock(*, agent_id: Any, channel: str, thread_id: str) -> None:
+    """Inside a transaction: waits for, then holds until the transaction ends, the lock of one
+    contact thread. Messages of one conversation are processed one at a time, in arrival order
+    (PostgreSQL grants waiters in order), different conversations in parallel.
+
+    An advisory lock, not a row lock: staff claiming or closing the conversation meanwhile never
+    wait for the model; the run re-checks the conversation before it stores its reply."""
+    key = f"{agent_id}:{channel}:{thread_id}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+
+
+def conversation_open(
+    *,
+    agent: Agent,
+    channel: str,
+    thread_id: str,
+    contact: Contact | None,
+    binding: Any = None,
 ) -> Conversation:
-    """Inside a transaction: the open (active or escalated) conversation of this thread, locked
-    until the transaction ends, or a new one. Messages of one conversation are processed one at
-    a time, in arrival order; a closed or expired conversation is never reused; concurrent first
-    messages share one conversation (partial unique constraint: the loser waits, then locks the
-    winner's row)."""
-    rows = (
-        Conversation.objects.for_tenant(agent.tenant_id)
-        .select_for_update()
-        .filter(
-            agent=agent,
-            channel=channel,
-            channel_conversation_id=thread_id,
-            status__in=Conversation.OPEN_STATUSES,
-        )
+    """The open (active or escalated) conversation of this thread, or a new one. A closed or
+    expired conversation is never reused; concurrent first messages share one conversation
+    (partial unique constraint: the loser reads the winner's row)."""
+    rows = Conversation.objects.for_tenant(agent.tenant_id).filter(
+        agent=agent,
+        channel=channel,
+        channel_conversation_id=thread_id,
+        status__in=Conversation.OPEN_STATUSES,
     )
     for _attempt in range(3):
         found = rows.first()
@@ -158,10 +170,20 @@ def conversation_open_locked(
                     channel_conversation_id=thread_id,
                     contact=contact,
                     contact_identifier=contact.external_id if contact else thread_id,
+                    binding=binding,
                 )
         except IntegrityError:
             continue  # another request created it first
-    raise RuntimeError("conversation_open_locked: could not find or create")  # pragma: no cover
+    raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
+
+
+def conversation_open_locked(
+    *, agent: Agent, channel: str, thread_id: str, contact: Contact | None
+) -> Conversation:
+    """Inside a transaction: the thread's lock (see `thread_lock`), then its open conversation
+    (read after the lock, so it is current) or a new one."""
+    thread_lock(agent_id=agent.pk, channel=channel, thread_id=thread_id)
+    return conversation_open(agent=agent, channel=channel, thread_id=thread_id, contact=contact)
 
 
 def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
@@ -176,13 +198,14 @@ def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message |
 
 
 def history_load(
-    *, conversation: Conversation, config: Mapping[str, Any]
+    *, conversation: Conversation, config: Mapping[str, Any], before: Any = None
 ) -> tuple[list[seams.Turn], list[str]]:
-    """Earlier user/assistant messages truncated per the agent's history config, and the
-    earlier user texts (oldest first, for loop detection); one query. With `summarize` and
-    `smart`, the conversation's cached summary of the cut middle is the summary item while it
-    still covers cut messages; a summary is enqueued for after the reply when there is none,
-    and a refresh when enough newer messages are cut (ai_agents/services/history_summary.py)."""
+    """Earlier user/assistant messages (before `before`, when the message being answered is
+    already stored) truncated per the agent's history config, and the earlier user texts
+    (oldest first, for loop detection); one query. With `summarize` and `smart`, the
+    conversation's cached summary of the cut middle is the summary item while it still covers
+    cut messages; a summary is enqueued for after the reply when there is none, and a refresh
+    when enough newer messages are cut (ai_agents/services/history_summary.py)."""
     from ai_agents.services.history_summary import (
         history_summary_schedule,
         summary_stale,
@@ -190,12 +213,13 @@ def history_load(
     )
 
     limit = int(config["max_messages"])
-    rows = (
-        Message.objects.for_tenant(conversation.tenant_id)
-        .filter(conversation=conversation, role__in=["user", "assistant"])
-        .order_by("-created_at")
-        .values_list("id", "role", "content")[: max(limit * 3, 20)]
+    rows = Message.objects.for_tenant(conversation.tenant_id).filter(
+        conversation=conversation, role__in=["user", "assistant"]
     )
+    if before is not None:
+        # Replies given since count; later customer messages (answered after this one) do not.
+        rows = rows.filter(Q(role="assistant") | Q(created_at__lt=before))
+    rows = rows.order_by("-created_at").values_list("id", "role", "content")[: max(limit * 3, 20)]
     turns = [seams.Turn(role=r, content=c, message_id=str(i)) for i, r, c in reversed(rows)]
     recent = [t.content for t in turns if t.role == "user"]
     options = {

@@ -4,66 +4,22 @@ reload, the conversation is gone; nothing was written to web storage."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
+from erp.testing.browser import BROWSER_TEST, admin_login
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fixtures import Persona
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
-]
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-    # The Playwright sync API runs an event loop in this thread, so Django's ORM would refuse
-    # to run here (browser-tests.md pitfall 6); only while the browser lives.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_api.sync_playwright() as pw:
-            chromium = pw.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-@pytest.fixture
-def page(browser: Any, live_server: Any) -> Iterator[Any]:
-    context = browser.new_context(base_url=live_server.url, locale="es-ES")
-    context.set_default_timeout(15_000)
-    yield context.new_page()
-    context.close()
+pytestmark = BROWSER_TEST
 
 
 def test_ask_on_the_page_then_reload_forgets(
-    page: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
+    live_page: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
 ):
     from playwright.sync_api import expect
 
+    page = live_page
     fake_mailbox.items = hetzner_items()
     fake_mailbox.bodies[("msg_123", "inbox")] = "Your server was rebooted for maintenance."
     answer = "El último aviso de Hetzner decía que tu servidor se reinició por mantenimiento."
@@ -75,10 +31,7 @@ def test_ask_on_the_page_then_reload_forgets(
 
     page.goto("/correo/")
     assert "/admin/login/" in page.url  # login required
-    page.fill("#id_username", owner.user.username)
-    page.fill("#id_password", "pass-1234")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/correo/")
+    admin_login(page, owner, "/correo/")
     expect(page.get_by_text("Buzón sin conectar.")).to_be_visible()
     expect(page.get_by_role("link", name="Conectar Zoho Mail")).to_have_attribute(
         "href", "/correo/zoho/connect"
@@ -110,15 +63,12 @@ def test_ask_on_the_page_then_reload_forgets(
 
 
 def test_rate_limit_and_disconnected_mailbox_messages(
-    page: Any, owner: Persona, fake_google: FakeGoogle, settings: Any
+    live_page: Any, owner: Persona, fake_google: FakeGoogle, settings: Any
 ):
     from playwright.sync_api import expect
 
-    page.goto("/admin/login/?next=/correo/")
-    page.fill("#id_username", owner.user.username)
-    page.fill("#id_password", "pass-1234")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/correo/")
+    page = live_page
+    admin_login(page, owner, "/correo/")
 
     page.get_by_label("Tu pregunta").fill("¿Hola?")
     page.get_by_role("button", name="Preguntar").click()  # no mailbox connected: 503

@@ -144,6 +144,10 @@ def _record(
 
 
 def _ensure_credits(context: CallContext, provider: str, model: str) -> None:
+    """Refuses calls once the tenant's balance is spent, except the offline provider's: it calls
+    nothing and costs nothing, so an agent without credits still answers its fallback flow."""
+    if provider == "offline":
+        return
     try:
         usage.credits_ensure(tenant=context.tenant)
     except NoCredits as exc:

@@ -152,3 +152,17 @@ def test_offline_is_the_default_without_any_provider_configured(
     result = gateway.llm_generate(ask(), context=gateway.CallContext(tenant=tenant_a))
     assert (result.provider, result.model) == ("offline", "offline")
     assert [(r.provider, r.cost_usd) for r in rows(tenant_a)] == [("offline", Decimal("0"))]
+
+
+def test_the_offline_provider_answers_even_with_no_credits_left(
+    settings: Any, tenant_a: Tenant
+) -> None:
+    settings.GOOGLE_AI_API_KEY = None
+    settings.OPENAI_BASE_URL = None
+    settings.AI_CREDITS_MODE = "enforce"
+    Tenant.objects.filter(pk=tenant_a.pk).update(ai_credit_balance_usd=Decimal("0"))
+
+    result = gateway.llm_generate(ask(), context=gateway.CallContext(tenant=tenant_a))
+
+    assert result.provider == "offline"
+    assert [(r.provider, r.success) for r in rows(tenant_a)] == [("offline", True)]

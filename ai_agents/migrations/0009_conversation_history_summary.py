@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ai_agents', '0007_message_created_at'),
+        ('ai_agents', '0008_channels_handoff'),
     ]
 
     operations = [

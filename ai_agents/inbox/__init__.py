@@ -1,0 +1,1 @@
+"""The staff inbox: escalated conversations, claim / reply / release / close (`/inbox/`)."""

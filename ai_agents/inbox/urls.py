@@ -1,0 +1,11 @@
+"""Staff inbox pages, mounted at /inbox/ by erp.urls (by string: erp never imports ai_agents)."""
+
+from django.urls import path
+
+from ai_agents.inbox import views
+
+urlpatterns = [
+    path("", views.inbox_list, name="inbox"),
+    path("<uuid:conversation_id>", views.inbox_conversation, name="inbox-conversation"),
+    path("<uuid:conversation_id>/events", views.inbox_events, name="inbox-events"),
+]

@@ -1,0 +1,290 @@
+/* Web chat widget, no dependencies. On a page of an allowed origin:
+ *   <script src="https://HOST/widget.js" data-key="PUBLIC_KEY" async></script>
+ * Options: data-lang="es|en" (else navigator.language), data-open="true".
+ * CSP: script-src HOST; connect-src HOST. No inline script or style, no eval (the styles are a
+ * constructed stylesheet adopted by the shadow root).
+ *
+ * Stable DOM for tests (open shadow root of <div data-erp-webchat> at the end of <body>):
+ *   [data-wc=launcher]  button (aria-expanded)      [data-wc=panel]   role=dialog, hidden when closed
+ *   [data-wc=title]     agent name                  [data-wc=close]   close button
+ *   [data-wc=state]     data-state=bot|waiting|human ("Le atiende una persona" when human)
+ *   [data-wc=greeting]  greeting (not a message)    [data-wc=error]   role=alert
+ *   [data-wc=log]       role=log, aria-live=polite; holds [data-wc=message] items:
+ *                       data-role=user|assistant, data-human=true|false, data-id (message id,
+ *                       "" until stored), data-streaming=true while tokens arrive; inside them
+ *                       [data-wc=author] and [data-wc=text]
+ *   [data-wc=note]      "your message reached the person" notes inside the log
+ *   [data-wc=input]     textarea (Enter sends, Shift+Enter new line)   [data-wc=send] button
+ * The session token lives in localStorage ("erp-webchat:<key>"), so history survives reloads.
+ */
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  var key = script && script.getAttribute("data-key");
+  if (!key || !script.src || window["erpWebchat:" + key]) return;
+  window["erpWebchat:" + key] = true;
+
+  var api = new URL(script.src, location.href).origin + "/api/webchat/" + encodeURIComponent(key);
+  var store = "erp-webchat:" + key;
+  var lang = (script.getAttribute("data-lang") || navigator.language || "es").slice(0, 2).toLowerCase();
+  if (lang !== "en") lang = "es";
+  var T = lang === "en"
+    ? { open: "Open chat", close: "Close chat", title: "Chat", send: "Send", input_label: "Type your message",
+        error: "The message could not be sent.", unavailable: "The chat is not available now." }
+    : { open: "Abrir el chat", close: "Cerrar el chat", title: "Chat", send: "Enviar", input_label: "Escriba su mensaje",
+        error: "No se pudo enviar el mensaje.", unavailable: "El chat no está disponible ahora." };
+
+  var CSS = [
+    ":host{all:initial;position:fixed;right:16px;bottom:16px;z-index:2147483000;font:15px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1b1f24}",
+    "*{box-sizing:border-box}",
+    "[hidden]{display:none!important}",
+    ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
+    "button,textarea{font:inherit}",
+    "button:focus-visible,textarea:focus-visible{outline:3px solid #f5a623;outline-offset:2px}",
+    ".launcher{display:block;margin-left:auto;border:0;border-radius:28px;padding:12px 18px;background:#1f5fbf;color:#fff;cursor:pointer;box-shadow:0 2px 10px rgba(0,0,0,.25)}",
+    ".panel{display:flex;flex-direction:column;width:min(370px,calc(100vw - 32px));height:min(540px,calc(100vh - 100px));margin-bottom:10px;background:#fff;border:1px solid #c9ced6;border-radius:12px;box-shadow:0 6px 24px rgba(0,0,0,.22);overflow:hidden}",
+    ".head{display:flex;align-items:center;gap:8px;padding:10px 12px;background:#1f5fbf;color:#fff}",
+    ".head h2{flex:1;margin:0;font-size:16px}",
+    ".x{border:0;background:transparent;color:#fff;font-size:22px;line-height:1;cursor:pointer;padding:2px 8px;border-radius:6px}",
+    ".state{margin:0;padding:6px 12px;background:#fff4d6;color:#5b4200;font-size:13px}",
+    ".log{flex:1;overflow-y:auto;margin:0;padding:12px;list-style:none;display:flex;flex-direction:column;gap:8px}",
+    ".msg{max-width:85%;padding:8px 10px;border-radius:10px;background:#eef1f5;align-self:flex-start}",
+    ".msg[data-role=user]{align-self:flex-end;background:#dbe8fb}",
+    ".msg[data-human=true]{background:#e3f4e6}",
+    ".who{display:block;font-size:12px;color:#555e6b}",
+    ".txt{white-space:pre-wrap;overflow-wrap:anywhere}",
+    ".note,.greet{align-self:center;font-size:13px;color:#555e6b;text-align:center}",
+    ".err{margin:0;padding:6px 12px;color:#8a1c1c;background:#fdecec;font-size:13px}",
+    "form{display:flex;gap:8px;padding:10px;border-top:1px solid #e1e4e8}",
+    "textarea{flex:1;resize:none;height:44px;padding:8px;border:1px solid #9aa3ae;border-radius:8px;color:inherit}",
+    ".send{border:0;border-radius:8px;padding:0 14px;background:#1f5fbf;color:#fff;cursor:pointer}",
+    ".send:disabled{opacity:.6;cursor:default}"
+  ].join("\n");
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    for (var name in attrs) node.setAttribute(name, attrs[name]);
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  var host = el("div", { "data-erp-webchat": "" });
+  var root = host.attachShadow({ mode: "open" });
+  if (root.adoptedStyleSheets !== undefined && typeof CSSStyleSheet === "function") {
+    var sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    root.adoptedStyleSheets = [sheet];
+  } else {
+    root.appendChild(el("style", {}, CSS)); // old browsers; blocked by a strict style-src
+  }
+
+  var panel = el("div", { "data-wc": "panel", "class": "panel", role: "dialog", "aria-modal": "false", "aria-labelledby": "wc-title", id: "wc-panel", hidden: "" });
+  var head = el("div", { "class": "head" });
+  var title = el("h2", { "data-wc": "title", id: "wc-title" }, T.title);
+  var closeBtn = el("button", { "data-wc": "close", "class": "x", type: "button", "aria-label": T.close }, "×");
+  head.append(title, closeBtn);
+  var stateEl = el("p", { "data-wc": "state", "class": "state", "data-state": "bot", hidden: "" });
+  var log = el("ol", { "data-wc": "log", "class": "log", role: "log", "aria-live": "polite", "aria-relevant": "additions", "aria-labelledby": "wc-title" });
+  var greet = el("li", { "data-wc": "greeting", "class": "greet", hidden: "" });
+  log.appendChild(greet);
+  var errorEl = el("p", { "data-wc": "error", "class": "err", role: "alert", hidden: "" });
+  var form = el("form", { novalidate: "" });
+  var label = el("label", { "for": "wc-input", "class": "sr" }, T.input_label);
+  var input = el("textarea", { "data-wc": "input", id: "wc-input", rows: "1", maxlength: "4000" });
+  var sendBtn = el("button", { "data-wc": "send", "class": "send", type: "submit" }, T.send);
+  form.append(label, input, sendBtn);
+  panel.append(head, stateEl, log, errorEl, form);
+  var launcher = el("button", { "data-wc": "launcher", "class": "launcher", type: "button", "aria-expanded": "false", "aria-controls": "wc-panel" }, T.open);
+  root.append(panel, launcher);
+
+  var token = read(store), texts = T, cursor = null, seen = {}, pollMs = 4000;
+  var timer = null, busy = false, started = null;
+
+  function read(name) { try { return localStorage.getItem(name); } catch (e) { return null; } }
+  function write(name, value) {
+    try { if (value === null) localStorage.removeItem(name); else localStorage.setItem(name, value); } catch (e) { /* storage blocked */ }
+  }
+  function t(name) { return texts[name] || T[name] || ""; }
+  function showError(text) { errorEl.textContent = text || ""; errorEl.hidden = !text; }
+
+  function call(method, path, body, accept) {
+    var headers = { Accept: accept || "application/json" };
+    if (token) headers["X-Webchat-Token"] = token;
+    if (body) headers["Content-Type"] = "application/json";
+    return fetch(api + path, { method: method, headers: headers, body: body ? JSON.stringify(body) : undefined, mode: "cors", credentials: "omit" });
+  }
+
+  function errorText(response) {
+    return response.json().then(function (data) { return (data && data.error) || {}; }, function () { return {}; })
+      .then(function (err) {
+        if (response.status === 429) {
+          var s = response.headers.get("Retry-After") || err.retry_after || "";
+          return (texts.rate_limited || err.message || T.error).replace("{s}", s);
+        }
+        if (err.code === "text_too_long") return t("too_long") || err.message;
+        return response.status === 404 || response.status === 403 ? t("unavailable") : T.error;
+      });
+  }
+
+  function session() {
+    if (started) return started;
+    started = call("POST", "/sessions", { token: token || "", lang: lang }).then(function (r) {
+      if (!r.ok) return errorText(r).then(function (text) { throw new Error(text); });
+      return r.json();
+    }).then(function (data) {
+      token = data.token; write(store, token);
+      texts = data.texts || texts; pollMs = data.poll_interval_ms || pollMs;
+      title.textContent = t("title"); launcher.textContent = t("open"); sendBtn.textContent = t("send");
+      label.textContent = t("input_label"); input.placeholder = t("placeholder");
+      closeBtn.setAttribute("aria-label", t("close"));
+      if (data.max_chars) input.setAttribute("maxlength", String(data.max_chars));
+      greet.textContent = t("greeting"); greet.hidden = !greet.textContent;
+      setState(data);
+      return data;
+    });
+    started.catch(function (e) { started = null; showError(e.message || t("unavailable")); });
+    return started;
+  }
+
+  function setState(data) {
+    var state = data.state || "bot";
+    stateEl.setAttribute("data-state", state);
+    stateEl.textContent = state === "human" ? t("state_human") : state === "waiting" ? t("state_waiting") : "";
+    stateEl.hidden = !stateEl.textContent;
+  }
+
+  function bubble(msg) {
+    var human = !!msg.human;
+    var li = el("li", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
+    var who = msg.role === "user" ? t("you") : human ? (msg.author_name || t("person")) : t("bot");
+    li.append(el("span", { "data-wc": "author", "class": "who" }, who), el("span", { "data-wc": "text", "class": "txt" }, msg.text || ""));
+    if (msg.id) seen[msg.id] = true;
+    log.appendChild(li);
+    log.scrollTop = log.scrollHeight;
+    return li;
+  }
+
+  function note(text) {
+    log.appendChild(el("li", { "data-wc": "note", "class": "note" }, text));
+    log.scrollTop = log.scrollHeight;
+  }
+
+  function poll(retried) {
+    // 10 s of overlap (ids dedupe): a row committed late with an earlier time is not missed.
+    var from = cursor && Date.parse(cursor.replace(/(\.\d{3})\d+/, "$1")) - 10000;
+    var query = cursor ? "?after=" + encodeURIComponent(from ? new Date(from).toISOString() : cursor) : "";
+    return call("GET", "/messages" + query).then(function (r) {
+      if (r.status === 401 && !retried) { // expired or revoked: a new visitor session
+        token = null; write(store, null); started = null; cursor = null;
+        return session().then(function () { return poll(true); });
+      }
+      if (!r.ok) return;
+      return r.json().then(function (data) {
+        var list = data.messages || [];
+        list.forEach(function (m) { if (!seen[m.id]) bubble(m); });
+        if (list.length) cursor = list[list.length - 1].created_at;
+        setState(data);
+      });
+    }).catch(function () { /* offline: the next poll retries */ });
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    if (panel.hidden) return;
+    timer = setTimeout(function () { (busy ? Promise.resolve() : poll()).then(schedule); }, pollMs);
+  }
+
+  function open(focus) {
+    panel.hidden = false; launcher.setAttribute("aria-expanded", "true"); launcher.textContent = t("close");
+    write(store + ":open", "1");
+    if (focus) input.focus(); // not when reopening after a reload: the page keeps its focus
+    session().then(function () { return poll(); }).then(schedule, function () { /* shown */ });
+  }
+
+  function close() {
+    panel.hidden = true; launcher.setAttribute("aria-expanded", "false"); launcher.textContent = t("open");
+    write(store + ":open", null);
+    clearTimeout(timer);
+    launcher.focus();
+  }
+
+  function parseEvents(buffer, handle) {
+    var parts = buffer.split("\n\n");
+    for (var i = 0; i < parts.length - 1; i++) {
+      var name = "message", data = "";
+      parts[i].split("\n").forEach(function (line) {
+        if (line.indexOf("event:") === 0) name = line.slice(6).trim();
+        else if (line.indexOf("data:") === 0) data += line.slice(5).trim();
+      });
+      try { handle(name, data ? JSON.parse(data) : {}); } catch (e) { /* a malformed event */ }
+    }
+    return parts[parts.length - 1];
+  }
+
+  function send(text) {
+    busy = true; sendBtn.disabled = true; showError("");
+    var mine = bubble({ role: "user", text: text });
+    var reply = bubble({ role: "assistant", text: "" });
+    var replyText = reply.querySelector("[data-wc=text]");
+    reply.setAttribute("data-streaming", "true"); reply.setAttribute("aria-busy", "true");
+    var clientId = Date.now().toString(36) + Math.random().toString(36).slice(2, 10);
+    function finish() {
+      busy = false; sendBtn.disabled = false;
+      reply.removeAttribute("data-streaming"); reply.setAttribute("aria-busy", "false");
+      if (!replyText.textContent) reply.remove();
+      if (!mine.getAttribute("data-id")) mine.remove(); // not confirmed: the poll shows it if stored
+    }
+    function handle(name, data) {
+      if (name === "token") { replyText.textContent += data.text || ""; log.scrollTop = log.scrollHeight; }
+      else if (name === "done") {
+        if (data.message_id) { mine.setAttribute("data-id", data.message_id); seen[data.message_id] = true; }
+        if (data.reply) { reply.setAttribute("data-id", data.reply.id); seen[data.reply.id] = true; replyText.textContent = data.reply.text; }
+        else {
+          replyText.textContent = ""; // a person took over while the bot wrote: its words are dropped
+          if (data.state === "human" || data.state === "waiting") note(t("delivered_to_person"));
+        }
+        setState(data);
+      } else if (name === "error") {
+        showError(data.code === "rate_limited" ? (texts.rate_limited || T.error).replace("{s}", data.retry_after || "") : T.error);
+      }
+    }
+    return session().then(function () {
+      return call("POST", "/messages", { text: text, client_message_id: clientId }, "text/event-stream");
+    }).then(function (r) {
+      if (!r.ok) return errorText(r).then(function (msg) { input.value = text; showError(msg); });
+      if (!r.body || !window.TextDecoder) return r.text().then(function (all) { parseEvents(all + "\n\n", handle); });
+      var reader = r.body.getReader(), decoder = new TextDecoder(), buffer = "";
+      function pump() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done) { parseEvents(buffer + "\n\n", handle); return; }
+          buffer = parseEvents(buffer + decoder.decode(chunk.value, { stream: true }), handle);
+          return pump();
+        });
+      }
+      return pump();
+    }).catch(function () { showError(T.error); }).then(function () {
+      finish();
+      return poll(); // moves the cursor past what was just shown
+    });
+  }
+
+  launcher.addEventListener("click", function () { if (panel.hidden) open(true); else close(); });
+  closeBtn.addEventListener("click", close);
+  panel.addEventListener("keydown", function (e) { if (e.key === "Escape") { e.preventDefault(); close(); } });
+  input.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit ? form.requestSubmit() : form.dispatchEvent(new Event("submit", { cancelable: true })); }
+  });
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = input.value.trim();
+    if (!text || busy) return;
+    input.value = "";
+    send(text);
+  });
+
+  function mount() {
+    document.body.appendChild(host);
+    if (read(store + ":open") || script.getAttribute("data-open") === "true") open(false);
+  }
+  if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
+})();

@@ -1,0 +1,183 @@
+"""Staff inbox pages: login required, only the member's tenants, the live events endpoint,
+the admin link and the HandoffSettings admin (write-only secret)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from ai_agents.models import HandoffSettings, Message
+from ai_agents.services import handoff
+from ai_agents.tests.handoff_helpers import agent_for, conversation_make
+from erp.tenancy.scoping import tenant_scope
+from erp.testing.fixtures import Persona
+
+
+def _client(persona: Persona) -> Client:
+    client = Client()
+    client.force_login(persona.user)
+    return client
+
+
+@pytest.mark.django_db
+def test_anonymous_visitors_are_sent_to_the_login(client: Any, owner: Persona) -> None:
+    conversation = conversation_make(agent_for(owner.tenant))
+    for url in ("/inbox/", f"/inbox/{conversation.pk}", f"/inbox/{conversation.pk}/events"):
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith("/admin/login/")
+
+
+@pytest.mark.django_db
+def test_the_list_shows_the_tenants_escalated_conversations_only(
+    owner: Persona, outsider: Persona
+) -> None:
+    ours = conversation_make(agent_for(owner.tenant), thread="ana", reason="negative_sentiment")
+    theirs = conversation_make(agent_for(outsider.tenant), thread="bob", reason="loop")
+    conversation_make(ours.agent, thread="quiet", status="active")
+
+    page = _client(owner).get("/inbox/")
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f'data-conversation-id="{ours.pk}"' in html
+    assert "negative_sentiment" in html and "Cliente ana" in html and "high" in html
+    assert "sin atender" in html
+    assert str(theirs.pk) not in html and "Cliente quiet" not in html
+    their_page = _client(outsider).get("/inbox/").content.decode()
+    assert f'data-conversation-id="{theirs.pk}"' in their_page
+
+    handoff.conversation_claim(ours, owner.user)
+    rows = _client(owner).get("/inbox/?fragment=rows").content.decode()
+    assert 'data-claimed="true"' in rows and owner.user.email in rows
+    assert "<html" not in rows
+
+
+@pytest.mark.django_db
+def test_the_conversation_page_for_members_and_404_for_other_tenants(
+    owner: Persona, outsider: Persona
+) -> None:
+    conversation = conversation_make(agent_for(owner.tenant))
+    handoff.conversation_claim(conversation, owner.user)
+    handoff.conversation_reply(conversation, owner.user, "Hola, soy Ana.")
+
+    page = _client(owner).get(f"/inbox/{conversation.pk}")
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    for marker in (
+        'id="inbox-claim"',
+        'id="inbox-release"',
+        'id="inbox-close"',
+        'id="inbox-reply-text"',
+        'id="inbox-send"',
+        'id="inbox-messages"',
+        'data-kind="customer"',
+        'data-kind="bot"',
+        'data-kind="person"',
+        'data-tenant="acme"',
+    ):
+        assert marker in html, marker
+    assert 'lang="es"' in html
+    assert _client(outsider).get(f"/inbox/{conversation.pk}").status_code == 404
+    assert _client(outsider).get(f"/inbox/{conversation.pk}/events").status_code == 404
+
+
+@pytest.mark.django_db
+def test_opening_the_page_renews_the_viewers_lease(owner: Persona) -> None:
+    conversation = conversation_make(agent_for(owner.tenant))
+    handoff.conversation_claim(conversation, owner.user)
+    soon = timezone.now() + timedelta(minutes=1)
+    with tenant_scope(owner.tenant):
+        type(conversation).objects.filter(pk=conversation.pk).update(claim_expires_at=soon)
+    client = _client(owner)
+    client.get(f"/inbox/{conversation.pk}/events")  # polling does not renew
+    conversation.refresh_from_db()
+    assert conversation.claim_expires_at == soon
+    client.get(f"/inbox/{conversation.pk}")
+    conversation.refresh_from_db()
+    assert conversation.claim_expires_at > soon + timedelta(minutes=10)
+
+
+@pytest.mark.django_db
+def test_events_bring_new_messages_and_state_after_the_cursor(
+    owner: Persona, member: Persona
+) -> None:
+    conversation = conversation_make(agent_for(owner.tenant))
+    client = _client(member)
+    first = client.get(f"/inbox/{conversation.pk}/events").json()
+    assert [m["kind"] for m in first["messages"]] == ["customer", "bot"]
+    assert first["state"]["claimed"] is False and first["state"]["can_claim"] is True
+    cursor = first["cursor"]
+
+    handoff.conversation_claim(conversation, owner.user)
+    with tenant_scope(owner.tenant):
+        new = Message.objects.create(
+            tenant=owner.tenant,
+            conversation=conversation,
+            agent=conversation.agent,
+            role="user",
+            content="¿Hola?",
+            created_at=timezone.now() + timedelta(minutes=5),
+        )
+    later = client.get(f"/inbox/{conversation.pk}/events?after={quote(cursor)}").json()
+
+    ids = [m["id"] for m in later["messages"]]
+    assert str(new.pk) in ids
+    assert later["state"]["holder"] == owner.user.email
+    assert later["state"]["holder_is_me"] is False
+    assert later["state"]["can_claim"] is True  # (a conflict: the API answers 409)
+    assert later["state"]["can_reply"] is False and later["state"]["can_release"] is False
+    assert later["cursor"] == new.created_at.isoformat()
+    for bad in ("nonsense", "2026-13-45T99:00:00"):
+        assert (
+            len(client.get(f"/inbox/{conversation.pk}/events?after={bad}").json()["messages"]) == 3
+        )
+
+
+@pytest.mark.django_db
+def test_the_admin_links_to_the_inbox(owner: Persona) -> None:
+    html = _client(owner).get("/admin/").content.decode()
+    assert 'href="/inbox/"' in html
+
+
+@pytest.mark.django_db
+def test_handoff_settings_admin_keeps_the_secret_write_only(
+    owner: Persona, outsider: Persona
+) -> None:
+    client = _client(owner)
+    response = client.post(
+        "/admin/ai_agents/handoffsettings/add/",
+        {
+            "notify_emails": "soporte@acme.test\njefa@acme.test",
+            "webhook_url": "https://hooks.acme.test/erp",
+            "webhook_secret": "muy-secreto",
+            "claim_lease_minutes": "20",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = HandoffSettings.objects.for_tenant(owner.tenant).get()
+    assert row.webhook_secret == "muy-secreto"
+    assert row.notify_emails == ["soporte@acme.test", "jefa@acme.test"]
+
+    change_url = f"/admin/ai_agents/handoffsettings/{row.pk}/change/"
+    form = client.get(change_url).content.decode()
+    assert "muy-secreto" not in form
+    client.post(
+        change_url,
+        {
+            "notify_emails": "soporte@acme.test",
+            "webhook_url": "https://hooks.acme.test/erp",
+            "webhook_secret": "",
+            "claim_lease_minutes": "25",
+        },
+    )
+    row.refresh_from_db()
+    assert row.webhook_secret == "muy-secreto"  # empty keeps the stored secret
+    assert row.claim_lease_minutes == 25
+    assert _client(outsider).get(change_url).status_code == 404
