@@ -201,3 +201,20 @@ def channel_pending_sweep() -> int:
     if conversation_ids:
         logger.warning("channel.pending_requeued", extra={"count": len(conversation_ids)})
     return len(conversation_ids)
+
+
+@shared_task(name="ai_agents.conversation_history_summarize")
+def conversation_history_summarize(conversation_id: str, upto_message_id: str) -> int:
+    """Real-time queue, after a reply: the summary of the history cut out of the prompt (see
+    ai_agents/services/history_summary.py). Returns how many messages it covers."""
+    from ai_agents.models import Conversation
+    from ai_agents.services.history_summary import history_summary_generate
+
+    conversation = Conversation.objects.unscoped().filter(pk=conversation_id).first()
+    if conversation is None:
+        return 0
+    with tenant_scope(conversation.tenant_id):
+        stored = history_summary_generate(
+            conversation=conversation, upto_message_id=upto_message_id
+        )
+    return int(stored.get("count") or 0)

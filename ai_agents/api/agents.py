@@ -170,29 +170,37 @@ class AgentMessageView(TenantGenericAPIView):
             metadata=data.get("metadata"),
         )
         if sse.wants_stream(request):
-            if agent.processing["streaming_enabled"]:
-                return sse.stream_response(agent, inbound)  # type: ignore[return-value]
-            request.accepted_renderer = JSONRenderer()  # streaming off: a JSON answer
+            request.accepted_renderer = JSONRenderer()  # a JSON answer unless streaming
             request.accepted_media_type = "application/json"
+            if agent.processing["streaming_enabled"]:
+                started = sse.stream_start(agent, inbound)
+                if started.response is not None:
+                    return started.response  # type: ignore[return-value]
+                body = started.limited_body or {}
+                return _rate_limited(body, body.pop("rate_limited"))
         body = message_process(agent=agent, inbound=inbound)
         limited = body.pop("rate_limited", None)
         if limited is not None:
-            retry_after = int(limited["retry_after_s"])
-            return Response(
-                {
-                    "error": {
-                        "code": "rate_limited",
-                        "message": _(
-                            "Demasiados mensajes en esta conversación; "
-                            "inténtelo de nuevo en %(s)s s."
-                        )
-                        % {"s": retry_after},
-                        "retry_after": retry_after,
-                        "conversation_id": body["conversation_id"],
-                        "message_id": body["message_id"],
-                    }
-                },
-                status=status.HTTP_429_TOO_MANY_REQUESTS,
-                headers={"Retry-After": str(retry_after)},
-            )
+            return _rate_limited(body, limited)
         return Response(body)
+
+
+def _rate_limited(body: dict[str, Any], limited: dict[str, Any]) -> Response:
+    """429 with Retry-After; the message was stored (RN-4) and is named in the error."""
+    retry_after = int(limited["retry_after_s"])
+    return Response(
+        {
+            "error": {
+                "code": "rate_limited",
+                "message": _(
+                    "Demasiados mensajes en esta conversación; inténtelo de nuevo en %(s)s s."
+                )
+                % {"s": retry_after},
+                "retry_after": retry_after,
+                "conversation_id": body["conversation_id"],
+                "message_id": body["message_id"],
+            }
+        },
+        status=status.HTTP_429_TOO_MANY_REQUESTS,
+        headers={"Retry-After": str(retry_after)},
+    )

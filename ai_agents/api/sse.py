@@ -4,7 +4,9 @@ Events: `token` {"text"} as the model writes the answer, `citations` {"citations
 (the same body as the JSON response) and `error` {"code", "message"}. The pipeline runs in a
 worker thread (it holds the conversation's row lock and uses the sync ORM); an async generator
 relays its deltas so the stream is not buffered under ASGI (reference/stack.md section 5). If
-the client hangs up, the pipeline still finishes and stores the reply.
+the client hangs up, the pipeline still finishes and stores the reply. The view waits for the
+pipeline's first event before answering, so a rate-limited message (decided before any model
+call) is a 429 JSON with Retry-After, never an `error` event inside a 200.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import queue
+import threading
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -46,78 +51,105 @@ def _event(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-async def _events(
-    agent: Agent,
-    inbound: Inbound,
-    present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-) -> AsyncIterator[str]:
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+Present = Callable[[dict[str, Any]], dict[str, Any]]
 
-    def push(kind: str, value: Any) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
 
-    def work() -> None:
+class _Run:
+    """The pipeline in a worker thread, its events in a thread-safe queue: ("token", text),
+    then ("result", body) or ("fail", None). `present` shapes the result for another audience
+    (the web chat visitor); it runs in the pipeline's thread, so it may read the database."""
+
+    def __init__(self, agent: Agent, inbound: Inbound, present: Present | None = None) -> None:
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.thread = threading.Thread(
+            target=self._work, args=(agent, inbound, present), daemon=True
+        )
+        self.thread.start()
+
+    def _work(self, agent: Agent, inbound: Inbound, present: Present | None) -> None:
         try:
             body = message_process(
-                agent=agent, inbound=inbound, on_delta=lambda t: push("token", t)
+                agent=agent,
+                inbound=inbound,
+                on_delta=lambda text: self.events.put(("token", text)),
             )
-            # `present` shapes the result for another audience (the web chat visitor); it runs
-            # here, in the pipeline's thread, so it may read the database.
-            push("result", present(body) if present is not None else body)
+            self.events.put(("result", present(body) if present is not None else body))
         except Exception:
             logger.exception("pipeline.stream_failed")
-            push("fail", None)
+            self.events.put(("fail", None))
         finally:
             connection.close()
 
-    worker = asyncio.ensure_future(asyncio.to_thread(work))
+    async def next(self) -> tuple[str, Any]:
+        # A thread hop per event: the queue is filled by the pipeline's thread.
+        return await asyncio.to_thread(self.events.get)
+
+
+async def _events(run: _Run, first: tuple[str, Any] | None = None) -> AsyncIterator[str]:
+    kind, value = first if first is not None else await run.next()
     streamed = False
-    try:
-        while True:
-            kind, value = await queue.get()
-            if kind == "token":
-                streamed = True
-                yield _event("token", {"text": value})
-                continue
-            if kind == "fail":
-                yield _event(
-                    "error",
-                    {"code": "internal_error", "message": _("No se pudo procesar el mensaje.")},
-                )
-                return
-            body: dict[str, Any] = value
-            limited = body.pop("rate_limited", None)
-            if limited is not None:
-                yield _event(
-                    "error",
-                    {
-                        "code": "rate_limited",
-                        "message": _("Demasiados mensajes en esta conversación."),
-                        "retry_after": limited["retry_after_s"],
-                    },
-                )
-                return
-            reply = body.get("reply")
-            if reply and not streamed:
-                yield _event("token", {"text": reply["text"]})
-            yield _event("citations", {"citations": reply["citations"] if reply else []})
-            yield _event("done", body)
+    while True:
+        if kind == "token":
+            streamed = True
+            yield _event("token", {"text": value})
+            kind, value = await run.next()
+            continue
+        if kind == "fail":
+            yield _event(
+                "error",
+                {"code": "internal_error", "message": _("No se pudo procesar el mensaje.")},
+            )
             return
-    finally:
-        if not worker.done():
-            # The client left: the pipeline finishes in its thread and stores the reply.
-            worker.add_done_callback(lambda _f: None)
+        body: dict[str, Any] = value
+        limited = body.pop("rate_limited", None)
+        if limited is not None:  # a stream started before the limit was known
+            yield _event(
+                "error",
+                {
+                    "code": "rate_limited",
+                    "message": _("Demasiados mensajes en esta conversación."),
+                    "retry_after": limited["retry_after_s"],
+                },
+            )
+            return
+        reply = body.get("reply")
+        if reply and not streamed:
+            yield _event("token", {"text": reply["text"]})
+        yield _event("citations", {"citations": reply["citations"] if reply else []})
+        yield _event("done", body)
+        return
 
 
-def stream_response(
-    agent: Agent,
-    inbound: Inbound,
-    present: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(
-        _events(agent, inbound, present), content_type="text/event-stream"
-    )
+def _streaming(events: AsyncIterator[str]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+@dataclass(frozen=True)
+class Started:
+    """Either the stream to return, or the pipeline's result when it ended rate limited
+    before any token (the view answers 429 JSON with Retry-After, like without SSE)."""
+
+    response: StreamingHttpResponse | None = None
+    limited_body: dict[str, Any] | None = None
+
+
+def stream_start(agent: Agent, inbound: Inbound) -> Started:
+    """Starts the pipeline and waits for its first event before choosing the response: the
+    limits are decided before any model call, so a limited message is known before the
+    stream would start (its first event is the result). Otherwise the stream begins with the
+    first token (the headers leave with it; no later than without the wait)."""
+    run = _Run(agent, inbound)
+    first = run.events.get()
+    if first[0] == "result" and "rate_limited" in first[1]:
+        return Started(limited_body=first[1])
+    return Started(response=_streaming(_events(run, first)))
+
+
+def stream_response(
+    agent: Agent, inbound: Inbound, present: Present | None = None
+) -> StreamingHttpResponse:
+    """The stream at once (the web chat: its visitor-facing result has no rate-limit field)."""
+    return _streaming(_events(_Run(agent, inbound, present)))

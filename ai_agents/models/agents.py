@@ -187,6 +187,9 @@ class Conversation(TenantOwnedModel):
     escalation_reason = models.CharField(_("motivo de escalación"), max_length=100, blank=True)
     escalation_priority = models.CharField(_("prioridad"), max_length=10, blank=True)
     session_variables = models.JSONField(_("variables de sesión"), default=dict, blank=True)
+    # The cached summary of the history cut out of the prompt (strategies summarize / smart):
+    # {"text", "upto_message_id", "count"}; see ai_agents/services/history_summary.py.
+    history_summary = models.JSONField(_("resumen del historial"), default=dict, blank=True)
     message_count = models.IntegerField(_("mensajes"), default=0)
     tokens_used = models.IntegerField(_("tokens"), default=0)
     satisfaction_rating = models.IntegerField(

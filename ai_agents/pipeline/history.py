@@ -44,6 +44,7 @@ class HistoryItem:
     content: str
     tool_call_id: str | None = None
     tokens: int | None = None
+    message_id: str | None = None  # the stored message, to key a cached summary
 
     def token_count(self) -> int:
         return self.tokens if self.tokens is not None else estimate_tokens(self.content)

@@ -97,18 +97,22 @@ def failure_decision(kind: str) -> Decision:
 
 
 def truncate_history(
-    items: Sequence[Turn], *, strategy: str, max_messages: int, token_budget: int | None
-) -> list[Turn]:
-    """The history sent to the model. Summaries of cut middles are not produced yet, so
-    `summarize` and `smart` send what they keep without a summary item."""
-    result = history.truncate_history(
+    items: Sequence[Turn],
+    *,
+    strategy: str,
+    max_messages: int,
+    token_budget: int | None,
+    summary: str | None = None,
+) -> history.TruncatedHistory:
+    """The history sent to the model (`items`), with `summary` as the summary item of the cut
+    middle when given; without it, `needs_summary_of` lists what was cut."""
+    return history.truncate_history(
         items,
         strategy=strategy,  # type: ignore[arg-type]
         max_messages=max_messages,
         token_budget=token_budget,
-        summary=None,
+        summary=summary,
     )
-    return list(result.items)
 
 
 def render_system_prompt(

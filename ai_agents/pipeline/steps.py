@@ -18,7 +18,11 @@ from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.pipeline import seams
-from ai_agents.selectors.knowledge import SearchHit, knowledge_search
+from ai_agents.selectors.knowledge import (
+    SearchHit,
+    agent_knowledge_bases,
+    knowledge_bases_search,
+)
 from erp.llm.actions import (
     ActionSpec,
     ParsedAction,
@@ -198,7 +202,16 @@ def history_load(
 ) -> tuple[list[seams.Turn], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
-    (oldest first, for loop detection); one query."""
+    (oldest first, for loop detection); one query. With `summarize` and `smart`, the
+    conversation's cached summary of the cut middle is the summary item while it still covers
+    cut messages; a summary is enqueued for after the reply when there is none, and a refresh
+    when enough newer messages are cut (ai_agents/services/history_summary.py)."""
+    from ai_agents.services.history_summary import (
+        history_summary_schedule,
+        summary_stale,
+        summary_usable,
+    )
+
     limit = int(config["max_messages"])
     rows = Message.objects.for_tenant(conversation.tenant_id).filter(
         conversation=conversation, role__in=["user", "assistant"]
@@ -206,16 +219,24 @@ def history_load(
     if before is not None:
         # Replies given since count; later customer messages (answered after this one) do not.
         rows = rows.filter(Q(role="assistant") | Q(created_at__lt=before))
-    rows = rows.order_by("-created_at").values_list("role", "content")[: max(limit * 3, 20)]
-    turns = [seams.Turn(role=r, content=c) for r, c in reversed(rows)]
+    rows = rows.order_by("-created_at").values_list("id", "role", "content")[: max(limit * 3, 20)]
+    turns = [seams.Turn(role=r, content=c, message_id=str(i)) for i, r, c in reversed(rows)]
     recent = [t.content for t in turns if t.role == "user"]
-    kept = seams.truncate_history(
-        turns,
-        strategy=str(config["truncation_strategy"]),
-        max_messages=limit,
-        token_budget=int(config["max_tokens"]),
-    )
-    return kept, recent
+    options = {
+        "strategy": str(config["truncation_strategy"]),
+        "max_messages": limit,
+        "token_budget": int(config["max_tokens"]),
+    }
+    result = seams.truncate_history(turns, **options)
+    if not result.needs_summary_of:
+        return list(result.items), recent
+    cut_ids = [str(t.message_id) for t in result.needs_summary_of]
+    summary = summary_usable(conversation.history_summary, cut_ids)
+    if summary is not None:
+        result = seams.truncate_history(turns, **options, summary=summary)
+    if summary is None or summary_stale(conversation.history_summary, cut_ids):
+        history_summary_schedule(conversation_id=conversation.pk, upto_message_id=cut_ids[-1])
+    return list(result.items), recent
 
 
 def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:
@@ -249,35 +270,24 @@ class Retrieval:
 
 def retrieve(*, agent: Agent, query: str, processing: Mapping[str, Any]) -> Retrieval:
     """The best chunks of the agent's knowledge bases, bounded by `rag_timeout_ms` (a statement
-    timeout inside a savepoint: a slow search is dropped and the answer goes on without it)."""
-    kb_ids = list(
-        Agent.knowledge_bases.through.objects.filter(agent_id=agent.pk).values_list(
-            "knowledgebase_id", flat=True
-        )
-    )
-    if not kb_ids:
+    timeout inside a savepoint: a slow search is dropped and the answer goes on without it).
+    Round trips: the agent's knowledge bases, then the search's savepoint, statement and
+    release (see `knowledge_bases_search`); the query embedding is cached per process."""
+    kbs = agent_knowledge_bases(agent=agent)
+    if not kbs:
         return Retrieval()
     started = time.monotonic()
-    timeout_ms = int(processing["rag_timeout_ms"])
     try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)]
-                )
-            hits = knowledge_search(
-                tenant=agent.tenant,
-                knowledge_base_ids=kb_ids,
-                query=query,
-                k=int(processing["rag_top_k"]),
-                min_score=float(processing["rag_min_score"]) or None,
-            )
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('statement_timeout', '0', true)")
+        hits = knowledge_bases_search(
+            tenant=agent.tenant,
+            kbs=kbs,
+            query=query,
+            k=int(processing["rag_top_k"]),
+            min_score=float(processing["rag_min_score"]) or None,
+            timeout_ms=int(processing["rag_timeout_ms"]),
+        )
     except DatabaseError as exc:
         logger.warning("pipeline.rag_failed", extra={"error": type(exc).__name__})
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', '0', true)")
         return Retrieval(elapsed_ms=_ms(started), timed_out=True)
     return Retrieval(hits=hits, elapsed_ms=_ms(started))
 
@@ -321,6 +331,9 @@ def build_request(
 ) -> LlmRequest:
     """`exchange`: this message's tool rounds so far (the model's action, the tool's result)."""
     parts = [system]
+    # The summary of the history cut out of the prompt (a system item) goes with the system
+    # text: providers take system text apart from the turns.
+    parts.extend(t.content for t in history if t.role == "system")
     if hits:
         formatted = "\n\n".join(
             f"[{i}] {h.document_title}\n{h.content}" for i, h in enumerate(hits, start=1)

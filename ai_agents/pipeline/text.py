@@ -24,9 +24,10 @@ its own `exclude` list.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 
@@ -65,11 +66,18 @@ def normalize(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The normalised words of `text`."""
+    return list(_words(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _words(text: str) -> tuple[str, ...]:
+    # One message is matched against every trigger and intent phrase (~100 calls): its words
+    # and the phrases' are computed once.
     normalized = normalize(text)
-    return normalized.split() if normalized else []
+    return tuple(normalized.split()) if normalized else ()
 
 
-def _spans(haystack: list[str], needle: list[str]) -> list[tuple[int, int]]:
+def _spans(haystack: Sequence[str], needle: Sequence[str]) -> list[tuple[int, int]]:
     size = len(needle)
     if not size or size > len(haystack):
         return []
@@ -82,11 +90,11 @@ def _spans(haystack: list[str], needle: list[str]) -> list[tuple[int, int]]:
 
 def contains_phrase(text: str, phrase: str, *, excludes: Iterable[str] = ()) -> bool:
     """True when `phrase` occurs in `text` on word boundaries, clear of every `excludes` phrase."""
-    haystack = words(text)
-    matches = _spans(haystack, words(phrase))
+    haystack = _words(text)
+    matches = _spans(haystack, _words(phrase))
     if not matches:
         return False
-    blocked = [span for exclude in excludes for span in _spans(haystack, words(exclude))]
+    blocked = [span for exclude in excludes for span in _spans(haystack, _words(exclude))]
     return any(
         not any(b_start < end and start < b_end for b_start, b_end in blocked)
         for start, end in matches

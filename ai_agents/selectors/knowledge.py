@@ -2,15 +2,19 @@
 
 Hybrid search = HNSW cosine (one partial index per embedding space) + Postgres full-text
 with OR semantics over the query's lexemes (`es_unaccent`), fused by weighted reciprocal
-rank fusion. The tenant condition is inside both SQL statements.
+rank fusion, all in one SQL statement (each list in its own CTE, so each keeps its index
+plan) that also loads the best chunks. The tenant condition is inside every list.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,14 +24,13 @@ from django.db.models import QuerySet
 
 from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import INDEXED_SPACES, is_safe_space
-from ai_agents.models import Chunk, Document, KnowledgeBase
+from ai_agents.models import Document, KnowledgeBase
 from erp.llm.errors import LlmError
 from erp.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "lexical"]
-Ranking = list[tuple[uuid.UUID, int]]  # (chunk id, rank from 1)
 
 RRF_K = 60
 CANDIDATES = 40  # per list, before fusion
@@ -55,6 +58,11 @@ def _is_uuid(value: uuid.UUID | str) -> bool:
 
 def knowledge_base_list(*, tenant: Tenant) -> QuerySet[KnowledgeBase]:
     return KnowledgeBase.objects.for_tenant(tenant).order_by("name")
+
+
+def agent_knowledge_bases(*, agent: Any) -> list[KnowledgeBase]:
+    """The knowledge bases an agent answers from (one query)."""
+    return list(knowledge_base_list(tenant=agent.tenant).filter(agents=agent))
 
 
 def document_list(*, kb: KnowledgeBase) -> QuerySet[Document]:
@@ -85,68 +93,168 @@ def _vector_ranking(
 
 
 # OR over the query's lexemes. A lexeme estimated (planner statistics of the column, refreshed
-# by ANALYZE/autovacuum) to occur in `df` or more chunks is dropped, like a stop word: it barely
-# discriminates, and ranking all its matches would cost O(matches). Lexemes missing from the
-# statistics are rare by definition and kept. Small tables never drop anything.
-LEXICAL_SQL = """
-WITH stats AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
-           c.reltuples AS total
-    FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
-    JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
-    WHERE s.schemaname = current_schema() AND s.tablename = 'ai_agents_chunk'
-      AND s.attname = 'search_vector'
-), terms AS (
+# by ANALYZE/autovacuum) to occur in `KB_LEXICAL_MAX_DF` or more chunks is dropped, like a stop
+# word: it barely discriminates, and ranking all its matches would cost O(matches). Lexemes
+# missing from the statistics are rare by definition and kept; small tables never drop any.
+# The frequent lexemes are read once per process every FREQUENT_TTL_S (joining pg_stats in
+# every search cost more planning than the search itself).
+FREQUENT_SQL = """
+SELECT coalesce(array_agg(e.lexeme), '{}')
+FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
+JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
+CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs)
+    AS e(lexeme, freq)
+WHERE s.schemaname = current_schema() AND s.tablename = 'ai_agents_chunk'
+  AND s.attname = 'search_vector' AND e.lexeme IS NOT NULL AND e.freq * c.reltuples >= %s
+"""
+FREQUENT_TTL_S = 300.0
+_frequent: tuple[float, list[str]] = (0.0, [])
+_frequent_lock = threading.Lock()
+
+
+def _frequent_lexemes() -> list[str]:
+    global _frequent
+    loaded_at, lexemes = _frequent
+    if time.monotonic() - loaded_at < FREQUENT_TTL_S:
+        return lexemes
+    with _frequent_lock, connection.cursor() as cursor:
+        cursor.execute(FREQUENT_SQL, [int(settings.KB_LEXICAL_MAX_DF)])
+        row = cursor.fetchone()
+        _frequent = (time.monotonic(), list(row[0] if row else []))
+    return _frequent[1]
+
+
+# Equal ts_rank values share a rank (`rank()`; short queries tie often): no arbitrary order.
+LEXICAL_CTE = """
+terms AS (
     SELECT DISTINCT lexeme
     FROM unnest(tsvector_to_array(to_tsvector('es_unaccent', %(query)s))) AS lexeme
-), kept AS (
-    SELECT t.lexeme FROM terms t
-    LEFT JOIN stats st ON true
-    WHERE coalesce(st.freqs[array_position(st.elems, t.lexeme)] * st.total, 0) < %(df)s
+    WHERE lexeme <> ALL(%(frequent)s::text[])
 ), q AS (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM kept
-)
-SELECT c.id, ts_rank(c.search_vector, q.query) AS rank FROM ai_agents_chunk c, q
-WHERE q.query IS NOT NULL AND c.tenant_id = %(tenant)s AND c.knowledge_base_id = ANY(%(kbs)s)
-  AND c.search_vector @@ q.query
-ORDER BY rank DESC, c.id
-LIMIT %(limit)s
-"""
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM terms
+), lexical AS MATERIALIZED (
+    SELECT id, rank() OVER (ORDER BY score DESC) AS r FROM (
+        SELECT c.id, ts_rank(c.search_vector, q.query) AS score FROM ai_agents_chunk c, q
+        WHERE q.query IS NOT NULL AND c.tenant_id = %(tenant)s
+          AND c.knowledge_base_id = ANY(%(kbs)s) AND c.search_vector @@ q.query
+        ORDER BY score DESC, c.id
+        LIMIT %(limit)s
+    ) found
+)"""
 
 
-def _lexical_ranking(
-    *, tenant_id: int, kb_ids: Sequence[uuid.UUID], query: str, limit: int
-) -> Ranking:
+def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
+    # The space is inlined so the planner can prove the partial index's predicate.
+    # space: checked by is_safe_space; dims, n: ints.
+    return (
+        f"{name} AS MATERIALIZED (\n"  # noqa: S608
+        f"    SELECT id, row_number() OVER (ORDER BY distance) AS r FROM (\n"
+        f"        SELECT id, embedding::vector({dims}) <=> %(vector{n})s::vector({dims})"
+        f" AS distance\n"
+        f"        FROM ai_agents_chunk WHERE tenant_id = %(tenant)s"
+        f" AND knowledge_base_id = ANY(%(kbs{n})s) AND embedding_space = '{space}'\n"
+        f"        ORDER BY distance LIMIT %(limit)s\n"
+        f"    ) nearest\n"
+        f")"
+    )
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def _search_statement(
+    *,
+    tenant_id: int,
+    vectors: Sequence[tuple[str, list[uuid.UUID], list[float]]],
+    lexical: tuple[float, list[uuid.UUID], str] | None,
+    frequent: list[str],
+    limit: int,
+    k: int,
+) -> tuple[str, dict[str, Any]]:
+    """One statement: each vector list and the full-text list (their own CTEs, so each keeps
+    its index plan), fused by weighted reciprocal rank, the `k` best joined to their content.
+    `vectors`: (space, kb ids, query vector), weight 1.0 each; `lexical`: (weight, kb ids, text).
+    """
+    ctes: list[str] = []
+    parts: list[str] = []
+    params: dict[str, Any] = {"tenant": tenant_id, "limit": limit, "k": k}
+    for n, (space, kb_ids, vector) in enumerate(vectors):
+        name = f"vector{n}"
+        ctes.append(_vector_cte(name, space, len(vector), n))
+        params[f"vector{n}"] = _vector_literal(vector)
+        params[f"kbs{n}"] = list(kb_ids)
+        parts.append(f"SELECT id, 1.0::float8 / ({RRF_K} + r) AS s FROM {name}")  # noqa: S608
+    if lexical is not None:
+        weight, kb_ids, text = lexical
+        ctes.append(LEXICAL_CTE.strip())
+        params.update(query=text, kbs=list(kb_ids), frequent=frequent)
+        params["lexical_weight"] = float(weight)
+        parts.append(f"SELECT id, %(lexical_weight)s::float8 / ({RRF_K} + r) AS s FROM lexical")  # noqa: S608
+    union = "\n    UNION ALL ".join(parts)
+    sql = (
+        "WITH " + ",\n".join(ctes) + ",\n"  # noqa: S608
+        f"fused AS (\n    SELECT id, sum(s) AS score FROM (\n    {union}\n    ) lists"
+        " GROUP BY id\n)\n"
+        "SELECT f.id, f.score, c.document_id, d.title, c.content, c.heading_path\n"
+        "FROM fused f JOIN ai_agents_chunk c ON c.id = f.id AND c.tenant_id = %(tenant)s\n"
+        "JOIN ai_agents_document d ON d.id = c.document_id AND d.tenant_id = %(tenant)s\n"
+        "ORDER BY f.score DESC, f.id::text\n"
+        "LIMIT %(k)s"
+    )
+    return sql, params
+
+
+def _vector_ranking(
+    *, tenant_id: int, kb_ids: Sequence[uuid.UUID], space: str, vector: list[float], limit: int
+) -> list[uuid.UUID]:
+    """The vector list alone (bench/kb_search.py measures its recall)."""
+    if not is_safe_space(space):
+        return []
+    sql = f"WITH {_vector_cte('v', space, len(vector), 0)} SELECT id FROM v ORDER BY r"  # noqa: S608
+    params = {"tenant": tenant_id, "kbs0": list(kb_ids), "vector0": _vector_literal(vector)}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_session_settings(None))
+        cursor.execute(sql, {**params, "limit": limit})
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _session_settings(timeout_ms: int | None) -> str:
+    """SET LOCAL statements for one search (sent as one round trip)."""
+    ef = max(CANDIDATES, int(settings.KB_HNSW_EF_SEARCH))
+    sql = f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = strict_order"
+    if timeout_ms is not None:
+        sql = f"SET LOCAL statement_timeout = {int(timeout_ms)}; " + sql
+    return sql
+
+
+SAVEPOINT = "kb_search"
+
+
+@contextmanager
+def _search_scope(timeout_ms: int | None) -> Iterator[Any]:
+    """A cursor whose search runs with the HNSW settings and, with `timeout_ms`, a statement
+    timeout. Inside the caller's transaction (the pipeline holds the conversation's row lock)
+    it is a savepoint, opened with the settings and released with the timeout reset in one
+    round trip each, so a timed-out search is rolled back alone and the transaction goes on;
+    outside a transaction, a transaction of its own."""
+    if not connection.in_atomic_block:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_session_settings(timeout_ms))
+            yield cursor
+        return
     with connection.cursor() as cursor:
-        params = {
-            "query": query,
-            "tenant": tenant_id,
-            "kbs": list(kb_ids),
-            "df": int(settings.KB_LEXICAL_MAX_DF),
-            "limit": limit,
-        }
-        cursor.execute(LEXICAL_SQL, params)
-        rows = cursor.fetchall()
-    # Equal ts_rank values share a rank (short queries tie often): no arbitrary order.
-    ranking: Ranking = []
-    previous: float | None = None
-    for position, (chunk_id, score) in enumerate(rows, start=1):
-        rank = ranking[-1][1] if previous is not None and score == previous else position
-        ranking.append((chunk_id, rank))
-        previous = score
-    return ranking
-
-
-def _ranked(ids: list[uuid.UUID]) -> Ranking:
-    return [(chunk_id, rank) for rank, chunk_id in enumerate(ids, start=1)]
-
-
-def _fuse(rankings: Iterable[tuple[float, Ranking]]) -> dict[uuid.UUID, float]:
-    scores: dict[uuid.UUID, float] = defaultdict(float)
-    for weight, ranking in rankings:
-        for chunk_id, rank in ranking:
-            scores[chunk_id] += weight / (RRF_K + rank)
-    return scores
+        cursor.execute(f"SAVEPOINT {SAVEPOINT}; " + _session_settings(timeout_ms))
+        try:
+            yield cursor
+        except BaseException:
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
+            raise
+        # RELEASE keeps SET LOCAL values for the rest of the transaction: put them back.
+        cursor.execute(
+            "SET LOCAL statement_timeout TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT; "
+            f"SET LOCAL hnsw.iterative_scan TO DEFAULT; RELEASE SAVEPOINT {SAVEPOINT}"
+        )
 
 
 def knowledge_search(
@@ -157,28 +265,59 @@ def knowledge_search(
     k: int = 5,
     min_score: float | None = None,
     mode: Mode = "hybrid",
+    timeout_ms: int | None = None,
 ) -> list[SearchHit]:
     """The `k` best chunks of these knowledge bases (of `tenant` only), best first.
 
     `score` is the fused reciprocal-rank score divided by its maximum (first in every list),
-    so it lies in (0, 1]; `min_score` drops hits below it.
+    so it lies in (0, 1]; `min_score` drops hits below it. With `timeout_ms` the SQL is
+    bounded by a statement timeout (a `DatabaseError` when it fires; an enclosing transaction
+    stays usable).
     """
     query = (query or "").strip()
     if not query or k <= 0:
         return []
     wanted = [kb_id for kb_id in knowledge_base_ids if _is_uuid(kb_id)]
-    kbs = list(knowledge_base_list(tenant=tenant).filter(pk__in=wanted))
-    if not kbs:
+    if not wanted:
         return []
-    kb_ids = [kb.pk for kb in kbs]
+    kbs = list(knowledge_base_list(tenant=tenant).filter(pk__in=wanted))
+    return knowledge_bases_search(
+        tenant=tenant,
+        kbs=kbs,
+        query=query,
+        k=k,
+        min_score=min_score,
+        mode=mode,
+        timeout_ms=timeout_ms,
+    )
+
+
+def knowledge_bases_search(
+    *,
+    tenant: Tenant,
+    kbs: Sequence[KnowledgeBase],
+    query: str,
+    k: int = 5,
+    min_score: float | None = None,
+    mode: Mode = "hybrid",
+    timeout_ms: int | None = None,
+) -> list[SearchHit]:
+    """`knowledge_search` over knowledge bases already loaded (of `tenant`): the query
+    embedding per space, then one SQL statement."""
+    query = (query or "").strip()
+    kbs = [kb for kb in kbs if kb.tenant_id == tenant.pk]
+    if not query or k <= 0 or not kbs:
+        return []
     limit = max(CANDIDATES, k)
-    lexical_weight = float(settings.KB_LEXICAL_WEIGHT)
-    rankings: list[tuple[float, Ranking]] = []
+    lexical_weight = float(settings.KB_LEXICAL_WEIGHT) if mode == "hybrid" else 1.0
+    vectors: list[tuple[str, list[uuid.UUID], list[float]]] = []
     if mode in ("hybrid", "vector"):
         by_space: dict[str, list[KnowledgeBase]] = defaultdict(list)
         for kb in kbs:
             by_space[kb.embedding_space].append(kb)
         for space, group in by_space.items():
+            if not is_safe_space(space):
+                continue
             try:
                 vector = embeddings.embed_query(group[0], query)
             except LlmError as exc:
@@ -190,46 +329,29 @@ def knowledge_search(
                 if mode == "vector":
                     raise
                 continue
-            ids = _vector_ranking(
-                tenant_id=tenant.pk,
-                kb_ids=[kb.pk for kb in group],
-                space=space,
-                vector=vector,
-                limit=limit,
-            )
-            rankings.append((1.0, _ranked(ids)))
-    if mode in ("hybrid", "lexical"):
-        lexical = _lexical_ranking(tenant_id=tenant.pk, kb_ids=kb_ids, query=query, limit=limit)
-        rankings.append((lexical_weight if mode == "hybrid" else 1.0, lexical))
-    best_possible = sum(w for w, _ids in rankings) / (RRF_K + 1)
-    fused = _fuse(rankings)
-    top = sorted(fused.items(), key=lambda item: (-item[1], str(item[0])))
-    hits = [(cid, round(score / best_possible, 6)) for cid, score in top]
-    if min_score is not None:
-        hits = [(cid, s) for cid, s in hits if s >= min_score]
-    hits = hits[:k]
-    return _load_hits(tenant, hits)
-
-
-def _load_hits(tenant: Tenant, hits: list[tuple[uuid.UUID, float]]) -> list[SearchHit]:
-    if not hits:
+            vectors.append((space, [kb.pk for kb in group], vector))
+    lexical = (lexical_weight, [kb.pk for kb in kbs], query) if mode != "vector" else None
+    if not vectors and lexical is None:
         return []
-    rows: dict[Any, Chunk] = {
-        c.pk: c
-        for c in Chunk.objects.for_tenant(tenant)
-        .filter(pk__in=[cid for cid, _s in hits])
-        .select_related("document")
-        .only("id", "content", "heading_path", "document_id", "document__title")
-    }
-    return [
+    best_possible = (len(vectors) + (lexical_weight if lexical else 0.0)) / (RRF_K + 1)
+    frequent = _frequent_lexemes() if lexical is not None else []
+    sql, params = _search_statement(
+        tenant_id=tenant.pk, vectors=vectors, lexical=lexical, frequent=frequent, limit=limit, k=k
+    )
+    with _search_scope(timeout_ms) as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    hits = [
         SearchHit(
-            chunk_id=cid,
-            document_id=rows[cid].document_id,
-            document_title=rows[cid].document.title,
-            content=rows[cid].content,
-            heading_path=list(rows[cid].heading_path),
-            score=score,
+            chunk_id=chunk_id,
+            document_id=document_id,
+            document_title=title,
+            content=content,
+            heading_path=list(heading_path or []),
+            score=round(score / best_possible, 6),
         )
-        for cid, score in hits
-        if cid in rows
+        for chunk_id, score, document_id, title, content, heading_path in rows
     ]
+    if min_score is not None:
+        hits = [h for h in hits if h.score >= min_score]
+    return hits

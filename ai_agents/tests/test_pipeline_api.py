@@ -432,3 +432,47 @@ def test_total_timeout_gives_the_fallback_and_a_timeout_escalation(
     assert elapsed < 2.0  # total_timeout_ms bounds every attempt and wait
     failures = UsageLog.objects.for_tenant(tenant_a).filter(success=False)
     assert failures.count() >= 2
+
+
+@pytest.mark.django_db
+def test_retrieval_timeout_answers_without_chunks(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle, monkeypatch: Any
+) -> None:
+    """`rag_timeout_ms` is a real statement timeout: a search slower than it (pg_sleep added
+    to the search statement) is cancelled by PostgreSQL, rolled back to its savepoint, and
+    the answer goes on without chunks in the same transaction."""
+    from ai_agents.selectors import knowledge
+
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
+    document_ingest(document=added.document)
+    agent_id = _agent(
+        api_a, knowledge_bases=[str(kb.pk)], processing_config={**FAST, "rag_timeout_ms": 50}
+    )
+    real = knowledge._search_statement
+
+    def slow(**kwargs: Any) -> tuple[str, dict[str, Any]]:
+        sql, params = real(**kwargs)
+        return f"SELECT found.* FROM ({sql}) found, (SELECT pg_sleep(5)) slow", params
+
+    monkeypatch.setattr(knowledge, "_search_statement", slow)
+    _answer(fake_google, "No lo sé seguro.")
+
+    response = _send(api_a, agent_id, "¿Cuánto cuesta el envío?")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["reply"]["text"] == "No lo sé seguro."
+    assert body["reply"]["citations"] == []
+    system = fake_google.generate_requests[0]["systemInstruction"]["parts"][0]["text"]
+    assert "4,95 euros" not in system  # no passage reached the prompt
+    detail = api_a.get(f"/api/v1/conversations/{body['conversation_id']}").json()
+    reply = detail["messages"][1]
+    assert reply["rag_chunks_used"] in (None, [])
+    assert 50 <= reply["rag_search_time_ms"] < 5000
+    assert detail["message_count"] == 2
+
+    monkeypatch.setattr(knowledge, "_search_statement", real)
+    _answer(fake_google, "El envío cuesta 4,95 euros.")
+    again = _send(api_a, agent_id, "¿Cuánto cuesta el envío?").json()
+    assert again["reply"]["citations"]  # the connection is fine afterwards

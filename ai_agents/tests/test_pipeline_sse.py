@@ -130,3 +130,46 @@ def test_streaming_disabled_answers_json(api_a: Any, fake_google: FakeGoogle) ->
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["reply"]["text"] == "Hola."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rate_limited_stream_is_a_429_json_before_the_stream_starts(
+    tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    api = api_client_for(tenant_a)
+    agent_id = api.post(
+        "/api/v1/agents",
+        {
+            "name": "L",
+            "system_prompt": "x",
+            "processing_config": {"messages_per_minute": 2, "llm_retry_delay_ms": 0},
+        },
+        format="json",
+    ).json()["id"]
+
+    def send(text: str) -> Any:
+        return api.post(
+            f"/api/v1/agents/{agent_id}/messages",
+            {"contact": {"external_id": "c1"}, "text": text},
+            format="json",
+            HTTP_ACCEPT="text/event-stream",
+        )
+
+    for n in range(2):
+        fake_google.push(fake_google.reply_json({"action": "respond", "answer": f"Hola {n}."}))
+        response = send(f"hola {n}")
+        assert response.status_code == 200
+        assert [name for name, _d in _parse(async_to_sync(_drain)(response))][-1] == "done"
+
+    limited = send("hola otra vez")
+
+    assert limited.status_code == 429
+    assert limited["Content-Type"].startswith("application/json")
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    error = limited.json()["error"]
+    assert error["code"] == "rate_limited"
+    assert len(fake_google.generate_requests) == 2  # no model call for the limited one
+    detail = api.get(f"/api/v1/conversations/{error['conversation_id']}").json()
+    assert [m["content"] for m in detail["messages"] if m["role"] == "user"][-1] == (
+        "hola otra vez"  # stored all the same (RN-4)
+    )

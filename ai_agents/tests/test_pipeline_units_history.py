@@ -172,3 +172,16 @@ def test_bad_arguments() -> None:
         ).items
         == []
     )
+
+
+def test_summary_item_with_tool_units_never_separates_a_call_from_its_result() -> None:
+    items = tool_convo()
+    for strategy in ("summarize", "smart"):
+        for limit in (3, 4, 5):
+            result = truncate_history(
+                items, strategy=strategy, max_messages=limit, token_budget=None, summary="s"
+            )
+            kept = contents(result.items)
+            assert ("call" in kept) == ("result" in kept), (strategy, limit, kept)
+            assert result.items[0 if strategy == "summarize" else 1] == summary_item("s")
+            assert result.needs_summary_of == []

@@ -23,16 +23,10 @@ MAX_SESSION_VARIABLES = 50
 
 
 def _knowledge_search(args: dict[str, Any], *, agent: Any, **_ctx: Any) -> ToolResult:
-    from ai_agents.models import Agent
-    from ai_agents.selectors.knowledge import knowledge_search
+    from ai_agents.selectors.knowledge import agent_knowledge_bases, knowledge_bases_search
 
-    kb_ids = list(
-        Agent.knowledge_bases.through.objects.filter(agent_id=agent.pk).values_list(
-            "knowledgebase_id", flat=True
-        )
-    )
-    hits = knowledge_search(
-        tenant=agent.tenant, knowledge_base_ids=kb_ids, query=args["query"], k=5
+    hits = knowledge_bases_search(
+        tenant=agent.tenant, kbs=agent_knowledge_bases(agent=agent), query=args["query"], k=5
     )
     content = "\n\n".join(f"[{h.document_title}] {h.content}" for h in hits)
     return ToolResult(
