@@ -316,6 +316,7 @@ def main() -> None:
     parser.add_argument("--load-text", choices=["unique", "pool"], default="unique")
     parser.add_argument("--no-kb", action="store_true", help="agent without knowledge base")
     parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--show-sql", action="store_true", help="the last message's statements")
     parser.add_argument(
         "--think-ms",
         type=int,
@@ -372,6 +373,7 @@ def main() -> None:
             overhead.append((total - inner) * 1000)
             own_code.append((total - inner - _inner.embedding) * 1000)
             queries.append(len(captured.captured_queries))
+            last_sql = [q["sql"] for q in captured.captured_queries]
         if args.messages:
             print(
                 f"sequential, {args.messages} messages, model {args.latency_ms} ms,"
@@ -387,6 +389,10 @@ def main() -> None:
                 f"  P95 {percentile(cpu, 0.95):6.2f} ms   (PostgreSQL's not included)\n"
                 f"  machine: {load_before} before, {_busy_line()} after"
             )
+            if args.show_sql:
+                print("  SQL of the last message:")
+                for sql in last_sql:
+                    print("   ", sql[:160])
             steps: dict[str, list[int]] = {}
             replies = Message.objects.for_tenant(tenant).filter(role="assistant")
             for meta in replies.values_list("metadata", flat=True):

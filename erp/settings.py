@@ -118,7 +118,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_str("REDIS_URL") or embedded.redis_url(DATA_DIR / "redis")
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "erp.cache.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "erp",
         "TIMEOUT": 300,
