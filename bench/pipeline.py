@@ -34,7 +34,8 @@ the query + pgvector + full text), prompt building and the gateway.
    printed. `--load-text pool` asks 8 recurring questions (query embeddings cached)
    instead of unique ones. `--think-ms N` makes each conversation pause about N ms between a
    reply and its next message, as a customer reading and typing does (0, the default: the
-   closed-loop stress, every conversation sending the instant its reply arrives).
+   closed-loop stress, every conversation sending the instant its reply arrives); with it, the
+   conversations also start at random moments within the first think time.
 
 Uses DATABASE_URL / REDIS_URL, or the embedded services under var/ (valkey is started for
 the run if none answers). Data goes to a tenant
@@ -213,6 +214,10 @@ def _load_worker(
 
     def conversation(n: int) -> None:
         try:
+            if think_s:
+                # Conversations begin at random moments, not all in the same instant (a burst
+                # of 50 first messages would measure the start, not the steady state).
+                time.sleep(random.uniform(0, think_s))
             i = 0
             while time.monotonic() < deadline:
                 if load_text == "pool":
