@@ -127,8 +127,10 @@ class HandoffActionView(TenantAPIView):
         return user
 
 
-class ClaimView(HandoffActionView):
-    """Takes the conversation for the acting member (a lease); 409 when another holds it."""
+class _StaffActionView(HandoffActionView):
+    """An action with no body beyond `staff_email`: the service does it all."""
+
+    service: Any = None  # staticmethod(service(conversation, user))
 
     @extend_schema(request=StaffSerializer, responses=ConversationSerializer)
     def post(self, request: Request, conversation_id: Any) -> Response:
@@ -137,8 +139,14 @@ class ClaimView(HandoffActionView):
     def perform(
         self, conversation: Conversation, user: Any, data: dict[str, Any]
     ) -> dict[str, Any]:
-        handoff.conversation_claim(conversation, user)
+        self.service(conversation, user)
         return {}
+
+
+class ClaimView(_StaffActionView):
+    """Takes the conversation for the acting member (a lease); 409 when another holds it."""
+
+    service = staticmethod(handoff.conversation_claim)
 
 
 class ReplyView(HandoffActionView):
@@ -157,29 +165,13 @@ class ReplyView(HandoffActionView):
         return {"message": MessageSerializer(message).data}
 
 
-class ReleaseView(HandoffActionView):
+class ReleaseView(_StaffActionView):
     """Back to the bot: active, nobody holds it (escalation fields kept)."""
 
-    @extend_schema(request=StaffSerializer, responses=ConversationSerializer)
-    def post(self, request: Request, conversation_id: Any) -> Response:
-        return super().post(request, conversation_id)
-
-    def perform(
-        self, conversation: Conversation, user: Any, data: dict[str, Any]
-    ) -> dict[str, Any]:
-        handoff.conversation_release(conversation, user)
-        return {}
+    service = staticmethod(handoff.conversation_release)
 
 
-class CloseView(HandoffActionView):
+class CloseView(_StaffActionView):
     """Ends the conversation."""
 
-    @extend_schema(request=StaffSerializer, responses=ConversationSerializer)
-    def post(self, request: Request, conversation_id: Any) -> Response:
-        return super().post(request, conversation_id)
-
-    def perform(
-        self, conversation: Conversation, user: Any, data: dict[str, Any]
-    ) -> dict[str, Any]:
-        handoff.conversation_close(conversation, user)
-        return {}
+    service = staticmethod(handoff.conversation_close)
