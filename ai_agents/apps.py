@@ -21,9 +21,10 @@ class AiAgentsConfig(AppConfig):
         settings.CELERY_BEAT_SCHEDULE.setdefault(
             SWEEP_BEAT_ENTRY, {"task": "ai_agents.channel_pending_sweep", "schedule": 60.0}
         )
-        from ai_agents.demo import demo_agent_load, demo_knowledge_load
+        from ai_agents.demo import demo_agent_load, demo_knowledge_load, demo_webchat_load
         from erp.demo import DEMO_LOADERS
 
-        for loader in (demo_knowledge_load, demo_agent_load):  # the agent needs the base
+        # The agent needs the base; the web chat needs the agent.
+        for loader in (demo_knowledge_load, demo_agent_load, demo_webchat_load):
             if loader not in DEMO_LOADERS:
                 DEMO_LOADERS.append(loader)

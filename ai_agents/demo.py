@@ -53,3 +53,22 @@ def demo_agent_load(tenant: Tenant) -> None:
             "knowledge_bases": [kb.pk for kb in kbs],
         },
     )
+
+
+def demo_webchat_load(tenant: Tenant) -> None:
+    """A web chat for the demo agent, so `make run` can show the widget at /webchat/demo and a
+    handoff in /inbox/ (origins: the local server; the demo page is same-origin anyway)."""
+    from ai_agents.models import Agent, ChannelBinding
+
+    agent = Agent.objects.for_tenant(tenant).filter(name=DEMO_AGENT_NAME).first()
+    bindings = ChannelBinding.objects.for_tenant(tenant)
+    if agent is None or bindings.filter(type=ChannelBinding.Type.WEBCHAT).exists():
+        return
+    port = settings.PORT
+    bindings.create(
+        tenant=tenant,
+        agent=agent,
+        type=ChannelBinding.Type.WEBCHAT,
+        name="Chat de la web (demo)",
+        allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
+    )

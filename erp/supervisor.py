@@ -249,6 +249,8 @@ class Supervisor:
                 f"\n  Sitio:       {base}/\n"
                 f"  Admin:       {base}/admin/\n"
                 f"  API docs:    {base}/api/docs/\n"
+                f"  Chat web:    {base}/webchat/demo   (tras entrar en el admin)\n"
+                f"  Bandeja:     {base}/inbox/\n"
                 f"  Healthz:     {base}/healthz\n"
                 f"  Demo login:  {login}\n"
                 f"  Logs:        {self.data_dir / 'logs'}\n\n"

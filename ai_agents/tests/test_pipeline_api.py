@@ -476,3 +476,22 @@ def test_retrieval_timeout_answers_without_chunks(
     _answer(fake_google, "El envío cuesta 4,95 euros.")
     again = _send(api_a, agent_id, "¿Cuánto cuesta el envío?").json()
     assert again["reply"]["citations"]  # the connection is fine afterwards
+
+
+@pytest.mark.django_db
+def test_the_demo_has_a_web_chat_its_staff_can_open(settings: Any) -> None:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from ai_agents.models import ChannelBinding
+    from erp.demo import demo_load
+
+    login = demo_load()
+    demo_load()  # idempotent: still one web chat
+    [binding] = ChannelBinding.objects.for_tenant(login.tenant).filter(type="webchat")
+    assert binding.agent.name == "Asistente de la panadería"
+    staff = Client()
+    staff.force_login(get_user_model().objects.get(email=login.email))
+    page = staff.get("/webchat/demo")
+    assert page.status_code == 200
+    assert f'data-key="{binding.token}"' in page.content.decode()
