@@ -56,7 +56,8 @@ def reply_deliver(message_id: Any) -> str:
     if not messages.filter(delivery_status="").update(delivery_status=Delivery.Status.PENDING):
         return Message.objects.for_tenant(message.tenant_id).get(pk=message.pk).delivery_status
     status = adapter.send(binding=conversation.binding, conversation=conversation, message=message)
-    messages.update(delivery_status=status)
+    # Only over "pending": a status webhook may already have moved it further (delivered, read).
+    messages.filter(delivery_status=Delivery.Status.PENDING).update(delivery_status=status)
     return status
 
 
