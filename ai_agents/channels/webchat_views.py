@@ -33,6 +33,7 @@ from ai_agents.api import sse
 from ai_agents.channels import webchat
 from ai_agents.models import ChannelBinding
 from erp.api.errors import json_error
+from erp.http_request import client_ip
 
 WIDGET_PATH = Path(__file__).resolve().parent.parent / "static" / "ai_agents" / "widget.js"
 TOKEN_HEADER = "X-Webchat-Token"
@@ -78,7 +79,7 @@ def _own_origin(request: HttpRequest) -> str:
 
 
 def _client_ip(request: HttpRequest) -> str:
-    return str(request.META.get("REMOTE_ADDR") or "unknown")
+    return client_ip(request)
 
 
 def webchat_endpoint(*methods: str) -> Callable[[View], Callable[..., HttpResponse]]:

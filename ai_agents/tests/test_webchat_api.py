@@ -466,3 +466,43 @@ def test_demo_page_is_for_the_tenants_staff_with_a_strict_csp(
     other = Client()
     other.force_login(outsider.user)
     assert other.get(f"/webchat/demo?key={binding.token}").status_code == 404
+
+
+@pytest.mark.django_db
+def test_behind_a_proxy_the_ip_limit_counts_each_visitors_own_address(
+    binding: ChannelBinding, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.TRUSTED_PROXY_HOPS = 1
+    monkeypatch.setattr(webchat, "IP_SESSIONS", (1, 600))
+
+    def visitor_from(address: str, spoofed: str = "") -> Visitor:
+        visitor = Visitor(binding)
+        forwarded = f"{spoofed}, {address}" if spoofed else address
+        visitor.client.defaults["HTTP_X_FORWARDED_FOR"] = forwarded
+        return visitor
+
+    # Every request comes from the proxy (REMOTE_ADDR 127.0.0.1): the limit follows the
+    # address the proxy saw, not the proxy's.
+    assert visitor_from("203.0.113.7").start().status_code == 200
+    assert visitor_from("198.51.100.9").start().status_code == 200
+    assert visitor_from("203.0.113.7").start().status_code == 429
+    # What the client itself put in front of the header is not trusted.
+    assert visitor_from("203.0.113.7", spoofed="192.0.2.1").start().status_code == 429
+
+
+def test_client_ip_reads_only_the_trusted_hops(settings: Any) -> None:
+    from django.test import RequestFactory
+
+    from erp.http_request import client_ip
+
+    request = RequestFactory().get(
+        "/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="1.1.1.1, 203.0.113.7, 10.0.0.1"
+    )
+    settings.TRUSTED_PROXY_HOPS = 0
+    assert client_ip(request) == "10.0.0.2"
+    settings.TRUSTED_PROXY_HOPS = 1
+    assert client_ip(request) == "10.0.0.1"
+    settings.TRUSTED_PROXY_HOPS = 2
+    assert client_ip(request) == "203.0.113.7"
+    settings.TRUSTED_PROXY_HOPS = 5  # fewer entries than proxies: the nearest known address
+    assert client_ip(request) == "10.0.0.2"
