@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _harness import percentile
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 
 import django
@@ -82,11 +85,6 @@ def _serve_fake(conn: Any) -> None:
     conn.send(fake.url)
     conn.recv()  # until the parent says stop
     fake.stop()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def measure(label: str, call: Callable[[], None], calls: int, *, direct: bool = False) -> None:

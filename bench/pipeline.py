@@ -56,6 +56,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _harness import percentile
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 import django
 
@@ -117,11 +120,6 @@ class FixedLatencyProvider:
         result = self.generate(request)
         yield TextDelta(result.text)
         yield result
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _time_local_embedding() -> None:

@@ -39,13 +39,15 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _harness import percentile, sigterm_as_interrupt  # noqa: E402
 
 BENCH_DB = "bench_pipeline"
 DATA_DIR = ROOT / "var" / "bench-pipeline"
@@ -82,11 +84,6 @@ ANSWER = {
 
 provider_s: list[float] = []  # seconds inside the Google provider, per call (part 1)
 step_s: dict[str, float] = defaultdict(float)  # seconds per pipeline step, current message
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 # --- services ------------------------------------------------------------------------------
@@ -541,18 +538,6 @@ def part2(
 # --- main -----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(_sig: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--latency-ms", type=int, default=300)
@@ -571,7 +556,7 @@ def main() -> None:
 
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     services = Services()
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             env = services.start(args.latency_ms / 1000)
             os.environ.update(env)

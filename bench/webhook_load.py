@@ -45,13 +45,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _harness import percentile, sigterm_as_interrupt  # noqa: E402
 
 BENCH_DB = "bench_webhook"
 DATA_DIR = ROOT / "var" / "bench-webhook"
@@ -80,11 +81,6 @@ def _cpu(proc: Any) -> float:
                 times = p.cpu_times()
                 total += times.user + times.system
     return total
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 # --- services ------------------------------------------------------------------------------
@@ -502,18 +498,6 @@ def profile(n: int, per_customer: int, cprofile: bool = False) -> None:
 # --- main ------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(_sig: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--posts", type=int, default=2000)
@@ -536,7 +520,7 @@ def main() -> None:
 
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     services = Services()
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             env = services.start()
             os.environ.update(env)
