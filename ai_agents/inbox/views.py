@@ -21,6 +21,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
@@ -53,6 +54,30 @@ def message_kind(message: Message) -> str:
     return "person" if message.author_id is not None else "bot"
 
 
+DELIVERY_LABELS = {
+    "pending": gettext_lazy("Enviando…"),
+    "sent": gettext_lazy("Enviado"),
+    "delivered": gettext_lazy("Entregado"),
+    "read": gettext_lazy("Leído"),
+    "failed": gettext_lazy("No entregado"),
+    "suppressed": gettext_lazy("No enviado: la conversación la atiende una persona"),
+}
+
+
+def delivery_label(message: Message) -> str:
+    """What the staff see under an outbound message: its channel status and, when it failed,
+    why (e.g. WhatsApp's 24-hour window). Empty for inbound and pulled channels."""
+    status = message.delivery_status
+    if not status:
+        return ""
+    label = str(DELIVERY_LABELS.get(status, status))
+    if status == "failed":
+        errors = [d.error_message for d in message.deliveries.all() if d.error_message]
+        if errors:
+            label = f"{label}: {errors[0]}"
+    return label
+
+
 def _message_row(message: Message) -> dict[str, Any]:
     return {
         "id": str(message.pk),
@@ -61,6 +86,7 @@ def _message_row(message: Message) -> dict[str, Any]:
         "content": message.content,
         "created_at": message.created_at.isoformat(),
         "delivery_status": message.delivery_status,
+        "delivery": delivery_label(message),
     }
 
 
@@ -69,6 +95,7 @@ def _messages(conversation: Conversation, after: datetime | None = None) -> list
         Message.objects.for_tenant(conversation.tenant_id)
         .filter(conversation=conversation, role__in=[Message.Role.USER, Message.Role.ASSISTANT])
         .select_related("author")
+        .prefetch_related("deliveries")
         .order_by("created_at", "id")
     )
     if after is not None:
@@ -137,7 +164,7 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
     context = {
         "conversation": conversation,
         "state": conversation_state(conversation, request.user),
-        "messages": [(m, message_kind(m)) for m in messages],
+        "messages": [(m, message_kind(m), delivery_label(m)) for m in messages],
         "cursor": messages[-1].created_at.isoformat() if messages else "",
         "poll_seconds": POLL_SECONDS,
         "reply_max": handoff.REPLY_MAX_CHARS,

@@ -181,3 +181,33 @@ def test_handoff_settings_admin_keeps_the_secret_write_only(
     assert row.webhook_secret == "muy-secreto"  # empty keeps the stored secret
     assert row.claim_lease_minutes == 25
     assert _client(outsider).get(change_url).status_code == 404
+
+
+def test_staff_see_whether_an_outbound_message_was_delivered_and_why_not(
+    owner: Persona,
+) -> None:
+    from ai_agents.models import Delivery
+
+    conversation = conversation_make(agent_for(owner.tenant))
+    with tenant_scope(owner.tenant):
+        bot = Message.objects.get(conversation=conversation, role="assistant")
+        Message.objects.filter(pk=bot.pk).update(delivery_status="failed")
+        Delivery.objects.create(
+            tenant=owner.tenant,
+            message=bot,
+            channel="whatsapp",
+            status="failed",
+            error_code="outside_24h_window",
+            error_message="Han pasado más de 24 horas desde el último mensaje del cliente.",
+        )
+    client = _client(owner)
+
+    page = client.get(f"/inbox/{conversation.pk}").content.decode()
+    events = client.get(f"/inbox/{conversation.pk}/events").json()
+
+    assert 'data-delivery="failed"' in page
+    assert "No entregado: Han pasado más de 24 horas" in page
+    [row] = [m for m in events["messages"] if m["kind"] == "bot"]
+    assert row["delivery"].startswith("No entregado: Han pasado más de 24 horas")
+    [customer] = [m for m in events["messages"] if m["kind"] == "customer"]
+    assert customer["delivery"] == ""

@@ -50,8 +50,21 @@
       catch (e) { return iso; }
     }
 
+    function showDelivery(li, m) {
+      var span = li.querySelector(".delivery");
+      if (!span) {
+        span = document.createElement("span");
+        span.className = "delivery";
+        li.appendChild(span);
+      }
+      span.dataset.delivery = m.delivery_status || "";
+      span.textContent = m.delivery || "";
+      span.hidden = !m.delivery;
+    }
+
     function addMessage(m) {
-      if (list.querySelector('[data-message-id="' + m.id + '"]')) return;
+      var known = list.querySelector('[data-message-id="' + m.id + '"]');
+      if (known) { showDelivery(known, m); return; }
       var li = document.createElement("li");
       li.className = "message " + m.kind;
       li.dataset.messageId = m.id;
@@ -68,6 +81,7 @@
       li.appendChild(who);
       li.appendChild(when);
       li.appendChild(body);
+      showDelivery(li, m);
       list.appendChild(li);
     }
 
