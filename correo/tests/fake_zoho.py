@@ -98,8 +98,7 @@ class FakeZoho:
             self.contents: dict[str, str] = {}
             self.expires_in = 3600
             self.scope = "ZohoMail.messages.READ ZohoMail.accounts.READ ZohoMail.folders.READ"
-        with self.server._lock:
-            self.server.requests.clear()
+        self.server.requests_clear()
 
     @property
     def url(self) -> str:

@@ -112,8 +112,7 @@ class FakeGoogle:
             self.embed_queue.clear()
             self.default = self.reply("ok")
             self.stream_sent_at.clear()
-        with self.server._lock:
-            self.server.requests.clear()
+        self.server.requests_clear()
 
     @property
     def url(self) -> str:
@@ -255,7 +254,7 @@ class FakeGoogle:
 
     @property
     def requests(self) -> list[FakeRequest]:
-        return list(self.server.requests)
+        return self.server.requests_snapshot()
 
     # --- serving ----------------------------------------------------------------------
     def _next(self) -> Behaviour:

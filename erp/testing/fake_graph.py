@@ -60,8 +60,7 @@ class FakeGraph:
         with self._lock:
             self.queue.clear()
             self.read_mark_response = None
-        with self.server._lock:
-            self.server.requests.clear()
+        self.server.requests_clear()
 
     @property
     def url(self) -> str:
@@ -89,8 +88,7 @@ class FakeGraph:
     # --- what arrived --------------------------------------------------------------------
     @property
     def requests(self) -> list[FakeRequest]:
-        with self.server._lock:
-            return list(self.server.requests)
+        return self.server.requests_snapshot()
 
     @property
     def sent(self) -> list[dict[str, Any]]:

@@ -106,6 +106,16 @@ class FakeServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
+    def requests_clear(self) -> None:
+        """Forget the recorded requests (between tests sharing one server)."""
+        with self._lock:
+            self.requests.clear()
+
+    def requests_snapshot(self) -> list[FakeRequest]:
+        """The recorded requests so far, copied under the lock."""
+        with self._lock:
+            return list(self.requests)
+
     def requests_to(self, pattern: str) -> list[FakeRequest]:
         compiled = re.compile(pattern)
         return [r for r in self.requests if compiled.search(r.path)]

@@ -227,8 +227,7 @@ def fake_openai(_fake_openai_server: FakeServer, settings: Any) -> FakeOpenAI:
     """A fake OpenAI-compatible server, fresh script and request log per test;
     `settings.OPENAI_BASE_URL` (and a test key) point at it."""
     server = _fake_openai_server
-    with server._lock:
-        server.requests.clear()
+    server.requests_clear()
     fake = FakeOpenAI(server)
     settings.OPENAI_BASE_URL = fake.base_url
     settings.OPENAI_API_KEY = "sk-test-fake"
