@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from django.db import transaction
 
@@ -19,7 +20,7 @@ def inbound_accept(
     answer, queues `channel_conversation_answer` once the row is committed. Returns the message
     and whether it was new."""
     message, created = message_receive(
-        agent=binding.agent, inbound=inbound, binding=binding, answer=answer
+        agent=binding.agent, inbound=replace(inbound, binding=binding), answer=answer
     )
     if created and answer:
         conversation_id = str(message.conversation_id)

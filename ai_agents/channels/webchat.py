@@ -215,27 +215,8 @@ def visitor_inbound(session: Session, text: str, client_message_id: str = "") ->
         thread_id=session.thread_id,
         channel_message_id=message_id,
         metadata={"binding_id": str(session.binding.pk)},
+        binding=session.binding,
     )
-
-
-def conversation_bind(session: Session) -> None:
-    """Opens the visitor's conversation on this binding before the pipeline runs, so the staff
-    inbox knows the channel it came from (the pipeline itself opens it without a binding)."""
-    from ai_agents.pipeline import steps
-
-    binding = session.binding
-    contact = steps.contact_upsert(tenant=binding.tenant, data=session.contact)
-    conversation = steps.conversation_open(
-        agent=binding.agent,
-        channel=CHANNEL,
-        thread_id=session.thread_id,
-        contact=contact,
-        binding=binding,
-    )
-    if conversation.binding_id is None:
-        Conversation.objects.for_tenant(binding.tenant_id).filter(
-            pk=conversation.pk, binding__isnull=True
-        ).update(binding=binding)
 
 
 def reply_present(session: Session, body: dict[str, Any]) -> dict[str, Any]:

@@ -234,7 +234,6 @@ def _message_post(request: HttpRequest, session: webchat.Session) -> HttpRespons
         limited = webchat.limit_hit(scope, subject, rule)
         if not limited.allowed:
             return _limited(limited)
-    webchat.conversation_bind(session)
     agent = session.binding.agent
     inbound = webchat.visitor_inbound(session, text, client_id)
     present = functools.partial(webchat.reply_present, session)

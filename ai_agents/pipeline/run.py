@@ -47,6 +47,7 @@ class Inbound:
     thread_id: str | None = None  # channel conversation id; default: the contact's id
     channel_message_id: str | None = None
     metadata: Mapping[str, Any] | None = None
+    binding: Any = None  # the ChannelBinding it came through (replies go out through it)
 
 
 class _Timer:
@@ -77,7 +78,11 @@ def message_process(
     thread_id = inbound.thread_id or contact.external_id
     with transaction.atomic():
         conversation = steps.conversation_open_locked(
-            agent=agent, channel=inbound.channel, thread_id=thread_id, contact=contact
+            agent=agent,
+            channel=inbound.channel,
+            thread_id=thread_id,
+            contact=contact,
+            binding=inbound.binding,
         )
         if inbound.channel_message_id:
             existing = steps.message_by_channel_id(
@@ -87,25 +92,31 @@ def message_process(
                 return _stored_result(existing)
         # Inserted with the reply at the end (one INSERT); its id is known now so usage rows
         # can name it.
-        user_message = Message(
-            tenant_id=agent.tenant_id,
-            conversation=conversation,
-            agent=agent,
-            role=Message.Role.USER,
-            content=inbound.text,
-            channel_message_id=inbound.channel_message_id or None,
-            metadata={"channel_metadata": dict(inbound.metadata or {})},
-            created_at=timezone.now(),
-        )
+        user_message = _inbound_message(agent, conversation, inbound, created_at=timezone.now())
         timer.mark("receive")
         return _run(agent, conversation, contact, user_message, timer, on_delta)
+
+
+def _inbound_message(
+    agent: Agent, conversation: Conversation, inbound: Inbound, *, created_at: Any
+) -> Message:
+    """The customer's message as a row (not saved)."""
+    return Message(
+        tenant_id=agent.tenant_id,
+        conversation=conversation,
+        agent=agent,
+        role=Message.Role.USER,
+        content=inbound.text,
+        channel_message_id=inbound.channel_message_id or None,
+        metadata={"channel_metadata": dict(inbound.metadata or {})},
+        created_at=created_at,
+    )
 
 
 def message_receive(
     *,
     agent: Agent,
     inbound: Inbound,
-    binding: Any = None,
     answer: bool = True,
 ) -> tuple[Message, bool]:
     """Stores one inbound channel message before it is acknowledged; the model runs later
@@ -119,6 +130,7 @@ def message_receive(
     by the failed INSERT, not by a SELECT before every new message)."""
     contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
     thread_id = inbound.thread_id or contact.external_id
+    binding = inbound.binding
     now = timezone.now()
     try:
         with transaction.atomic():
@@ -129,23 +141,13 @@ def message_receive(
                 contact=contact,
                 binding=binding,
             )
-            metadata: dict[str, Any] = {"channel_metadata": dict(inbound.metadata or {})}
+            message = _inbound_message(agent, conversation, inbound, created_at=now)
             if not answer:
-                metadata["result"] = {
+                message.metadata["result"] = {
                     "conversation_id": str(conversation.pk),
                     "reply": None,
                     "ignored": True,
                 }
-            message = Message(
-                tenant_id=agent.tenant_id,
-                conversation=conversation,
-                agent=agent,
-                role=Message.Role.USER,
-                content=inbound.text,
-                channel_message_id=inbound.channel_message_id or None,
-                metadata=metadata,
-                created_at=now,
-            )
             message.save(force_insert=True)
             changes: dict[str, Any] = {
                 "message_count": F("message_count") + 1,
@@ -493,9 +495,9 @@ def _finish(
     meta["timings_ms"] = {**timer.steps, "total": int(timer.elapsed_s * 1000)}
     meta["response_time_ms"] = meta["timings_ms"]["total"]
     if reply is not None:
-        reply.metadata = meta
         if escalation is not None:
-            meta["escalation_notice"] = True
+            meta["escalation_notice"] = True  # the one bot message an escalated chat may send
+        reply.metadata = meta
     # A message stored on arrival (channel webhooks) only gets its result; otherwise the
     # inbound message and the reply go in one INSERT.
     stored = not user_message._state.adding

@@ -178,12 +178,19 @@ def conversation_open(
 
 
 def conversation_open_locked(
-    *, agent: Agent, channel: str, thread_id: str, contact: Contact | None
+    *,
+    agent: Agent,
+    channel: str,
+    thread_id: str,
+    contact: Contact | None,
+    binding: Any = None,
 ) -> Conversation:
     """Inside a transaction: the thread's lock (see `thread_lock`), then its open conversation
     (read after the lock, so it is current) or a new one."""
     thread_lock(agent_id=agent.pk, channel=channel, thread_id=thread_id)
-    return conversation_open(agent=agent, channel=channel, thread_id=thread_id, contact=contact)
+    return conversation_open(
+        agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
+    )
 
 
 def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
