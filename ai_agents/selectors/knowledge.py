@@ -26,6 +26,7 @@ from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import INDEXED_SPACES, is_safe_space
 from ai_agents.models import Document, KnowledgeBase
 from erp.llm.errors import LlmError
+from erp.tenancy import rows
 from erp.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -60,9 +61,22 @@ def knowledge_base_list(*, tenant: Tenant) -> QuerySet[KnowledgeBase]:
     return KnowledgeBase.objects.for_tenant(tenant).order_by("name")
 
 
+def agent_knowledge_bases_statement(*, agent: Any) -> rows.Statement:
+    """The SELECT of `agent_knowledge_bases` (the pipeline sends it with other reads)."""
+    links = type(agent).knowledge_bases.through._meta.db_table
+    return rows.select_statement(
+        KnowledgeBase,
+        tenant_id=agent.tenant_id,
+        where=f"id IN (SELECT knowledgebase_id FROM {links} WHERE agent_id = %s)",  # noqa: S608
+        params=[agent.pk],
+        order_by="name",
+    )
+
+
 def agent_knowledge_bases(*, agent: Any) -> list[KnowledgeBase]:
     """The knowledge bases an agent answers from (one query)."""
-    return list(knowledge_base_list(tenant=agent.tenant).filter(agents=agent))
+    (outcome,) = rows.run_together([agent_knowledge_bases_statement(agent=agent)])
+    return [rows.load(KnowledgeBase, row) for row in outcome.rows or []]
 
 
 def document_list(*, kb: KnowledgeBase) -> QuerySet[Document]:
@@ -257,6 +271,32 @@ def _search_scope(timeout_ms: int | None) -> Iterator[Any]:
         )
 
 
+def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> list[Any]:
+    """The search statement's rows. Inside the caller's transaction (the pipeline's), ONE round
+    trip: savepoint, settings, search, then ROLLBACK TO the savepoint, which also undoes the
+    SET LOCAL settings (a read loses nothing), and RELEASE. When the search fails (the
+    statement timeout), PostgreSQL skips the rest of the string: the savepoint is rolled back
+    apart, so the transaction goes on."""
+    if not connection.in_atomic_block:
+        with _search_scope(timeout_ms) as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    statements = (
+        f"SAVEPOINT {SAVEPOINT}; {_session_settings(timeout_ms)};\n{sql};\n"
+        f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}"
+    )
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(statements, params)
+        except BaseException:
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
+            raise
+        while cursor.description is None:  # the SAVEPOINT and SET results come first
+            if not cursor.nextset():
+                return []
+        return cursor.fetchall()
+
+
 def knowledge_search(
     *,
     tenant: Tenant,
@@ -338,9 +378,6 @@ def knowledge_bases_search(
     sql, params = _search_statement(
         tenant_id=tenant.pk, vectors=vectors, lexical=lexical, frequent=frequent, limit=limit, k=k
     )
-    with _search_scope(timeout_ms) as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
     hits = [
         SearchHit(
             chunk_id=chunk_id,
@@ -350,7 +387,9 @@ def knowledge_bases_search(
             heading_path=list(heading_path or []),
             score=round(score / best_possible, 6),
         )
-        for chunk_id, score, document_id, title, content, heading_path in rows
+        for chunk_id, score, document_id, title, content, heading_path in _search_rows(
+            sql, params, timeout_ms
+        )
     ]
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]

@@ -12,11 +12,11 @@ import uuid
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
+from erp.tenancy import rows
 from erp.tenancy.models import Tenant
 
 MILLION = Decimal(1_000_000)
@@ -117,10 +117,13 @@ def usage_record(
         message_id=message_id,
         created_at=timezone.now(),
     )
+    # Every model call writes one: no queryset to build; inside the message pipeline the
+    # statement goes with the reply's (`rows.deferred_writes`).
     if not cost or settings.AI_CREDITS_MODE == "off":
-        log.save(force_insert=True)
-        return log
-    _insert_and_debit(log)
+        rows.write(rows.insert_statement([log]))
+    else:
+        rows.write(_insert_and_debit_statement(log))
+    rows.inserted([log])
     return log
 
 
@@ -144,7 +147,7 @@ _COLUMNS = [
 ]
 
 
-def _insert_and_debit(log: UsageLog) -> None:
+def _insert_and_debit_statement(log: UsageLog) -> rows.Statement:
     """The row and the debit in ONE statement: atomic without BEGIN/COMMIT round trips, and
     the balance is decremented in place, so concurrent calls never lose a debit."""
     usage_table = UsageLog._meta.db_table
@@ -157,6 +160,4 @@ def _insert_and_debit(log: UsageLog) -> None:
         "SET ai_credit_balance_usd = t.ai_credit_balance_usd - ins.cost_usd "
         "FROM ins WHERE t.id = ins.tenant_id"
     )
-    params = [getattr(log, column) for column in _COLUMNS]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    return sql, [getattr(log, column) for column in _COLUMNS]
