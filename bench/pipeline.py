@@ -445,7 +445,8 @@ def main() -> None:
             if args.show_sql:
                 print("  SQL of the last message:")
                 for seconds, sql in last_sql:
-                    print(f"    {seconds * 1000:6.2f} ms  {' '.join(sql.split())[:130]}")
+                    flat = " ".join(sql.split())[:120]
+                    print(f"    {seconds * 1000:6.2f} ms {len(sql):5d} B  {flat}")
             steps: dict[str, list[int]] = {}
             replies = Message.objects.for_tenant(tenant).filter(role="assistant")
             for meta in replies.values_list("metadata", flat=True):
