@@ -139,7 +139,7 @@ def _contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None)
 def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     """The tenant's contact with this external id (created, or its given fields updated)."""
     (outcome,) = rows.run_together([_contact_statement(tenant.pk, str(data["external_id"]))])
-    found = rows.load(Contact, outcome.rows[0]) if outcome.rows else None
+    found = rows.first(Contact, outcome)
     return _contact_settle(tenant, data, found)
 
 
@@ -191,8 +191,9 @@ def conversation_open(
         return found
     for _attempt in range(3):
         (outcome,) = rows.run_together([_conversation_statement(agent, channel, thread_id)])
-        if outcome.rows:
-            return rows.load(Conversation, outcome.rows[0])
+        existing = rows.first(Conversation, outcome)
+        if existing is not None:
+            return existing
         try:
             with transaction.atomic():
                 return Conversation.objects.for_tenant(agent.tenant_id).create(
@@ -250,9 +251,9 @@ def thread_open(
             agent_knowledge_bases_statement(agent=agent),
         ]
     )
-    found_contact = rows.load(Contact, contact.rows[0]) if contact.rows else None
+    found_contact = rows.first(Contact, contact)
     settled_contact = _contact_settle(agent.tenant, contact_data, found_contact)
-    found = rows.load(Conversation, conversation.rows[0]) if conversation.rows else None
+    found = rows.first(Conversation, conversation)
     opened = conversation_open(
         agent=agent,
         channel=channel,

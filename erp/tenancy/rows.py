@@ -96,6 +96,11 @@ def load(model: type[M], row: Sequence[Any]) -> M:
     return model.from_db(connection.alias, table.attnames, values)
 
 
+def first(model: type[M], outcome: Outcome) -> M | None:
+    """The first row of a `select_statement`'s outcome as an instance, or None."""
+    return load(model, outcome.rows[0]) if outcome.rows else None
+
+
 def select_statement(
     model: type[Model],
     *,
