@@ -139,11 +139,9 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
     from ai_agents.channels import adapter_for
     from ai_agents.channels.delivery import reply_deliver
     from ai_agents.models import Conversation, Message
-    from ai_agents.pipeline.run import conversation_answer_pending
+    from ai_agents.pipeline.run import conversation_answer_pending, conversation_load
 
-    conversation = (
-        Conversation.objects.unscoped().select_related("binding").filter(pk=conversation_id).first()
-    )
+    conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
     with tenant_scope(conversation.tenant_id):
@@ -157,7 +155,7 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and conversation.status == Conversation.Status.ACTIVE
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
-        conversation_answer_pending(conversation_id=conversation.pk)
+        conversation_answer_pending(conversation=conversation)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.
         undelivered = (

@@ -173,18 +173,28 @@ def message_receive(
     return message, True
 
 
-def conversation_answer_pending(
-    *, conversation_id: Any, on_delta: Callable[[str], None] | None = None
-) -> list[dict[str, Any]]:
-    """Answers the conversation's stored, not yet answered messages one at a time in arrival
-    order, under the thread's lock (so concurrent tasks for one conversation queue up and the
-    later ones find nothing left). Returns the results, oldest first."""
-    conversation = (
+def conversation_load(conversation_id: Any) -> Conversation | None:
+    """A conversation with what answering it needs (agent, tenant, contact, binding)."""
+    return (
         Conversation.objects.unscoped()
-        .select_related("agent__tenant", "contact")
+        .select_related("agent__tenant", "contact", "binding")
         .filter(pk=conversation_id)
         .first()
     )
+
+
+def conversation_answer_pending(
+    *,
+    conversation_id: Any = None,
+    conversation: Conversation | None = None,
+    on_delta: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Answers the conversation's stored, not yet answered messages one at a time in arrival
+    order, under the thread's lock (so concurrent tasks for one conversation queue up and the
+    later ones find nothing left). Returns the results, oldest first. Takes the conversation
+    as `conversation_load` gives it, or its id."""
+    if conversation is None:
+        conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
     agent = conversation.agent
