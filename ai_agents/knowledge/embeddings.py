@@ -15,14 +15,17 @@ import hashlib
 import logging
 import os
 import threading
+import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.cache import cache
 
+from ai_agents.knowledge.spaces import LOCAL_MODEL
 from erp.llm.gateway import CallContext, get_provider, llm_embed
 
 if TYPE_CHECKING:
@@ -175,15 +178,120 @@ def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
     local = _query_lru.get(key)
     if local is not None:
         return list(local)
+    if kb.embedding_provider == "local":
+        return list(_local_query(key, text))
     cached = _cache_call(cache.get, key)
     if cached is None:
-        if kb.embedding_provider == "local":
-            cached = _query_vector(text)
-        else:
-            cached = _remote(kb, [text], "query", kb.tenant)[0]
+        cached = _remote(kb, [text], "query", kb.tenant)[0]
         _cache_call(cache.set, key, cached, settings.KB_QUERY_CACHE_SECONDS)
     _query_lru.put(key, tuple(cached))
     return list(cached)
+
+
+# --- the local model, started early -------------------------------------------------------
+#
+# A new question costs the local model ~25 ms of CPU. The pipeline starts it when a message
+# arrives (`query_prefetch`), on a small pool of threads (the engine releases the GIL), while
+# the request reads its conversation; `embed_query` then takes the result, or computes the
+# vector itself if the job has not started yet (a queued job is cancelled, not waited for).
+
+_pool: ThreadPoolExecutor | None = None
+_inflight: dict[str, Future[tuple[float, ...]]] = {}
+_inflight_lock = threading.Lock()
+_waited = threading.local()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _inflight_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(
+                    max_workers=os.cpu_count() or 2, thread_name_prefix="kb-query"
+                )
+    return _pool
+
+
+def query_prefetch(text: str) -> None:
+    """Starts the local model's vector of `text` in the background, unless it is cached in
+    this process or already started."""
+    text = text.strip()
+    key = query_key(LOCAL_MODEL, text)
+    if _query_lru.get(key) is not None:
+        return
+    with _inflight_lock:
+        if key in _inflight:
+            return
+        _inflight[key] = future = Future()
+    try:
+        _executor().submit(_prefetch_job, key, text, future)
+    except RuntimeError:  # interpreter shutting down
+        with _inflight_lock:
+            _inflight.pop(key, None)
+
+
+def _prefetch_job(key: str, text: str, future: Future[tuple[float, ...]]) -> None:
+    if not future.set_running_or_notify_cancel():
+        return  # the request took over
+    try:
+        vector, inference_s = _local_compute(key, text)
+    except BaseException as exc:
+        future.set_exception(exc)
+    else:
+        future.inference_s = inference_s  # type: ignore[attr-defined]
+        future.set_result(vector)
+    finally:
+        with _inflight_lock:
+            if _inflight.get(key) is future:
+                del _inflight[key]
+
+
+def _local_compute(key: str, text: str) -> tuple[tuple[float, ...], float]:
+    """(vector, seconds of inference; 0 when the shared cache had it), stored in both caches."""
+    cached = _cache_call(cache.get, key)
+    inference_s = 0.0
+    if cached is None:
+        started = time.perf_counter()
+        cached = _query_vector(text)
+        inference_s = time.perf_counter() - started
+        _cache_call(cache.set, key, cached, settings.KB_QUERY_CACHE_SECONDS)
+    vector = tuple(cached)
+    _query_lru.put(key, vector)
+    return vector, inference_s
+
+
+def _local_query(key: str, text: str) -> tuple[float, ...]:
+    """The local model's vector for this request: the started job's, or computed here."""
+    with _inflight_lock:
+        future = _inflight.get(key)
+    if future is not None and not future.cancel():
+        started = time.perf_counter()
+        try:
+            vector = future.result()
+        except Exception:  # computed again below, where the error is raised
+            vector = None
+        if vector is not None:
+            waited = time.perf_counter() - started
+            _count_model_wait(min(waited, getattr(future, "inference_s", 0.0)))
+            return vector
+    found = _query_lru.get(key)  # the job may have finished in between
+    if found is not None:
+        return found
+    vector, inference_s = _local_compute(key, text)
+    _count_model_wait(inference_s)
+    return vector
+
+
+def _count_model_wait(seconds: float) -> None:
+    _waited.seconds = getattr(_waited, "seconds", 0.0) + seconds
+
+
+def model_wait_take() -> float:
+    """Seconds this thread has waited for local model inference since the last call (the
+    pipeline's benchmark reports its own time without them, like the LLM's)."""
+    seconds = getattr(_waited, "seconds", 0.0)
+    _waited.seconds = 0.0
+    return seconds
 
 
 _cache_warned = False

@@ -75,6 +75,7 @@ def message_process(
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without)."""
     timer = _Timer()
+    steps.retrieval_prefetch(agent=agent, text=inbound.text)
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     with transaction.atomic(), rows.deferred_writes():
         thread = steps.thread_open(

@@ -389,6 +389,21 @@ class Retrieval:
     timed_out: bool = False
 
 
+# Agent id -> the embedding spaces of its knowledge bases at its last retrieval in this process.
+_agent_spaces: dict[Any, frozenset[str]] = {}
+
+
+def retrieval_prefetch(*, agent: Agent, text: str) -> None:
+    """Starts the query's local embedding as the message arrives, when the agent's knowledge
+    bases (as last seen here) use the local model: ~25 ms of CPU that then overlaps the
+    receive steps. A guess from the last retrieval only costs a wasted vector when wrong."""
+    from ai_agents.knowledge import embeddings
+    from ai_agents.knowledge.spaces import LOCAL_MODEL
+
+    if text.strip() and LOCAL_MODEL in _agent_spaces.get(agent.pk, ()):
+        embeddings.query_prefetch(text)
+
+
 def retrieve(
     *,
     agent: Agent,
@@ -401,6 +416,7 @@ def retrieve(
     search is dropped and the answer goes on without it). One round trip for the search (see
     `knowledge_bases_search`); the query embedding is cached per process."""
     kbs = agent_knowledge_bases(agent=agent) if knowledge_bases is None else knowledge_bases
+    _agent_spaces[agent.pk] = frozenset(kb.embedding_space for kb in kbs)
     if not kbs:
         return Retrieval()
     started = time.monotonic()

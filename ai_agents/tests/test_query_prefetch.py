@@ -1,0 +1,118 @@
+"""The local query embedding starts as a message arrives and the retrieval takes its result."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from ai_agents.knowledge import embeddings
+from ai_agents.knowledge.spaces import LOCAL_MODEL
+from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from erp.tenancy.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+DOC = b"# Horario\n\nAbrimos de lunes a viernes de 8:00 a 20:00.\n"
+
+
+@pytest.fixture
+def inferences(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(thread name, text) of every local query inference."""
+    seen: list[tuple[str, str]] = []
+    original = embeddings._query_vector
+
+    def recorded(text: str) -> list[float]:
+        seen.append((threading.current_thread().name, text))
+        return original(text)
+
+    monkeypatch.setattr(embeddings, "_query_vector", recorded)
+    return seen
+
+
+def _fresh(text: str) -> str:
+    """A question no cache has seen."""
+    text = f"{text} {uuid.uuid4().hex[:8]}"
+    cache.delete(embeddings.query_key(LOCAL_MODEL, text))
+    return text
+
+
+def _finished(text: str) -> None:
+    future = embeddings._inflight.get(embeddings.query_key(LOCAL_MODEL, text))
+    if future is not None:
+        future.exception(timeout=30)
+
+
+def test_prefetched_vector_is_the_one_retrieval_uses_computed_once(
+    tenant_a: Tenant, inferences: list[tuple[str, str]]
+) -> None:
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    text = _fresh("¿A qué hora abren?")
+
+    embeddings.query_prefetch(text)
+    _finished(text)
+    vector = embeddings.embed_query(kb, text)
+
+    assert len(inferences) == 1
+    assert inferences[0][0].startswith("kb-query")  # the background pool, not this thread
+    direct = embeddings.local_model().query(text).tolist()
+    assert vector == pytest.approx(direct, abs=1e-5)
+    assert embeddings.embed_query(kb, text) == vector  # cached: no second inference
+    assert len(inferences) == 1
+
+
+def test_a_failed_background_job_is_computed_again_by_the_request(
+    tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    original = embeddings._query_vector
+
+    def failing_in_background(text: str) -> list[float]:
+        if threading.current_thread().name.startswith("kb-query"):
+            raise RuntimeError("engine failed")
+        return original(text)
+
+    monkeypatch.setattr(embeddings, "_query_vector", failing_in_background)
+    text = _fresh("¿Hacen envíos?")
+    embeddings.query_prefetch(text)
+    _finished(text)
+
+    assert len(embeddings.embed_query(kb, text)) == 384
+
+
+def test_pipeline_starts_the_next_questions_embedding_on_arrival(
+    tenant_a: Tenant, inferences: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agents.pipeline.run import Inbound, message_process
+    from ai_agents.services.agents import agent_create
+
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    added = document_add(kb=kb, data=DOC, filename="faq.md", enqueue=False)
+    document_ingest(document=added.document)
+    agent = agent_create(
+        tenant=tenant_a,
+        data={"name": "Ana", "system_prompt": "Eres {{agent_name}}.", "knowledge_bases": [kb.pk]},
+    )
+    started: list[str] = []
+    original_prefetch = embeddings.query_prefetch
+
+    def recorded_prefetch(text: str) -> Any:
+        started.append(text)
+        return original_prefetch(text)
+
+    monkeypatch.setattr(embeddings, "query_prefetch", recorded_prefetch)
+
+    first, second = _fresh("¿A qué hora abren?"), _fresh("¿Abren el sábado?")
+    results = [
+        message_process(agent=agent, inbound=Inbound(text=text, contact={"external_id": "c1"}))
+        for text in (first, second)
+    ]
+
+    # The first message shows the agent's knowledge base uses the local model; from then on
+    # the embedding starts as the message arrives. Each question is embedded exactly once.
+    assert started == [second]
+    assert sorted(text for _thread, text in inferences) == sorted([first, second])
+    assert all(r["reply"]["citations"] for r in results)
