@@ -13,8 +13,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from ai_agents.knowledge import embeddings
-from ai_agents.knowledge.spaces import INDEXED_SPACES, is_safe_space
+from ai_agents.knowledge.spaces import is_safe_space
 from ai_agents.models import Document, KnowledgeBase
 from erp.llm.errors import LlmError
 from erp.tenancy import rows
@@ -81,29 +80,6 @@ def agent_knowledge_bases(*, agent: Any) -> list[KnowledgeBase]:
 
 def document_list(*, kb: KnowledgeBase) -> QuerySet[Document]:
     return Document.objects.for_tenant(kb.tenant_id).filter(knowledge_base=kb).defer("data")
-
-
-def _vector_ranking(
-    *, tenant_id: int, kb_ids: Sequence[uuid.UUID], space: str, vector: list[float], limit: int
-) -> list[uuid.UUID]:
-    if not is_safe_space(space):
-        return []
-    dims = len(vector)
-    literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-    # The space is inlined so the planner can prove the partial index's predicate.
-    # space: checked by is_safe_space; dims: an int.
-    sql = (
-        "SELECT id FROM ai_agents_chunk "  # noqa: S608
-        f"WHERE tenant_id = %s AND knowledge_base_id = ANY(%s) AND embedding_space = '{space}' "
-        f"ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) LIMIT %s"
-    )
-    with transaction.atomic(), connection.cursor() as cursor:
-        if space in INDEXED_SPACES:
-            ef = max(limit, int(settings.KB_HNSW_EF_SEARCH))
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}")
-            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        cursor.execute(sql, [tenant_id, list(kb_ids), literal, limit])
-        return [row[0] for row in cursor.fetchall()]
 
 
 # OR over the query's lexemes. A lexeme estimated (planner statistics of the column, refreshed
@@ -226,11 +202,13 @@ def _vector_ranking(
     if not is_safe_space(space):
         return []
     sql = f"WITH {_vector_cte('v', space, len(vector), 0)} SELECT id FROM v ORDER BY r"  # noqa: S608
-    params = {"tenant": tenant_id, "kbs0": list(kb_ids), "vector0": _vector_literal(vector)}
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_session_settings(None))
-        cursor.execute(sql, {**params, "limit": limit})
-        return [row[0] for row in cursor.fetchall()]
+    params = {
+        "tenant": tenant_id,
+        "kbs0": list(kb_ids),
+        "vector0": _vector_literal(vector),
+        "limit": limit,
+    }
+    return [row[0] for row in _search_rows(sql, params, None)]
 
 
 def _session_settings(timeout_ms: int | None) -> str:
@@ -245,40 +223,15 @@ def _session_settings(timeout_ms: int | None) -> str:
 SAVEPOINT = "kb_search"
 
 
-@contextmanager
-def _search_scope(timeout_ms: int | None) -> Iterator[Any]:
-    """A cursor whose search runs with the HNSW settings and, with `timeout_ms`, a statement
-    timeout. Inside the caller's transaction (the pipeline holds the conversation's row lock)
-    it is a savepoint, opened with the settings and released with the timeout reset in one
-    round trip each, so a timed-out search is rolled back alone and the transaction goes on;
-    outside a transaction, a transaction of its own."""
-    if not connection.in_atomic_block:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_session_settings(timeout_ms))
-            yield cursor
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"SAVEPOINT {SAVEPOINT}; " + _session_settings(timeout_ms))
-        try:
-            yield cursor
-        except BaseException:
-            cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
-            raise
-        # RELEASE keeps SET LOCAL values for the rest of the transaction: put them back.
-        cursor.execute(
-            "SET LOCAL statement_timeout TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT; "
-            f"SET LOCAL hnsw.iterative_scan TO DEFAULT; RELEASE SAVEPOINT {SAVEPOINT}"
-        )
-
-
 def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> list[Any]:
     """The search statement's rows. Inside the caller's transaction (the pipeline's), ONE round
     trip: savepoint, settings, search, then ROLLBACK TO the savepoint, which also undoes the
     SET LOCAL settings (a read loses nothing), and RELEASE. When the search fails (the
     statement timeout), PostgreSQL skips the rest of the string: the savepoint is rolled back
-    apart, so the transaction goes on."""
+    apart, so the transaction goes on. Outside a transaction, a transaction of its own."""
     if not connection.in_atomic_block:
-        with _search_scope(timeout_ms) as cursor:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_session_settings(timeout_ms))
             cursor.execute(sql, params)
             return cursor.fetchall()
     statements = (
