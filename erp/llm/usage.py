@@ -127,37 +127,14 @@ def usage_record(
     return log
 
 
-_COLUMNS = [
-    "id",
-    "tenant_id",
-    "agent_id",
-    "conversation_id",
-    "message_id",
-    "operation",
-    "provider",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "cost_usd",
-    "latency_ms",
-    "success",
-    "error_message",
-    "created_at",
-]
-
-
 def _insert_and_debit_statement(log: UsageLog) -> rows.Statement:
     """The row and the debit in ONE statement: atomic without BEGIN/COMMIT round trips, and
     the balance is decremented in place, so concurrent calls never lose a debit."""
-    usage_table = UsageLog._meta.db_table
-    tenant_table = Tenant._meta.db_table
-    placeholders = ", ".join(["%s"] * len(_COLUMNS))
+    insert, params = rows.insert_statement([log])
     sql = (
-        f"WITH ins AS (INSERT INTO {usage_table} ({', '.join(_COLUMNS)}) "  # noqa: S608
-        f"VALUES ({placeholders}) RETURNING tenant_id, cost_usd) "
-        f"UPDATE {tenant_table} t "
+        f"WITH ins AS ({insert} RETURNING tenant_id, cost_usd) "  # noqa: S608
+        f"UPDATE {Tenant._meta.db_table} t "
         "SET ai_credit_balance_usd = t.ai_credit_balance_usd - ins.cost_usd "
         "FROM ins WHERE t.id = ins.tenant_id"
     )
-    return sql, [getattr(log, column) for column in _COLUMNS]
+    return sql, params
