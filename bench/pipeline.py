@@ -12,9 +12,10 @@ usage ledger), Redis (rate-limit counters), hybrid retrieval over a small knowle
 
 1. Sequential: `--messages` messages over 20 conversations (history grows). Our own time per
    message = total minus the time inside the provider (median, P95), SQL round trips per
-   message (median, max), and the CPU time of the sending thread per message (query
-   embedding included: it runs on the calling thread), which grows much less than the
-   wall-clock figures when other processes load the machine (the load average is printed).
+   message (median, max), and the CPU time of the sending thread per message (the query
+   embedding runs on the embedding pool, started as the message arrives, so it is not in
+   it), which grows much less than the wall-clock figures when other processes load the
+   machine (the load average is printed).
    Every question is unique, and its cached query embedding (left in Redis by an earlier
    run) is deleted before it is sent, so the embedding is computed every time.
 2. Load: `--concurrency` conversations for `--seconds`, closed loop (each conversation sends

@@ -266,7 +266,7 @@ def thread_open(
         conversation=opened,
         contact=settled_contact,
         history_found=list(history.rows or []) if found is not None else [],
-        knowledge_bases=[rows.load(KnowledgeBase, row) for row in kbs.rows or []],
+        knowledge_bases=rows.instances(KnowledgeBase, kbs),
     )
 
 

@@ -75,7 +75,7 @@ def agent_knowledge_bases_statement(*, agent: Any) -> rows.Statement:
 def agent_knowledge_bases(*, agent: Any) -> list[KnowledgeBase]:
     """The knowledge bases an agent answers from (one query)."""
     (outcome,) = rows.run_together([agent_knowledge_bases_statement(agent=agent)])
-    return [rows.load(KnowledgeBase, row) for row in outcome.rows or []]
+    return rows.instances(KnowledgeBase, outcome)
 
 
 def document_list(*, kb: KnowledgeBase) -> QuerySet[Document]:

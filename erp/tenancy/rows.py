@@ -96,6 +96,11 @@ def load(model: type[M], row: Sequence[Any]) -> M:
     return model.from_db(connection.alias, table.attnames, values)
 
 
+def instances(model: type[M], outcome: Outcome) -> list[M]:
+    """The rows of a `select_statement`'s outcome as instances."""
+    return [load(model, row) for row in outcome.rows or []]
+
+
 def first(model: type[M], outcome: Outcome) -> M | None:
     """The first row of a `select_statement`'s outcome as an instance, or None."""
     return load(model, outcome.rows[0]) if outcome.rows else None
@@ -125,7 +130,7 @@ def select_statement(
 def select(model: type[M], **options: Any) -> list[M]:
     """The instances `select_statement(model, **options)` finds."""
     (outcome,) = run_together([select_statement(model, **options)])
-    return [load(model, row) for row in outcome.rows or []]
+    return instances(model, outcome)
 
 
 def insert_statement(objs: Sequence[Model]) -> Statement:
