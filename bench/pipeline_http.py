@@ -28,26 +28,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import multiprocessing
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _harness import percentile, sigterm_as_interrupt  # noqa: E402
+from _harness import Scratch, percentile, sigterm_as_interrupt  # noqa: E402
 
 BENCH_DB = "bench_pipeline"
 DATA_DIR = ROOT / "var" / "bench-pipeline"
@@ -102,51 +98,17 @@ def _serve_fake(conn: Any, latency_s: float) -> None:
     fake.stop()
 
 
-class Services:
-    """Everything the bench starts, stopped in reverse order by `stop()` (also on Ctrl-C)."""
+class Services(Scratch):
+    """The scratch services, the fake model and the uvicorn server, stopped by `stop()` (also
+    on Ctrl-C), the server first."""
 
     def __init__(self) -> None:
-        self.admin_url = ""
-        self.redis: subprocess.Popen[bytes] | None = None
-        self.redis_dir: Path | None = None
-        self.fake: Any = None
-        self.fake_conn: Any = None
+        super().__init__(data_dir=DATA_DIR, db_name=BENCH_DB)
         self.server: subprocess.Popen[bytes] | None = None
-        self.db_created = False
 
-    def start(self, latency_s: float) -> dict[str, str]:
-        import psycopg
-
-        from erp import embedded
-
-        self.admin_url = embedded.ensure_postgres(DATA_DIR / "postgres", cleanup_mode="stop")
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {BENCH_DB}")
-        self.db_created = True
-        parts = urlsplit(self.admin_url)
-        db_url = urlunsplit(parts._replace(path=f"/{BENCH_DB}"))
-
-        self.redis_dir = Path(tempfile.mkdtemp(prefix="bench-pipeline-redis-"))
-        self.redis = embedded.start_redis(self.redis_dir, new_session=True)
-
-        parent_end, child_end = multiprocessing.Pipe()
-        self.fake = multiprocessing.get_context("fork").Process(
-            target=_serve_fake, args=(child_end, latency_s), daemon=True
-        )
-        self.fake.start()
-        self.fake_conn = parent_end
-        fake_url = parent_end.recv()
-        return {
-            "DATABASE_URL": db_url,
-            "REDIS_URL": embedded.redis_url(self.redis_dir),
-            "ERP_EMBEDDED": "1",  # development secret key from the data dir
-            "ERP_DATA_DIR": str(DATA_DIR),
-            "GOOGLE_AI_BASE_URL": fake_url,
-            "GOOGLE_AI_API_KEY": "bench-key",
-            "AI_CREDITS_MODE": "enforce",
-            "LOG_LEVEL": "WARNING",
-        }
+    def start(self, latency_s: float) -> dict[str, str]:  # type: ignore[override]
+        env, fake_url = super().start(_serve_fake, latency_s)
+        return {**env, "GOOGLE_AI_BASE_URL": fake_url, "GOOGLE_AI_API_KEY": "bench-key"}
 
     def stop(self) -> None:
         if self.server is not None and self.server.poll() is None:
@@ -155,30 +117,7 @@ class Services:
                 self.server.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.server.kill()
-        if self.fake is not None:
-            with contextlib.suppress(Exception):
-                self.fake_conn.send("stop")
-            self.fake.join(timeout=5)
-            if self.fake.is_alive():
-                self.fake.kill()
-        if self.db_created:
-            import psycopg
-
-            with contextlib.suppress(Exception):
-                from django.db import connections
-
-                connections.close_all()
-            with psycopg.connect(self.admin_url, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if self.redis is not None:
-            self.redis.terminate()
-            try:
-                self.redis.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.redis.kill()
-        if self.redis_dir is not None:
-            shutil.rmtree(self.redis_dir, ignore_errors=True)
-        # The embedded PostgreSQL (started here with cleanup_mode="stop") stops at exit.
+        super().stop()
 
 
 # --- fixture -------------------------------------------------------------------------------

@@ -33,26 +33,22 @@ import contextlib
 import hashlib
 import hmac
 import json
-import multiprocessing
 import os
 import queue
 import random
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _harness import percentile, sigterm_as_interrupt  # noqa: E402
+from _harness import Scratch, percentile, sigterm_as_interrupt  # noqa: E402
 
 BENCH_DB = "bench_webhook"
 DATA_DIR = ROOT / "var" / "bench-webhook"
@@ -112,53 +108,27 @@ def _serve_fakes(conn: Any) -> None:
     graph.stop()
 
 
-class Services:
+class Services(Scratch):
+    """The scratch services, the fake model and Graph API, and the processes the bench
+    spawns (stopped first, in reverse)."""
+
     def __init__(self) -> None:
-        self.admin_url = ""
-        self.redis: subprocess.Popen[bytes] | None = None
-        self.redis_dir: Path | None = None
-        self.fakes: Any = None
-        self.fakes_conn: Any = None
+        super().__init__(data_dir=DATA_DIR, db_name=BENCH_DB)
         self.children: list[subprocess.Popen[bytes]] = []
-        self.db_created = False
 
-    def start(self) -> dict[str, str]:
-        import psycopg
-
-        from erp import embedded
-
-        self.admin_url = embedded.ensure_postgres(DATA_DIR / "postgres", cleanup_mode="stop")
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {BENCH_DB}")
-        self.db_created = True
-        db_url = urlunsplit(urlsplit(self.admin_url)._replace(path=f"/{BENCH_DB}"))
-        self.redis_dir = Path(tempfile.mkdtemp(prefix="bench-webhook-redis-"))
-        self.redis = embedded.start_redis(self.redis_dir, new_session=True)
-        parent_end, child_end = multiprocessing.Pipe()
-        self.fakes = multiprocessing.get_context("fork").Process(
-            target=_serve_fakes, args=(child_end,), daemon=True
-        )
-        self.fakes.start()
-        self.fakes_conn = parent_end
-        urls = parent_end.recv()
+    def start(self) -> dict[str, str]:  # type: ignore[override]
+        env, urls = super().start(_serve_fakes)
         return {
-            "DATABASE_URL": db_url,
-            "REDIS_URL": embedded.redis_url(self.redis_dir),
-            "ERP_EMBEDDED": "1",
-            "ERP_DATA_DIR": str(DATA_DIR),
+            **env,
             "GOOGLE_AI_BASE_URL": urls["google"],
             "GOOGLE_AI_API_KEY": "bench-key",
             "WHATSAPP_APP_SECRET": APP_SECRET,
             "WHATSAPP_VERIFY_TOKEN": "bench-verify",
             "WHATSAPP_GRAPH_BASE_URL": urls["graph"],
-            "AI_CREDITS_MODE": "enforce",
-            "LOG_LEVEL": "WARNING",
         }
 
     def stats(self) -> dict[str, int]:
-        self.fakes_conn.send("stats")
-        return dict(self.fakes_conn.recv())
+        return dict(self.ask("stats"))
 
     def spawn(self, argv: list[str], env: dict[str, str], log_name: str) -> Any:
         log = open(DATA_DIR / log_name, "wb")  # noqa: SIM115 - handed to the child
@@ -187,29 +157,7 @@ class Services:
             else:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)  # prefork children
-        if self.fakes is not None:
-            with contextlib.suppress(Exception):
-                self.fakes_conn.send("stop")
-            self.fakes.join(timeout=5)
-            if self.fakes.is_alive():
-                self.fakes.kill()
-        if self.db_created:
-            import psycopg
-
-            with contextlib.suppress(Exception):
-                from django.db import connections
-
-                connections.close_all()
-            with psycopg.connect(self.admin_url, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if self.redis is not None:
-            self.redis.terminate()
-            try:
-                self.redis.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.redis.kill()
-        if self.redis_dir is not None:
-            shutil.rmtree(self.redis_dir, ignore_errors=True)
+        super().stop()
 
 
 def start_worker(services: Services, env: dict[str, str], workers: int) -> Any:
