@@ -18,6 +18,7 @@ from django.test import AsyncClient, Client
 from ai_agents.channels import webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.services.agents import agent_create
+from ai_agents.services.handoff import conversation_claim, conversation_reply
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fixtures import Persona
@@ -265,17 +266,8 @@ def test_a_person_answering_is_shown_and_the_bot_stays_silent(
     owner.user.first_name = "Ana"
     owner.user.save()
     conversation = Conversation.objects.for_tenant(binding.tenant).get()
-    Conversation.objects.for_tenant(binding.tenant).filter(pk=conversation.pk).update(
-        status=Conversation.Status.ESCALATED, assigned_to=owner.user
-    )
-    Message.objects.for_tenant(binding.tenant).create(
-        tenant=binding.tenant,
-        conversation=conversation,
-        agent=binding.agent,
-        role=Message.Role.ASSISTANT,
-        content="Soy Ana, le ayudo yo.",
-        author=owner.user,
-    )
+    conversation = conversation_claim(conversation, owner.user)
+    conversation_reply(conversation, owner.user, "Soy Ana, le ayudo yo.")
     polled = visitor.history(after=cursor).json()
     assert polled["state"] == "human" and polled["human"] is True
     assert [(m["text"], m["human"], m["author_name"]) for m in polled["messages"]] == [

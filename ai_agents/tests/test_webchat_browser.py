@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from ai_agents.channels import webchat
-from ai_agents.models import ChannelBinding, Conversation, Message
+from ai_agents.models import ChannelBinding, Conversation
+from ai_agents.services.handoff import conversation_claim, conversation_reply
 from erp.testing.browser import BROWSER_TEST, admin_login
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_http import FakeServer
@@ -90,17 +91,8 @@ def test_answer_streams_token_by_token_and_history_survives_reload(
     owner.user.first_name = "Ana"
     owner.user.save()
     conversation = Conversation.objects.for_tenant(binding.tenant).get()
-    Conversation.objects.for_tenant(binding.tenant).filter(pk=conversation.pk).update(
-        status=Conversation.Status.ESCALATED, assigned_to=owner.user
-    )
-    Message.objects.for_tenant(binding.tenant).create(
-        tenant=binding.tenant,
-        conversation=conversation,
-        agent=binding.agent,
-        role=Message.Role.ASSISTANT,
-        content="Hola, soy Ana. Le atiendo yo.",
-        author=owner.user,
-    )
+    conversation = conversation_claim(conversation, owner.user)
+    conversation_reply(conversation, owner.user, "Hola, soy Ana. Le atiendo yo.")
     expect(page.locator("[data-wc=state]")).to_have_text("Le atiende una persona")
     human = page.locator("[data-wc=message][data-human=true]")
     expect(human.locator("[data-wc=text]")).to_have_text("Hola, soy Ana. Le atiendo yo.")
