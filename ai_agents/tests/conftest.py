@@ -35,11 +35,8 @@ def shop() -> Iterator[FakeServer]:
     """The customer's site: another origin (another port) on loopback. (A made-up host served
     by Playwright would count as a public site calling a loopback one, which Chromium's local
     network access rules block; real sites and our host are both public.)"""
-    server = FakeServer().start()
-    try:
+    with FakeServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
