@@ -299,6 +299,8 @@ def knowledge_bases_search(
     embedding per space, then one SQL statement."""
     query = (query or "").strip()
     kbs = [kb for kb in kbs if kb.tenant_id == tenant.pk]
+    for kb in kbs:
+        kb.tenant = tenant  # a paid embedding's usage row and credit check need it: no query
     if not query or k <= 0 or not kbs:
         return []
     limit = max(CANDIDATES, k)
