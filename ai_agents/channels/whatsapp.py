@@ -10,12 +10,15 @@ approved template may go, else the delivery is recorded as failed for the staff 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -39,6 +42,8 @@ CHANNEL = "whatsapp"
 TEXT_LIMIT = 4096
 WINDOW = timedelta(hours=24)
 OUTSIDE_WINDOW = "outside_24h_window"
+# How long a status for a wamid we have not stored yet waits for it.
+PARKED_SECONDS = 3600
 # Status order: a status never moves a delivery backwards; failed is final.
 _RANK = {"pending": 0, "sent": 1, "delivered": 2, "read": 3, "played": 3, "failed": 4}
 
@@ -127,14 +132,26 @@ def _inbound(item: WaMessage) -> Inbound:
 
 def delivery_status_apply(*, binding: ChannelBinding, status: WaStatus) -> bool:
     """Moves the delivery with this wamid (in the binding's tenant) forward, never back, and
-    refreshes its message's status. False when the wamid is not ours (ignored)."""
-    rank = _RANK.get(status.status)
-    if rank is None:
+    refreshes its message's status. A wamid not (yet) ours is parked for `PARKED_SECONDS`: Meta
+    may report "sent" before its answer to our POST, which carries the wamid, is stored; the
+    send applies what was parked (`_parked_apply`). False when the wamid is unknown."""
+    if status.status not in _RANK:
         return False
+    if _status_move(binding.tenant_id, status):
+        return True
+    _status_park(binding.tenant_id, status)
+    # The send may have stored the wamid and looked for parked statuses in between: look
+    # again, so one of the two always sees the other (applying twice changes nothing).
+    return _status_move(binding.tenant_id, status)
+
+
+def _status_move(tenant_id: Any, status: WaStatus) -> bool:
+    """False when no delivery of the tenant has this wamid."""
+    rank = _RANK[status.status]
     new = Delivery.Status.READ if status.status == "played" else status.status
     with transaction.atomic():
         delivery = (
-            Delivery.objects.for_tenant(binding.tenant_id)
+            Delivery.objects.for_tenant(tenant_id)
             .select_for_update()
             .filter(channel=CHANNEL, external_id=status.message_id)
             .first()
@@ -151,8 +168,39 @@ def delivery_status_apply(*, binding: ChannelBinding, status: WaStatus) -> bool:
             delivery.error_message = status.error_message[:500]
             fields += ["error_code", "error_message"]
         delivery.save(update_fields=fields)
-        _message_status_refresh(delivery.message_id, binding.tenant_id, error=delivery)
+        _message_status_refresh(delivery.message_id, tenant_id, error=delivery)
     return True
+
+
+def _parked_key(tenant_id: Any, wamid: str, status: str) -> str:
+    # One key per status kind: two statuses parked at once never overwrite each other.
+    digest = hashlib.sha256(wamid.encode()).hexdigest()[:32]
+    return f"wa-status:{tenant_id}:{digest}:{status}"
+
+
+def _status_park(tenant_id: Any, status: WaStatus) -> None:
+    try:
+        cache.set(
+            _parked_key(tenant_id, status.message_id, status.status),
+            dataclasses.asdict(status),
+            PARKED_SECONDS,
+        )
+    except Exception as exc:  # Redis down: the status is lost, the webhook still answers 200
+        logger.warning("whatsapp.status_not_parked", extra={"error": type(exc).__name__})
+
+
+def _parked_apply(tenant_id: Any, wamid: str) -> None:
+    """Applies the statuses that arrived before this wamid was stored."""
+    keys = [_parked_key(tenant_id, wamid, kind) for kind in _RANK]
+    try:
+        parked = cache.get_many(keys)
+        if parked:
+            cache.delete_many(list(parked))
+    except Exception as exc:
+        logger.warning("whatsapp.parked_unavailable", extra={"error": type(exc).__name__})
+        return
+    for data in sorted(parked.values(), key=lambda item: _RANK[item["status"]]):
+        _status_move(tenant_id, WaStatus(**data))
 
 
 def _message_status_refresh(message_id: Any, tenant_id: Any, *, error: Delivery | None) -> str:
@@ -363,6 +411,8 @@ def _delivery_record(delivery: Delivery, result: GraphResult) -> None:
             "error_message",
         ]
     )
+    if delivery.external_id:
+        _parked_apply(delivery.tenant_id, delivery.external_id)
 
 
 def _failed(message: Any) -> Delivery | None:

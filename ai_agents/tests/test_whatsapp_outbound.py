@@ -15,11 +15,14 @@ from ai_agents.channels.delivery import reply_deliver
 from ai_agents.channels.whatsapp import text_split
 from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.tests.whatsapp_support import (
+    NUMBER_B,
     WA_ID,
+    binding_create,
     payload,
     post,
     respond,
     text_payload,
+    with_number,
 )
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
@@ -257,6 +260,47 @@ def test_a_failed_status_is_recorded_with_its_code_and_a_late_delivered_does_not
     )
     assert sent_reply.delivery_status == "failed"
     assert sent_reply.metadata["delivery_error"]["code"] == "131026"
+
+
+@pytest.mark.django_db
+def test_statuses_arriving_before_the_send_stored_the_wamid_are_applied_by_the_send(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    tenant_b: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    """Meta may report a message before its answer to our POST (with the wamid) is stored:
+    the statuses wait for the wamid. One sent on another tenant's number never applies."""
+    binding_create(tenant_b, NUMBER_B, token="EAAG-token-b")
+    other = with_number(_status("status_failed_131026"), NUMBER_B)
+    for data in (_status("status_delivered"), _status("status_sent"), other):
+        assert post(client, data).status_code == 200
+    with tenant_scope(tenant_a):
+        assert not Delivery.objects.exists()
+
+    respond(fake_google, "Hola.")
+    fake_graph.push(FakeResponse.json(payload("send_text_response")))
+    with run_tasks():
+        post(client, payload("text"))
+
+    reply = _reply(tenant_a)
+    [delivery] = _deliveries(reply)
+    assert (delivery.external_id, delivery.status, delivery.error_code) == (
+        SENT_ID,
+        "delivered",
+        "",
+    )
+    assert reply.delivery_status == "delivered"
+    reported = _status("status_delivered")["entry"][0]["changes"][0]["value"]["statuses"][0]
+    assert delivery.status_at is not None
+    assert delivery.status_at.timestamp() == int(reported["timestamp"])
+    # Applied once: a later read still moves it forward, a repeated delivered changes nothing.
+    post(client, _status("status_read"))
+    delivery.refresh_from_db()
+    assert delivery.status == "read"
 
 
 @pytest.mark.django_db
