@@ -276,4 +276,5 @@ def widget_texts(lang: str, agent_name: str) -> dict[str, str]:
             "rate_limited": _("Demasiados mensajes. Espere %(s)s s.") % {"s": "{s}"},
             "too_long": _("El mensaje es demasiado largo."),
             "unavailable": _("El chat no está disponible ahora."),
+            "unread": _("Mensajes nuevos: %(n)s") % {"n": "{n}"},
         }

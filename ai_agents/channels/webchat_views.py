@@ -14,6 +14,7 @@ the views are exempt from CSRF and never send `Access-Control-Allow-Credentials`
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 from collections.abc import Callable
@@ -51,19 +52,35 @@ View = Callable[[HttpRequest, ChannelBinding], HttpResponse]
 
 
 @functools.cache
-def _widget_source() -> tuple[bytes, str]:
+def _widget_source(compressed: bool) -> tuple[bytes, str]:
+    """(body, ETag) of the script, gzipped or not (each representation its own ETag)."""
     body = WIDGET_PATH.read_bytes()
-    return body, '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    tag = hashlib.sha256(body).hexdigest()[:20]
+    if compressed:
+        return gzip.compress(body, compresslevel=9, mtime=0), f'"{tag}-gz"'
+    return body, f'"{tag}"'
+
+
+def _accepts_gzip(request: HttpRequest) -> bool:
+    for coding in request.headers.get("Accept-Encoding", "").split(","):
+        name, _sep, params = coding.strip().partition(";")
+        if name.strip().lower() == "gzip":
+            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
 
 
 @require_safe
 def widget_js(request: HttpRequest) -> HttpResponse:
-    body, etag = _widget_source()
+    compressed = _accepts_gzip(request)
+    body, etag = _widget_source(compressed)
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)
     else:
         response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+        if compressed:
+            response["Content-Encoding"] = "gzip"
     response["ETag"] = etag
+    response["Vary"] = "Accept-Encoding"
     response["Cache-Control"] = WIDGET_CACHE
     # Lets embedders add Subresource Integrity (`crossorigin="anonymous"`).
     response["Access-Control-Allow-Origin"] = "*"

@@ -4,6 +4,7 @@ replies and the "a person is answering" state, limits, and two tenants kept apar
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from collections.abc import Iterator
@@ -112,11 +113,22 @@ def test_widget_script_is_served_small_cacheable_and_without_eval(client: Client
     assert response["Content-Type"] == "text/javascript; charset=utf-8"
     assert "max-age=86400" in response["Cache-Control"]
     body = response.content.decode()
-    assert len(response.content) < 16_000
+    assert len(response.content) < 20_000
+    assert "Content-Encoding" not in response  # this client did not ask for gzip
     assert "eval(" not in body and "new Function" not in body and "innerHTML" not in body
     assert "adoptedStyleSheets" in body and 'role: "dialog"' in body
     again = client.get("/widget.js", HTTP_IF_NONE_MATCH=response["ETag"])
     assert again.status_code == 304
+
+    # What browsers download: gzip, under 7 KB, the same script once decoded.
+    zipped = client.get("/widget.js", HTTP_ACCEPT_ENCODING="br, gzip, deflate")
+    assert zipped["Content-Encoding"] == "gzip" and "Accept-Encoding" in zipped["Vary"]
+    assert len(zipped.content) < 7_000
+    assert gzip.decompress(zipped.content).decode() == body
+    assert zipped["ETag"] != response["ETag"]
+    assert client.get("/widget.js", HTTP_IF_NONE_MATCH=zipped["ETag"]).status_code == 200
+    refused = client.get("/widget.js", HTTP_ACCEPT_ENCODING="gzip;q=0, identity")
+    assert "Content-Encoding" not in refused and refused.content == response.content
 
 
 # --- origins and CORS ---------------------------------------------------------------------

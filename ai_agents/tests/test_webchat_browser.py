@@ -115,6 +115,57 @@ def test_answer_streams_token_by_token_and_history_survives_reload(
     assert not [e for e in console_errors if "Content Security Policy" in e], console_errors
 
 
+def test_a_reply_while_the_chat_is_closed_shows_as_a_count_on_the_launcher(
+    visitor_page: Any,
+    webchat_binding: ChannelBinding,
+    fake_google: FakeGoogle,
+    owner: Persona,
+    monkeypatch: pytest.MonkeyPatch,
+    shop: FakeServer,
+) -> None:
+    from playwright.sync_api import expect
+
+    page, binding = visitor_page, webchat_binding
+    monkeypatch.setattr(webchat, "POLL_INTERVAL_MS", 200)  # closed: every 600 ms
+    fake_google.push(
+        fake_google.reply_json({"action": "respond", "answer": ANSWER, "confidence": 0.9})
+    )
+    page.goto(f"{shop.url}/")
+    page.get_by_role("button", name="Abrir el chat").click()
+    page.get_by_role("textbox", name="Escriba su mensaje").fill("¿Qué horario tienen?")
+    page.get_by_role("button", name="Enviar").click()
+    expect(page.locator("[data-wc=message][data-role=assistant] [data-wc=text]")).to_have_text(
+        ANSWER
+    )
+    page.get_by_role("button", name="Cerrar el chat").first.click()
+    badge = page.locator("[data-wc=unread]")
+    expect(badge).to_be_hidden()  # the bot's answer was read with the panel open
+
+    conversation = Conversation.objects.for_tenant(binding.tenant).get()
+    conversation = conversation_claim(conversation, owner.user)
+    conversation_reply(conversation, owner.user, "Le escribo yo: ¿para qué tienda?")
+    expect(badge).to_have_text("1")
+    launcher = page.locator("[data-wc=launcher]")
+    expect(launcher).to_have_attribute("aria-label", "Abrir el chat. Mensajes nuevos: 1")
+    conversation_reply(conversation, owner.user, "¿Sigue ahí?")
+    expect(badge).to_have_text("2")
+
+    page.reload()  # still closed; the replies since the visitor last looked are counted again
+    expect(badge).to_have_text("2")
+    launcher.click()
+    expect(badge).to_be_hidden()
+    assert launcher.get_attribute("aria-label") is None
+    expect(page.locator("[data-wc=message][data-human=true] [data-wc=text]")).to_have_text(
+        ["Le escribo yo: ¿para qué tienda?", "¿Sigue ahí?"]
+    )
+    page.get_by_role("button", name="Cerrar el chat").first.click()
+    page.reload()
+    expect(page.locator("[data-wc=launcher]")).to_have_attribute("aria-expanded", "false")
+    page.wait_for_timeout(1500)  # two closed polls: nothing new
+    expect(badge).to_be_hidden()
+    assert len(fake_google.generate_requests) == 1
+
+
 def test_demo_page_same_origin_in_english(
     visitor_page: Any,
     asgi_server: str,

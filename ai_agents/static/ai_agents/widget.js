@@ -15,7 +15,12 @@
  *                       [data-wc=author] and [data-wc=text]
  *   [data-wc=note]      "your message reached the person" notes inside the log
  *   [data-wc=input]     textarea (Enter sends, Shift+Enter new line)   [data-wc=send] button
- * The session token lives in localStorage ("erp-webchat:<key>"), so history survives reloads.
+ *   [data-wc=unread]    inside the launcher: how many replies arrived while the panel was
+ *                       closed (hidden at 0; the launcher's aria-label then says it)
+ * The session token lives in localStorage ("erp-webchat:<key>"), so history survives reloads;
+ * "<store>:seen" keeps the time of the newest message the visitor has seen open. A visitor with
+ * a session keeps polling while the panel is closed (every third interval, not while the page
+ * is in a background tab), so a person's reply shows as a count on the launcher.
  */
 (function () {
   "use strict";
@@ -30,9 +35,11 @@
   if (lang !== "en") lang = "es";
   var T = lang === "en"
     ? { open: "Open chat", close: "Close chat", title: "Chat", send: "Send", input_label: "Type your message",
-        error: "The message could not be sent.", unavailable: "The chat is not available now." }
+        error: "The message could not be sent.", unavailable: "The chat is not available now.",
+        unread: "New messages: {n}" }
     : { open: "Abrir el chat", close: "Cerrar el chat", title: "Chat", send: "Enviar", input_label: "Escriba su mensaje",
-        error: "No se pudo enviar el mensaje.", unavailable: "El chat no está disponible ahora." };
+        error: "No se pudo enviar el mensaje.", unavailable: "El chat no está disponible ahora.",
+        unread: "Mensajes nuevos: {n}" };
 
   var CSS = [
     ":host{all:initial;position:fixed;right:16px;bottom:16px;z-index:2147483000;font:15px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1b1f24}",
@@ -41,6 +48,7 @@
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     "button,textarea{font:inherit}",
     "button:focus-visible,textarea:focus-visible{outline:3px solid #f5a623;outline-offset:2px}",
+    ".badge{display:inline-block;min-width:20px;margin-left:8px;padding:0 6px;border-radius:10px;background:#c62828;color:#fff;font-size:12px;line-height:20px;text-align:center}",
     ".launcher{display:block;margin-left:auto;border:0;border-radius:28px;padding:12px 18px;background:#1f5fbf;color:#fff;cursor:pointer;box-shadow:0 2px 10px rgba(0,0,0,.25)}",
     ".panel{display:flex;flex-direction:column;width:min(370px,calc(100vw - 32px));height:min(540px,calc(100vh - 100px));margin-bottom:10px;background:#fff;border:1px solid #c9ced6;border-radius:12px;box-shadow:0 6px 24px rgba(0,0,0,.22);overflow:hidden}",
     ".head{display:flex;align-items:center;gap:8px;padding:10px 12px;background:#1f5fbf;color:#fff}",
@@ -94,11 +102,15 @@
   var sendBtn = el("button", { "data-wc": "send", "class": "send", type: "submit" }, T.send);
   form.append(label, input, sendBtn);
   panel.append(head, stateEl, log, errorEl, form);
-  var launcher = el("button", { "data-wc": "launcher", "class": "launcher", type: "button", "aria-expanded": "false", "aria-controls": "wc-panel" }, T.open);
+  var launcher = el("button", { "data-wc": "launcher", "class": "launcher", type: "button", "aria-expanded": "false", "aria-controls": "wc-panel" });
+  var launcherLabel = el("span", {}, T.open);
+  var badge = el("span", { "data-wc": "unread", "class": "badge", "aria-hidden": "true", hidden: "" });
+  launcher.append(launcherLabel, badge);
   root.append(panel, launcher);
 
   var token = read(store), texts = T, cursor = null, seen = {}, pollMs = 4000;
-  var timer = null, busy = false, started = null;
+  var timer = null, busy = false, started = null, unread = 0, newest = null;
+  var lastSeen = read(store + ":seen");
 
   function read(name) { try { return localStorage.getItem(name); } catch (e) { return null; } }
   function write(name, value) {
@@ -134,7 +146,7 @@
     }).then(function (data) {
       token = data.token; write(store, token);
       texts = data.texts || texts; pollMs = data.poll_interval_ms || pollMs;
-      title.textContent = t("title"); launcher.textContent = t("open"); sendBtn.textContent = t("send");
+      title.textContent = t("title"); launcherLabel.textContent = panel.hidden ? t("open") : t("close"); sendBtn.textContent = t("send");
       label.textContent = t("input_label"); input.placeholder = t("placeholder");
       closeBtn.setAttribute("aria-label", t("close"));
       if (data.max_chars) input.setAttribute("maxlength", String(data.max_chars));
@@ -164,6 +176,29 @@
     return li;
   }
 
+  function time(iso) { return Date.parse(String(iso || "").replace(/(\.\d{3})\d+/, "$1")) || 0; }
+
+  function unreadShow() {
+    badge.textContent = String(unread); badge.hidden = !unread;
+    if (unread) launcher.setAttribute("aria-label", launcherLabel.textContent + ". " + t("unread").replace("{n}", unread));
+    else launcher.removeAttribute("aria-label");
+  }
+
+  function seenMark() { if (newest) { lastSeen = newest; write(store + ":seen", lastSeen); } }
+
+  // After a poll (`fresh`: the messages not shown before, `list`: all it returned). Open, all
+  // is seen; closed, replies newer than the mark are counted, and the mark stays (a reload
+  // counts them again from the history). A browser without a mark counts nothing.
+  function arrived(fresh, list) {
+    if (list.length) newest = list[list.length - 1].created_at;
+    if (panel.hidden && lastSeen) {
+      fresh.forEach(function (m) { if (m.role !== "user" && time(m.created_at) > time(lastSeen)) unread++; });
+      unreadShow();
+    } else {
+      seenMark();
+    }
+  }
+
   function note(text) {
     log.appendChild(el("li", { "data-wc": "note", "class": "note" }, text));
     log.scrollTop = log.scrollHeight;
@@ -176,12 +211,15 @@
     return call("GET", "/messages" + query).then(function (r) {
       if (r.status === 401 && !retried) { // expired or revoked: a new visitor session
         token = null; write(store, null); started = null; cursor = null;
+        if (panel.hidden) return; // closed: the next opening starts one
         return session().then(function () { return poll(true); });
       }
       if (!r.ok) return;
       return r.json().then(function (data) {
         var list = data.messages || [];
-        list.forEach(function (m) { if (!seen[m.id]) bubble(m); });
+        var fresh = list.filter(function (m) { return !seen[m.id]; });
+        fresh.forEach(bubble);
+        arrived(fresh, list);
         if (list.length) cursor = list[list.length - 1].created_at;
         setState(data);
       });
@@ -190,22 +228,27 @@
 
   function schedule() {
     clearTimeout(timer);
-    if (panel.hidden) return;
-    timer = setTimeout(function () { (busy ? Promise.resolve() : poll()).then(schedule); }, pollMs);
+    if (panel.hidden && !token) return;
+    var closed = panel.hidden;
+    timer = setTimeout(function () {
+      var skip = busy || (closed && document.hidden); // a background tab asks nothing
+      (skip ? Promise.resolve() : poll()).then(schedule);
+    }, closed ? pollMs * 3 : pollMs);
   }
 
   function open(focus) {
-    panel.hidden = false; launcher.setAttribute("aria-expanded", "true"); launcher.textContent = t("close");
+    panel.hidden = false; launcher.setAttribute("aria-expanded", "true"); launcherLabel.textContent = t("close");
     write(store + ":open", "1");
+    unread = 0; unreadShow(); seenMark();
     if (focus) input.focus(); // not when reopening after a reload: the page keeps its focus
     session().then(function () { return poll(); }).then(schedule, function () { /* shown */ });
   }
 
   function close() {
-    panel.hidden = true; launcher.setAttribute("aria-expanded", "false"); launcher.textContent = t("open");
+    panel.hidden = true; launcher.setAttribute("aria-expanded", "false"); launcherLabel.textContent = t("open");
     write(store + ":open", null);
-    clearTimeout(timer);
     launcher.focus();
+    schedule(); // slower, while the visitor has a session
   }
 
   function parseEvents(buffer, handle) {
@@ -285,6 +328,7 @@
   function mount() {
     document.body.appendChild(host);
     if (read(store + ":open") || script.getAttribute("data-open") === "true") open(false);
+    else if (token) poll().then(schedule); // a returning visitor: replies while away
   }
   if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
 })();
