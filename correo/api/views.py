@@ -12,7 +12,8 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 from django.utils.translation import gettext as _
-from rest_framework import exceptions, permissions
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import exceptions, permissions, serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,6 +23,7 @@ from correo.mailbox import MailboxError, MailboxNotConnected
 from correo.models import QUESTION_STORED_CHARS, ChatQuery
 from correo.secretary import HistoryMessage, secretary_ask
 from erp.api.errors import error_body
+from erp.api.schema import StaffSessionScheme, error_serializer
 from erp.api.views import TenantAPIView
 from erp.llm.errors import LlmError, NoCredits, NotConfigured, Timeout
 from erp.llm.gateway import default_provider_name
@@ -55,6 +57,16 @@ class CorreoSessionAuthentication(StaffSessionAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Session realm="correo"'
+
+
+class CorreoSessionScheme(StaffSessionScheme):
+    target_class = CorreoSessionAuthentication
+    name = "correoSession"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        definition = super().get_security_definition(auto_schema)
+        definition["description"] += " API keys are not accepted here."
+        return definition
 
 
 class IsStaffMember(permissions.BasePermission):
@@ -158,6 +170,36 @@ class AskView(TenantAPIView):
     throttle_classes: list[Any] = []
     http_method_names = ["post", "options"]
 
+    @extend_schema(
+        summary="Ask the mailbox secretary",
+        request=inline_serializer(
+            "Ask",
+            {
+                "question": serializers.CharField(max_length=QUESTION_MAX_CHARS),
+                "history": inline_serializer(
+                    "AskHistoryMessage",
+                    {
+                        "role": serializers.ChoiceField(choices=HISTORY_ROLES),
+                        "content": serializers.CharField(),
+                    },
+                    many=True,
+                    required=False,
+                ),
+            },
+        ),
+        responses={
+            200: inline_serializer(
+                "AskAnswer",
+                {
+                    "answer": serializers.CharField(),
+                    "tool_rounds": serializers.IntegerField(),
+                    "duration_ms": serializers.IntegerField(),
+                    "model": serializers.CharField(),
+                },
+            ),
+            **{status: error_serializer() for status in (400, 401, 403, 429, 502, 503)},
+        },
+    )
     def post(self, request: Request) -> Response:
         validated = _validate(request.data)
         if isinstance(validated, Response):

@@ -553,3 +553,26 @@ def test_staff_without_a_tenant_is_403(db: Any, fake_google: FakeGoogle):
     client.force_login(UserFactory(username="loose@acme.test"))
 
     assert post(client, {"question": "¿Hola?"}).status_code == 403
+
+
+def test_the_openapi_schema_describes_the_endpoint(client: Any) -> None:
+    """Clients generated from /api/schema/ get the request, the answer, the error body and
+    the session-only authentication (no API key)."""
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    ask = schema["paths"][URL]["post"]
+    assert ask["security"] == [{"correoSession": []}]
+    components = schema["components"]["schemas"]
+    request = components["AskRequest"]
+    assert request["required"] == ["question"]
+    assert request["properties"]["question"]["maxLength"] == 2000
+    assert set(components["AskAnswer"]["properties"]) == {
+        "answer",
+        "tool_rounds",
+        "duration_ms",
+        "model",
+    }
+    errors = {code: ask["responses"][code] for code in ("400", "403", "429", "502", "503")}
+    for response in errors.values():
+        body = response["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/ErrorBody"}
+    assert schema["components"]["securitySchemes"]["correoSession"]["in"] == "cookie"

@@ -6,3 +6,6 @@ class TenancyConfig(AppConfig):
     name = "erp.tenancy"
     label = "tenancy"
     verbose_name = _("Empresas y acceso")
+
+    def ready(self) -> None:
+        from erp.api import schema  # noqa: F401  (registers the OpenAPI auth schemes)
