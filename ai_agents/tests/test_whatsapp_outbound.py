@@ -4,6 +4,7 @@ parts, retries, permanent errors, status webhooks in any order, and the 24-hour 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -43,27 +44,50 @@ def _deliveries(message: Message) -> list[Delivery]:
         return list(Delivery.objects.filter(message=message).order_by("part"))
 
 
-@pytest.mark.django_db
-def test_a_reply_marks_read_with_typing_then_sends_the_exact_text_body(
+@dataclass
+class Line:
+    """Tenant A's WhatsApp number with the fake model and Graph API behind it."""
+
+    client: Client
+    tenant: Any
+    google: FakeGoogle
+    graph: FakeGraph
+    run_tasks: Any
+
+    def customer_writes(self, answer: str, *graph: FakeResponse) -> Message:
+        """The customer's text arrives, the model answers `answer`, the Graph API gives the
+        `graph` responses first (then its default success); returns the stored reply."""
+        respond(self.google, answer)
+        self.graph.push(*graph)
+        with self.run_tasks():
+            post(self.client, payload("text"))
+        return _reply(self.tenant)
+
+
+@pytest.fixture
+def line(
     client: Client,
     wa_binding: Any,
     tenant_a: Any,
     fake_google: FakeGoogle,
     fake_graph: FakeGraph,
     run_tasks: Any,
-) -> None:
-    respond(fake_google, "We are open 9:00-17:00 on Saturdays.")
-    fake_graph.push(FakeResponse.json(payload("send_text_response")))
-    with run_tasks():
-        post(client, payload("text"))
+) -> Line:
+    return Line(client, tenant_a, fake_google, fake_graph, run_tasks)
 
-    typing, send = fake_graph.requests
+
+@pytest.mark.django_db
+def test_a_reply_marks_read_with_typing_then_sends_the_exact_text_body(line: Line) -> None:
+    reply = line.customer_writes(
+        "We are open 9:00-17:00 on Saturdays.", FakeResponse.json(payload("send_text_response"))
+    )
+
+    typing, send = line.graph.requests
     assert typing.path == "/v24.0/106540352242922/messages"
     assert typing.json() == payload("mark_read_typing_request")
     assert typing.json()["message_id"] == INBOUND_ID
     assert send.json() == payload("send_text_request")
     assert send.header("authorization") == "Bearer EAAG-token-a"
-    reply = _reply(tenant_a)
     assert reply.delivery_status == "sent"
     [delivery] = _deliveries(reply)
     assert (delivery.external_id, delivery.status, delivery.attempts) == (SENT_ID, "sent", 1)
@@ -85,24 +109,13 @@ def test_text_split_prefers_paragraphs_then_sentences_then_words() -> None:
 
 
 @pytest.mark.django_db
-def test_a_long_reply_goes_out_in_parts_of_at_most_4096_one_delivery_each(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> None:
+def test_a_long_reply_goes_out_in_parts_of_at_most_4096_one_delivery_each(line: Line) -> None:
     paragraphs = [f"Párrafo {n}. " + "texto " * 600 for n in range(3)]  # ~3,600 chars each
-    answer = "\n\n".join(p.strip() for p in paragraphs)
-    respond(fake_google, answer)
-    with run_tasks():
-        post(client, payload("text"))
+    reply = line.customer_writes("\n\n".join(p.strip() for p in paragraphs))
 
-    bodies = [b["text"]["body"] for b in fake_graph.sent]
+    bodies = [b["text"]["body"] for b in line.graph.sent]
     assert bodies == [p.strip() for p in paragraphs]
     assert all(len(b) <= 4096 for b in bodies)
-    reply = _reply(tenant_a)
     assert [(d.part, d.status) for d in _deliveries(reply)] == [
         (0, "sent"),
         (1, "sent"),
@@ -123,21 +136,11 @@ def test_a_long_reply_goes_out_in_parts_of_at_most_4096_one_delivery_each(
     ids=["throughput-then-5xx", "pair-rate-limit", "5xx-not-json"],
 )
 def test_throttling_and_server_errors_are_retried_then_succeed(
-    errors: list[FakeResponse],
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    errors: list[FakeResponse], line: Line
 ) -> None:
-    respond(fake_google, "Hola.")
-    fake_graph.push(*errors)
-    with run_tasks():
-        post(client, payload("text"))
+    reply = line.customer_writes("Hola.", *errors)
 
-    assert [b["text"]["body"] for b in fake_graph.sent] == ["Hola."] * (len(errors) + 1)
-    reply = _reply(tenant_a)
+    assert [b["text"]["body"] for b in line.graph.sent] == ["Hola."] * (len(errors) + 1)
     [delivery] = _deliveries(reply)
     assert (delivery.status, delivery.attempts, delivery.error_code) == (
         "sent",
@@ -149,20 +152,13 @@ def test_throttling_and_server_errors_are_retried_then_succeed(
 
 @pytest.mark.django_db
 def test_a_permanent_error_is_recorded_on_the_delivery_and_the_message_without_retry(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
-    respond(fake_google, "Hola.")
-    fake_graph.push(FakeResponse.json(payload("error_131026_response"), status=400))
-    with run_tasks():
-        post(client, payload("text"))
+    reply = line.customer_writes(
+        "Hola.", FakeResponse.json(payload("error_131026_response"), status=400)
+    )
 
-    assert len(fake_graph.sent) == 1
-    reply = _reply(tenant_a)
+    assert len(line.graph.sent) == 1
     [delivery] = _deliveries(reply)
     assert (delivery.status, delivery.error_code, delivery.error_message) == (
         "failed",
@@ -177,23 +173,13 @@ def test_a_permanent_error_is_recorded_on_the_delivery_and_the_message_without_r
 
 
 @pytest.mark.django_db
-def test_retries_stop_after_the_configured_attempts(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-    settings: Any,
-) -> None:
+def test_retries_stop_after_the_configured_attempts(line: Line, settings: Any) -> None:
     settings.WHATSAPP_SEND_ATTEMPTS = 3
-    respond(fake_google, "Hola.")
-    fake_graph.push(*[FakeResponse.json(payload("error_130429_response"), status=400)] * 5)
-    with run_tasks():
-        post(client, payload("text"))
+    throttled = FakeResponse.json(payload("error_130429_response"), status=400)
+    reply = line.customer_writes("Hola.", *[throttled] * 5)
 
-    assert len(fake_graph.sent) == 3
-    [delivery] = _deliveries(_reply(tenant_a))
+    assert len(line.graph.sent) == 3
+    [delivery] = _deliveries(reply)
     assert (delivery.status, delivery.error_code, delivery.attempts) == ("failed", "130429", 3)
 
 
@@ -207,19 +193,8 @@ def _status(name: str, wamid: str = SENT_ID) -> dict[str, Any]:
 
 
 @pytest.fixture
-def sent_reply(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> Message:
-    respond(fake_google, "Hola.")
-    fake_graph.push(FakeResponse.json(payload("send_text_response")))
-    with run_tasks():
-        post(client, payload("text"))
-    return _reply(tenant_a)
+def sent_reply(line: Line) -> Message:
+    return line.customer_writes("Hola.", FakeResponse.json(payload("send_text_response")))
 
 
 @pytest.mark.django_db
@@ -264,13 +239,7 @@ def test_a_failed_status_is_recorded_with_its_code_and_a_late_delivered_does_not
 
 @pytest.mark.django_db
 def test_statuses_arriving_before_the_send_stored_the_wamid_are_applied_by_the_send(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    tenant_b: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line, client: Client, tenant_a: Any, tenant_b: Any
 ) -> None:
     """Meta may report a message before its answer to our POST (with the wamid) is stored:
     the statuses wait for the wamid. One sent on another tenant's number never applies."""
@@ -281,12 +250,8 @@ def test_statuses_arriving_before_the_send_stored_the_wamid_are_applied_by_the_s
     with tenant_scope(tenant_a):
         assert not Delivery.objects.exists()
 
-    respond(fake_google, "Hola.")
-    fake_graph.push(FakeResponse.json(payload("send_text_response")))
-    with run_tasks():
-        post(client, payload("text"))
+    reply = line.customer_writes("Hola.", FakeResponse.json(payload("send_text_response")))
 
-    reply = _reply(tenant_a)
     [delivery] = _deliveries(reply)
     assert (delivery.external_id, delivery.status, delivery.error_code) == (
         SENT_ID,
@@ -311,18 +276,8 @@ def test_a_status_for_an_unknown_wamid_is_ignored(client: Client, sent_reply: Me
 
 
 @pytest.mark.django_db
-def test_a_message_in_parts_reports_its_least_advanced_part(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> None:
-    respond(fake_google, "a" * 3000 + "\n\n" + "b" * 3000)
-    with run_tasks():
-        post(client, payload("text"))
-    reply = _reply(tenant_a)
+def test_a_message_in_parts_reports_its_least_advanced_part(line: Line, client: Client) -> None:
+    reply = line.customer_writes("a" * 3000 + "\n\n" + "b" * 3000)
     first, second = _deliveries(reply)
 
     post(client, _status("status_read", first.external_id))
@@ -429,22 +384,13 @@ def test_outside_the_window_without_a_template_nothing_is_sent_and_it_is_recorde
 
 
 @pytest.mark.django_db
-def test_a_failing_read_mark_does_not_hold_back_the_reply(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> None:
-    respond(fake_google, "Hola.")
-    fake_graph.read_mark_response = FakeGraph.error(190, status=401)
-    with run_tasks():
-        post(client, payload("text"))
+def test_a_failing_read_mark_does_not_hold_back_the_reply(line: Line) -> None:
+    line.graph.read_mark_response = FakeGraph.error(190, status=401)
+    reply = line.customer_writes("Hola.")
 
-    assert len(fake_graph.read_marks) == 1
-    assert [b["text"]["body"] for b in fake_graph.sent] == ["Hola."]
-    assert _reply(tenant_a).delivery_status == "sent"
+    assert len(line.graph.read_marks) == 1
+    assert [b["text"]["body"] for b in line.graph.sent] == ["Hola."]
+    assert reply.delivery_status == "sent"
 
 
 @pytest.mark.django_db
