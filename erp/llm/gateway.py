@@ -162,7 +162,9 @@ class _Attempts:
         self.policy = policy
         self.request = request
         self.started = time.monotonic()
-        self.deadline = self.started + policy.deadline_s if policy.deadline_s else None
+        # 0 (a budget already spent) is a deadline too: no attempt, not an unbounded one.
+        has_deadline = policy.deadline_s is not None
+        self.deadline = self.started + policy.deadline_s if has_deadline else None
         self.number = 0
 
     def next_request(self) -> LlmRequest | None:
@@ -240,10 +242,19 @@ def llm_stream(
         if attempt_request is None:
             raise last_error or _out_of_time(provider.name, model)
         started = time.monotonic()
+        ends = started + attempt_request.timeout_s
         yielded = recorded = False
         events = provider.stream(attempt_request)
         try:
             for event in events:
+                # The provider's timeout bounds each read; a model that keeps sending slowly
+                # is stopped here, at the attempt's timeout (cut to the total deadline).
+                if time.monotonic() > ends:
+                    raise Timeout(
+                        "la respuesta en streaming superó el plazo",
+                        provider=provider.name,
+                        model=model,
+                    )
                 if isinstance(event, LlmResult):
                     recorded = True
                     _record(

@@ -244,6 +244,17 @@ def test_total_deadline_bounds_all_attempts(fake_google: FakeGoogle, ctx: CallCo
     assert len(rows(ctx.tenant)) == 2
 
 
+def test_a_spent_budget_makes_no_call(fake_google: FakeGoogle, ctx: CallContext):
+    """A deadline of 0 (the pipeline's total time already used by tools or retrieval) is no
+    time left, not "no deadline": no request, a Timeout at once."""
+    started = time.monotonic()
+    with pytest.raises(Timeout):
+        llm_generate(ask(), context=ctx, retry=RetryPolicy(timeout_s=30, deadline_s=0.0))
+
+    assert time.monotonic() - started < 0.5
+    assert fake_google.generate_requests == []
+
+
 def test_connection_refused_is_unavailable_and_retried(
     fake_google: FakeGoogle, ctx: CallContext, settings: Any
 ):
@@ -347,6 +358,27 @@ def test_stream_retries_before_the_first_delta(fake_google: FakeGoogle, ctx: Cal
 
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hola"
     assert [log.success for log in rows(ctx.tenant)] == [False, True]
+
+
+def test_a_stream_that_keeps_dripping_is_stopped_at_the_attempt_timeout(
+    fake_google: FakeGoogle, ctx: CallContext
+):
+    """Each chunk comes before the read timeout, the whole answer would take 2.4 s: it ends
+    with a Timeout at the attempt's 0.5 s (after text was shown: not retried)."""
+    fake_google.push(fake_google.reply("uno dos tres cuatro cinco seis", chunks=6, chunk_delay=0.4))
+
+    deltas: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(Timeout):
+        for event in llm_stream(ask(), context=ctx, retry=RetryPolicy(timeout_s=0.5, attempts=3)):
+            deltas.append(event.text)  # type: ignore[union-attr]
+
+    assert 0.5 <= time.monotonic() - started < 1.5
+    assert 0 < len(deltas) < 6
+    assert len(fake_google.generate_requests) == 1
+    logs = rows(ctx.tenant)
+    assert len(logs) == 1 and not logs[0].success
+    assert logs[0].error_message.startswith("Timeout")
 
 
 def test_abandoned_stream_is_still_recorded(fake_google: FakeGoogle, ctx: CallContext):
