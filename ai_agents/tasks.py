@@ -153,6 +153,7 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and inbound is not None
             and "result" not in (inbound.metadata or {})
             and conversation.status == Conversation.Status.ACTIVE
+            and conversation.agent.is_active
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
         conversation_answer_pending(conversation=conversation)

@@ -13,6 +13,7 @@ returns it without calling the model again.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from erp.llm.types import LlmResult
 from erp.llm.types import Message as LlmMessage
 from erp.llm.usage import cost_usd
 from erp.tenancy import rows
+
+logger = logging.getLogger(__name__)
 
 RATE_LIMIT_NOTICE = gettext_lazy(
     "Está enviando mensajes muy rápido. Espere un momento y le respondo."
@@ -219,7 +222,13 @@ def conversation_answer_pending(
                 fields=["status", "assigned_to", "session_variables", "claim_expires_at"]
             )
             timer = _Timer()
-            if conversation.status not in Conversation.OPEN_STATUSES:
+            # A closed conversation, or an agent switched off in the admin: stored, unanswered.
+            if conversation.status not in Conversation.OPEN_STATUSES or not agent.is_active:
+                if not agent.is_active:
+                    logger.info(
+                        "pipeline.agent_inactive",
+                        extra={"agent_id": str(agent.pk), "conversation_id": str(conversation.pk)},
+                    )
                 results.append(
                     _finish(conversation, user_message, None, None, steps.Retrieval(), {}, timer)
                 )

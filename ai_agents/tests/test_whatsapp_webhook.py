@@ -473,3 +473,27 @@ def test_a_batch_over_the_api_body_limit_is_still_accepted(
 
     assert post(client, data).status_code == 200
     assert [m.content for m in _stored(tenant_a)] == ["hola"]
+
+
+@pytest.mark.django_db
+def test_an_agent_switched_off_stores_messages_but_never_answers(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    wa_binding.agent.is_active = False
+    wa_binding.agent.save(update_fields=["is_active"])
+    respond(fake_google, "No debería salir.")
+
+    with run_tasks():
+        assert post(client, payload("text")).status_code == 200
+
+    text = payload("text")["entry"][0]["changes"][0]["value"]["messages"][0]["text"]["body"]
+    assert [m.content for m in _stored(tenant_a)] == [text]
+    assert fake_google.generate_requests == []
+    assert fake_graph.requests == []  # not even the read mark with "typing…"
+    with tenant_scope(tenant_a):
+        assert not Message.objects.filter(role="assistant").exists()
