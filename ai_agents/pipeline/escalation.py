@@ -6,8 +6,10 @@ low|medium|high|urgent (default medium); `message` (optional) is the text to sen
 the agent's escalation message. Conditions per type:
 
 - keyword:        {"keywords": [..] (required), "exclude": [..]} -> reason `keyword_match`
-- sentiment:      {"threshold": -1..1 (default -0.5)}; fires when the LLM's sentiment
-                  (-1..1) is <= threshold -> `negative_sentiment`
+- sentiment:      {"threshold": -1..1 (default -0.5)}; with a threshold <= 0, fires when the
+                  LLM's sentiment (-1..1) is <= threshold; a positive threshold is read as
+                  the spec writes it (`sentiment.negative > threshold`, the negativity 0..1):
+                  fires when the sentiment is below -threshold -> `negative_sentiment`
 - intent:         {"intents": [..] (required)}; fires when the detected intent is one of them
                   -> `intent_match`
 - confidence:     {"threshold": 0..1 (default 0.5)}; fires when the LLM's confidence is
@@ -290,7 +292,13 @@ def _check(
         )
         return _("el usuario pidió una persona («%(p)s»)") % {"p": hit} if hit else None
     if trigger.type == "sentiment":
-        if sentiment is None or trigger.threshold is None or sentiment > trigger.threshold:
+        if sentiment is None or trigger.threshold is None:
+            return None
+        if trigger.threshold > 0:  # the spec's form: negativity above the threshold
+            if -sentiment <= trigger.threshold:
+                return None
+            return _("sentimiento %(s).2f < %(t).2f") % {"s": sentiment, "t": -trigger.threshold}
+        if sentiment > trigger.threshold:
             return None
         return _("sentimiento %(s).2f <= %(t).2f") % {"s": sentiment, "t": trigger.threshold}
     if trigger.type == "confidence":

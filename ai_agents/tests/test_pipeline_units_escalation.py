@@ -66,6 +66,17 @@ def test_sentiment_threshold() -> None:
     assert evaluate(triggers, sentiment=None) is None
 
 
+def test_a_positive_sentiment_threshold_reads_as_the_specs_negativity() -> None:
+    """The spec's `sentiment.negative > threshold`: {"threshold": 0.7} escalates a sentiment
+    below -0.7, never a neutral or mildly negative message."""
+    triggers = [{"type": "sentiment", "condition": {"threshold": 0.7}, "priority": "high"}]
+    decision = evaluate(triggers, sentiment=-0.8)
+    assert decision is not None and decision.reason == "negative_sentiment"
+    assert decision.priority == "high"
+    for calm in (0.9, 0.0, -0.5, -0.7):
+        assert evaluate(triggers, sentiment=calm) is None
+
+
 def test_intent_trigger() -> None:
     triggers = [{"type": "intent", "condition": {"intents": ["escalate", "complaint"]}}]
     decision = evaluate(triggers, intent="complaint")
