@@ -5,10 +5,12 @@ Each step is a small function; `ai_agents.pipeline.run` chains them and times ea
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -17,6 +19,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.pipeline import seams
+from ai_agents.pipeline.prompt import format_spanish_datetime
 from ai_agents.selectors.knowledge import (
     SearchHit,
     agent_knowledge_bases,
@@ -361,16 +364,73 @@ def history_load(
 
 
 def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:
+    """The agent's prompt (placeholders filled), then the context block: what the model knows
+    of the moment, the business and the customer whether or not the prompt names it."""
     tenant = agent.tenant
     now = timezone.localtime(timezone.now(), _zone(tenant.timezone))
-    return seams.render_system_prompt(
+    variables = conversation.session_variables or {}
+    prompt = seams.render_system_prompt(
         agent.system_prompt,
         company_name=tenant.name,
         agent_name=agent.name,
         customer_name=(contact.name if contact else "") or "",
         now=now,
-        session_variables=conversation.session_variables or {},
+        session_variables=variables,
     )
+    return (
+        prompt
+        + "\n\n"
+        + context_block(
+            now=now,
+            company=tenant.name,
+            agent_name=agent.name,
+            contact=contact,
+            variables=variables,
+        )
+    )
+
+
+# A customer's attributes and session variables go into every prompt: kept short.
+CONTEXT_VALUE_MAX_CHARS = 600
+
+
+def context_block(
+    *,
+    now: datetime,
+    company: str,
+    agent_name: str,
+    contact: Contact | None,
+    variables: Mapping[str, Any],
+) -> str:
+    lines = [
+        _("## Contexto:"),
+        _("- Fecha y hora: %(now)s") % {"now": format_spanish_datetime(now)},
+        _("- Empresa: %(company)s; agente: %(agent)s") % {"company": company, "agent": agent_name},
+    ]
+    if contact is not None:
+        known = [
+            (label, value)
+            for label, value in (
+                (_("nombre"), contact.name),
+                (_("correo"), contact.email),
+                (_("teléfono"), contact.phone),
+            )
+            if value
+        ]
+        if known or contact.custom_attributes:
+            described = ", ".join(f"{label}: {value}" for label, value in known)
+            if contact.custom_attributes:
+                attributes = _compact(contact.custom_attributes)
+                described += ("; " if described else "") + _("datos: %(a)s") % {"a": attributes}
+            lines.append(_("- Cliente: %(c)s") % {"c": described})
+    if variables:
+        lines.append(_("- Variables de la conversación: %(v)s") % {"v": _compact(variables)})
+    return "\n".join(lines)
+
+
+def _compact(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return text if len(text) <= CONTEXT_VALUE_MAX_CHARS else text[:CONTEXT_VALUE_MAX_CHARS] + "…"
 
 
 def _zone(name: str) -> Any:

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from ai_agents.models import Contact, Conversation
 from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 
 SHIPPING = (
@@ -94,6 +96,46 @@ def test_answer_with_citations_from_the_agents_knowledge_base(
     assert _send(api_a, agent_id, "Gracias").json()["conversation_id"] == body["conversation_id"]
     contents = fake_google.generate_requests[1]["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user"]
+
+
+@pytest.mark.django_db
+def test_the_model_is_told_the_time_business_customer_and_session_even_if_the_prompt_is_silent(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(api_a, system_prompt="Eres un asistente amable.")
+    _answer(fake_google, "Hola, Ana.")
+    contact = {
+        "external_id": "cli-9",
+        "name": "Ana",
+        "email": "ana@cliente.es",
+        "phone": "+34600111222",
+    }
+    first = api_a.post(
+        f"/api/v1/agents/{agent_id}/messages",
+        {"contact": contact, "text": "Hola"},
+        format="json",
+    ).json()
+    with tenant_scope(tenant_a):
+        conversation = Conversation.objects.get(pk=first["conversation_id"])
+        Contact.objects.filter(pk=conversation.contact_id).update(custom_attributes={"vip": True})
+        Conversation.objects.filter(pk=conversation.pk).update(session_variables={"pedido": "A-17"})
+    _answer(fake_google, "Su pedido A-17 sale hoy.")
+    api_a.post(
+        f"/api/v1/agents/{agent_id}/messages",
+        {"contact": contact, "text": "¿Y mi pedido?"},
+        format="json",
+    )
+
+    before, after = (
+        r["systemInstruction"]["parts"][0]["text"] for r in fake_google.generate_requests
+    )
+    assert before.startswith("Eres un asistente amable.\n\n## Contexto:\n- Fecha y hora: ")
+    assert f"({tenant_a.timezone})" in before
+    assert f"- Empresa: {tenant_a.name}; agente: Lucía" in before
+    assert "- Cliente: nombre: Ana, correo: ana@cliente.es, teléfono: +34600111222" in before
+    assert "Variables" not in before
+    assert 'teléfono: +34600111222; datos: {"vip": true}' in after
+    assert '- Variables de la conversación: {"pedido": "A-17"}' in after
 
 
 @pytest.mark.django_db
