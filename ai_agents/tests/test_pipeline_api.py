@@ -316,6 +316,21 @@ def test_inactive_conversations_expire_and_the_next_message_starts_a_new_one(
     assert second["conversation_id"] != first
     assert second["conversation_status"] == "active"
 
+    # Idle for 24 hours and the beat task has not run yet: the message itself expires it.
+    Conversation.objects.for_tenant(tenant_a).filter(pk=second["conversation_id"]).update(
+        last_message_at=timezone.now() - timedelta(hours=24, seconds=5)
+    )
+    third = _send(api_a, agent_id, "¿Siguen ahí?").json()
+    assert third["conversation_id"] not in (first, second["conversation_id"])
+    expired = api_a.get(f"/api/v1/conversations/{second['conversation_id']}").json()
+    assert expired["status"] == "expired"
+    assert [m["content"] for m in expired["messages"] if m["role"] == "user"] == ["Hola otra vez"]
+    # A conversation that spoke 23 hours ago goes on.
+    Conversation.objects.for_tenant(tenant_a).filter(pk=third["conversation_id"]).update(
+        last_message_at=timezone.now() - timedelta(hours=23)
+    )
+    assert _send(api_a, agent_id, "Gracias").json()["conversation_id"] == third["conversation_id"]
+
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
