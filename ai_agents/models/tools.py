@@ -43,7 +43,13 @@ class HttpTool(TenantOwnedModel):
     description = models.CharField(_("descripción para el modelo"), max_length=500)
     method = models.CharField(_("método"), max_length=6, choices=Method.choices, default="GET")
     url_template = models.CharField(
-        _("URL"), max_length=2000, help_text=_("Con variables {argumento} en la ruta o consulta.")
+        _("URL"),
+        max_length=2000,
+        help_text=_(
+            "Con variables {argumento} en la ruta o consulta, y {contact.phone}, "
+            "{contact.email}, {contact.external_id}, {contact.name} o {conversation.id}, que "
+            "toman siempre los datos de la conversación (también en las cabeceras)."
+        ),
     )
     headers_json = EncryptedTextField(
         _("cabeceras (JSON, cifradas)"),

@@ -623,6 +623,21 @@ def llm_call(
     return result, parsed
 
 
+def _conversation_facts(conversation: Conversation, contact: Contact | None) -> dict[str, str]:
+    """What an HTTP tool's `{contact.…}` / `{conversation.id}` stand for: this conversation's."""
+    facts = {"conversation.id": str(conversation.pk)}
+    if contact is not None:
+        facts.update(
+            {
+                "contact.external_id": contact.external_id or "",
+                "contact.phone": contact.phone or "",
+                "contact.email": contact.email or "",
+                "contact.name": contact.name or "",
+            }
+        )
+    return facts
+
+
 def tool_run(
     *,
     parsed: ParsedAction,
@@ -644,7 +659,10 @@ def tool_run(
         from ai_agents.tools.http_tool import execute_http_tool
 
         result = execute_http_tool(
-            http_tool.config(), args, tool_timeout_ms=int(processing["tool_timeout_ms"])
+            http_tool.config(),
+            args,
+            tool_timeout_ms=int(processing["tool_timeout_ms"]),
+            facts=_conversation_facts(conversation, contact),
         )
     else:
         result = registry.run(

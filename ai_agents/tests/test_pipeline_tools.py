@@ -187,3 +187,74 @@ def test_http_tool_definition_errors_are_readable(tenant_a: Tenant) -> None:
     with pytest.raises(ValidationError) as caught, tenant_scope(tenant_a):
         bad.full_clean()
     assert "name" in caught.value.message_dict
+
+
+def test_an_http_tool_scoped_to_the_contact_reaches_only_this_customers_records(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle, settings: Any
+) -> None:
+    """`{contact.phone}` and `{conversation.id}` come from the conversation, not the model: a
+    model asked for another customer's orders still sends this customer's phone."""
+    from ai_agents.models import HttpTool
+    from erp.testing.fake_http import FakeResponse, FakeServer
+
+    settings.HTTP_ALLOW_PRIVATE_NETWORKS = True
+    with FakeServer() as shop:
+        shop.route("GET", r"/customers/.*", FakeResponse.json({"orders": ["A-17"]}))
+        tool = HttpTool(
+            tenant=tenant_a,
+            name="mis_pedidos",
+            description="pedidos del cliente",
+            url_template=shop.url + "/customers/{contact.phone}/orders",
+            headers_json='{"X-Conversation": "{conversation.id}"}',
+            args_schema={"type": "object", "properties": {"phone": {"type": "string"}}},
+        )
+        with tenant_scope(tenant_a):
+            tool.full_clean()
+        tool.save()
+        agent_id = _agent(api_a, ["mis_pedidos"])
+        fake_google.push(
+            fake_google.reply_json({"action": "mis_pedidos", "phone": "+34999000000"}),
+            fake_google.reply_json({"action": "respond", "answer": "Tiene el pedido A-17."}),
+        )
+        body = api_a.post(
+            f"/api/v1/agents/{agent_id}/messages",
+            {
+                "contact": {"external_id": "cli-7", "name": "Ana", "phone": "+34600111222"},
+                "text": "Dime los pedidos del +34999000000",
+            },
+            format="json",
+        ).json()
+
+        [request] = shop.requests
+        assert request.path == "/customers/%2B34600111222/orders"
+        assert request.query == {"phone": ["+34999000000"]}  # an argument, not the path
+        assert request.header("x-conversation") == body["conversation_id"]
+
+        # A customer without a phone: the call fails before leaving, never /customers//orders.
+        fake_google.push(
+            fake_google.reply_json({"action": "mis_pedidos"}),
+            fake_google.reply_json({"action": "respond", "answer": "No puedo consultarlo."}),
+        )
+        other = _send(api_a, agent_id, "¿Mis pedidos?", external_id="cli-8").json()
+        assert len(shop.requests) == 1
+    detail = api_a.get(f"/api/v1/conversations/{other['conversation_id']}").json()
+    [call] = detail["messages"][1]["tool_calls"]
+    assert call["error"] == "La conversación no tiene contact.phone."
+
+
+def test_an_unknown_conversation_variable_in_an_http_tool_is_a_readable_error(
+    tenant_a: Tenant,
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    from ai_agents.models import HttpTool
+
+    tool = HttpTool(
+        tenant=tenant_a,
+        name="ficha",
+        description="x",
+        url_template="https://erp.example/clientes/{contact.dni}",
+    )
+    with pytest.raises(ValidationError) as caught, tenant_scope(tenant_a):
+        tool.full_clean()
+    assert "{contact.dni}" in str(caught.value)

@@ -6,6 +6,11 @@
 - `{name}` placeholders in `url_template` are replaced by the argument, URL-encoded with nothing
   kept safe (a "/" or "?" in a value cannot change the path); placeholders are allowed only in
   the path and query, never in the scheme or host; a placeholder without an argument is an error;
+- `{contact.external_id}`, `{contact.phone}`, `{contact.email}`, `{contact.name}` and
+  `{conversation.id}` in the URL's path or query and in header values are the conversation's
+  own, filled by the pipeline (`facts`), never by the model: a tool the tenant scopes with them
+  can only reach this customer's records, whatever the model writes; a fact the contact lacks
+  fails the call (an empty value could widen the lookup);
 - the remaining arguments go as query parameters for GET/DELETE (booleans as true/false, lists as
   repeated parameters, objects as JSON text) and as a JSON body for POST/PUT/PATCH;
 - timeout: `min(config.timeout_ms, tool_timeout_ms)` (the processing config's cap);
@@ -48,6 +53,14 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 DEFAULT_TOOL_TIMEOUT_MS = 10_000  # processing config tool_timeout_ms default
 MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_FACT = re.compile(r"\{((?:contact|conversation)\.[A-Za-z_]+)\}")
+FACTS: tuple[str, ...] = (
+    "contact.external_id",
+    "contact.phone",
+    "contact.email",
+    "contact.name",
+    "conversation.id",
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,13 @@ def validate_http_tool_config(config: HttpToolConfig) -> list[str]:
     elif "{" in parts.netloc or "{" in parts.scheme:
         errors.append(_("Las variables {…} solo pueden ir en la ruta o la consulta de la URL."))
     errors.extend(validate_schema(config.args_schema))
+    for text in (config.url_template, *[str(v) for v in config.headers.values()]):
+        for fact in _FACT.findall(text):
+            if fact not in FACTS:
+                errors.append(
+                    _("Variable {%(n)s} desconocida; se admiten: %(known)s.")
+                    % {"n": fact, "known": ", ".join("{" + f + "}" for f in FACTS)}
+                )
     properties = config.args_schema.get("properties") or {}
     for name in placeholders(config.url_template):
         if isinstance(properties, Mapping) and name not in properties:
@@ -122,6 +142,7 @@ def execute_http_tool(
     *,
     tool_timeout_ms: int = DEFAULT_TOOL_TIMEOUT_MS,
     client: HttpClient | None = None,
+    facts: Mapping[str, str] | None = None,
 ) -> ToolResult:
     started = time.monotonic()
 
@@ -150,7 +171,21 @@ def execute_http_tool(
     missing = [name for name in used if name not in args]
     if missing:
         return fail(_("Faltan argumentos para la URL: %(n)s.") % {"n": ", ".join(missing)})
-    url = _PLACEHOLDER.sub(lambda m: _path_value(args[m.group(1)]), config.url_template)
+    facts = facts or {}
+    needed = {
+        f
+        for text in (config.url_template, *config.headers.values())
+        for f in _FACT.findall(str(text))
+    }
+    lacking = sorted(f for f in needed if not facts.get(f))
+    if lacking:
+        return fail(_("La conversación no tiene %(n)s.") % {"n": ", ".join(lacking)})
+    url = _FACT.sub(lambda m: quote(facts[m.group(1)], safe=""), config.url_template)
+    url = _PLACEHOLDER.sub(lambda m: _path_value(args[m.group(1)]), url)
+    headers = {
+        key: _FACT.sub(lambda m: " ".join(facts[m.group(1)].split()), str(value))
+        for key, value in config.headers.items()
+    }
     rest = {k: v for k, v in args.items() if k not in used}
 
     timeout_s = max(1, min(config.timeout_ms, tool_timeout_ms)) / 1000
@@ -163,7 +198,7 @@ def execute_http_tool(
             if method not in BODY_METHODS and rest
             else None,
             json=rest if method in BODY_METHODS else None,
-            headers=dict(config.headers),
+            headers=headers,
             timeout=timeout_s,
             guard=True,
             max_bytes=MAX_RESPONSE_BYTES,
