@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from ai_agents.knowledge.spaces import LOCAL_MODEL
-from erp.llm.gateway import CallContext, get_provider, llm_embed
+from erp.llm.gateway import AGENTS, CallContext, RetryPolicy, get_provider, llm_embed
 
 if TYPE_CHECKING:
     from ai_agents.models import KnowledgeBase
@@ -92,7 +92,15 @@ def _query_vector(text: str) -> list[float]:
         omp.omp_set_num_threads(before)
 
 
-def _remote(kb: KnowledgeBase, texts: Sequence[str], task: str, tenant: Any) -> list[list[float]]:
+def _remote(
+    kb: KnowledgeBase,
+    texts: Sequence[str],
+    task: str,
+    tenant: Any,
+    *,
+    context: CallContext | None = None,
+    retry: RetryPolicy = AGENTS,
+) -> list[list[float]]:
     provider = get_provider(kb.embedding_provider)
     result = llm_embed(
         list(texts),
@@ -100,7 +108,8 @@ def _remote(kb: KnowledgeBase, texts: Sequence[str], task: str, tenant: Any) -> 
         model=kb.embedding_model,
         dimensions=kb.embedding_dimensions,
         task=task,  # type: ignore[arg-type]
-        context=CallContext(tenant=tenant),
+        context=context or CallContext(tenant=tenant),
+        retry=retry,
     )
     return _normalise(result.vectors)
 
@@ -173,7 +182,16 @@ def query_key(space: str, text: str) -> str:
     return "kbq:" + hashlib.sha256(f"{space}\n{normal}".encode()).hexdigest()
 
 
-def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
+def embed_query(
+    kb: KnowledgeBase,
+    text: str,
+    *,
+    timeout_s: float | None = None,
+    usage: CallContext | None = None,
+) -> list[float]:
+    """The query's vector: from this process's LRU, the shared cache, the local model or the
+    knowledge base's paid model (bounded by `timeout_s` when given: one retry at most, within
+    it; its usage row carries `usage`'s agent and conversation)."""
     key = query_key(kb.embedding_space, text)
     local = _query_lru.get(key)
     if local is not None:
@@ -182,7 +200,12 @@ def embed_query(kb: KnowledgeBase, text: str) -> list[float]:
         return list(_local_query(key, text))
     cached = _cache_call(cache.get, key)
     if cached is None:
-        cached = _remote(kb, [text], "query", kb.tenant)[0]
+        retry = AGENTS
+        if timeout_s is not None:
+            retry = RetryPolicy(
+                timeout_s=timeout_s, attempts=2, base_delay_s=0.05, deadline_s=timeout_s
+            )
+        cached = _remote(kb, [text], "query", kb.tenant, context=usage, retry=retry)[0]
         _cache_call(cache.set, key, cached, settings.KB_QUERY_CACHE_SECONDS)
     _query_lru.put(key, tuple(cached))
     return list(cached)

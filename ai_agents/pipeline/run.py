@@ -299,11 +299,18 @@ def _run(
 
     system = steps.system_prompt(agent=agent, conversation=conversation, contact=contact)
     timer.mark("context")
+    context = CallContext(
+        tenant=agent.tenant,
+        agent_id=agent.pk,
+        conversation_id=conversation.pk,
+        message_id=user_message.pk,
+    )
     retrieval = steps.retrieve(
         agent=agent,
         query=user_message.content,
         processing=processing,
         knowledge_bases=thread.knowledge_bases if thread is not None else None,
+        usage=context,
     )
     timer.mark("retrieve")
     estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
@@ -319,12 +326,6 @@ def _run(
         if seams.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
-    context = CallContext(
-        tenant=agent.tenant,
-        agent_id=agent.pk,
-        conversation_id=conversation.pk,
-        message_id=user_message.pk,
-    )
     actions = steps.actions_for(agent)
     max_rounds = int(processing["max_tool_rounds"])
     exchange: list[LlmMessage] = []

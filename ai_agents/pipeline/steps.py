@@ -486,6 +486,7 @@ def retrieve(
     query: str,
     processing: Mapping[str, Any],
     knowledge_bases: list[Any] | None = None,
+    usage: CallContext | None = None,
 ) -> Retrieval:
     """The best chunks of the agent's knowledge bases (`knowledge_bases`, when `thread_open`
     read them), bounded by `rag_timeout_ms` (a statement timeout inside a savepoint: a slow
@@ -504,6 +505,7 @@ def retrieve(
             k=int(processing["rag_top_k"]),
             min_score=float(processing["rag_min_score"]) or None,
             timeout_ms=int(processing["rag_timeout_ms"]),
+            usage=usage,
         )
     except DatabaseError as exc:
         logger.warning("pipeline.rag_failed", extra={"error": type(exc).__name__})

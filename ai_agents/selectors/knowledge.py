@@ -25,6 +25,7 @@ from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import is_safe_space
 from ai_agents.models import Document, KnowledgeBase
 from erp.llm.errors import LlmError
+from erp.llm.gateway import CallContext
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
 
@@ -285,6 +286,19 @@ def knowledge_search(
     )
 
 
+def _embedding_s(started: float, timeout_ms: int | None) -> float | None:
+    """A paid query embedding's share of the search budget: three quarters, so the statement
+    (full text alone, when the embedding gave up) keeps at least a quarter."""
+    if timeout_ms is None:
+        return None
+    return max(0.0, timeout_ms * 0.75 / 1000 - (time.monotonic() - started))
+
+
+def _left_ms(started: float, timeout_ms: int) -> int:
+    # At least 1 ms: PostgreSQL reads statement_timeout = 0 as "no limit".
+    return max(1, int(timeout_ms - (time.monotonic() - started) * 1000))
+
+
 def knowledge_bases_search(
     *,
     tenant: Tenant,
@@ -294,9 +308,14 @@ def knowledge_bases_search(
     min_score: float | None = None,
     mode: Mode = "hybrid",
     timeout_ms: int | None = None,
+    usage: CallContext | None = None,
 ) -> list[SearchHit]:
     """`knowledge_search` over knowledge bases already loaded (of `tenant`): the query
-    embedding per space, then one SQL statement."""
+    embedding per space, then one SQL statement. `timeout_ms` bounds both: a paid embedding
+    model gets three quarters of it (then full text answers alone), the statement what is
+    left. `usage`:
+    who the embedding's usage row is for (agent, conversation)."""
+    started = time.monotonic()
     query = (query or "").strip()
     kbs = [kb for kb in kbs if kb.tenant_id == tenant.pk]
     for kb in kbs:
@@ -314,7 +333,9 @@ def knowledge_bases_search(
             if not is_safe_space(space):
                 continue
             try:
-                vector = embeddings.embed_query(group[0], query)
+                vector = embeddings.embed_query(
+                    group[0], query, timeout_s=_embedding_s(started, timeout_ms), usage=usage
+                )
             except LlmError as exc:
                 # A paid embedding provider is down: full-text still answers in hybrid mode.
                 logger.warning(
@@ -343,7 +364,7 @@ def knowledge_bases_search(
             score=round(score / best_possible, 6),
         )
         for chunk_id, score, document_id, title, content, heading_path in _search_rows(
-            sql, params, timeout_ms
+            sql, params, None if timeout_ms is None else _left_ms(started, timeout_ms)
         )
     ]
     if min_score is not None:

@@ -139,6 +139,37 @@ def test_the_model_is_told_the_time_business_customer_and_session_even_if_the_pr
 
 
 @pytest.mark.django_db
+def test_a_slow_paid_query_embedding_is_bounded_by_rag_timeout_and_attributed(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    """The query embedding of a Google knowledge base counts against `rag_timeout_ms`: when it
+    hangs, full-text search answers alone in time; its usage row names agent and conversation."""
+    import time
+
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ", embedding_provider="google")
+    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
+    document_ingest(document=added.document)
+    agent_id = _agent(
+        api_a, knowledge_bases=[str(kb.pk)], processing_config={**FAST, "rag_timeout_ms": 400}
+    )
+    fake_google.push_embed(FakeGoogle.hang(3), FakeGoogle.hang(3))
+    _answer(fake_google, "El envío cuesta 4,95 euros.")
+
+    started = time.monotonic()
+    body = _send(api_a, agent_id, "¿Cuánto cuesta el envío?").json()
+
+    assert time.monotonic() - started < 2.5
+    assert body["reply"]["text"] == "El envío cuesta 4,95 euros."
+    system = fake_google.generate_requests[0]["systemInstruction"]["parts"][0]["text"]
+    assert "4,95 euros" in system  # found by full text alone
+    rows = UsageLog.objects.for_tenant(tenant_a).filter(
+        operation="embedding", conversation_id=body["conversation_id"]
+    )
+    assert rows.exists() and not any(row.success for row in rows)
+    assert {str(row.agent_id) for row in rows} == {agent_id}
+
+
+@pytest.mark.django_db
 def test_escalation_keyword_fires_a_near_miss_does_not_and_then_no_model_call(
     api_a: Any, fake_google: FakeGoogle
 ) -> None:

@@ -298,6 +298,7 @@ class FakeGoogle:
             scripted = self.embed_queue.popleft() if self.embed_queue else None
         if scripted is not None and scripted.status != 200:
             return FakeResponse.json(scripted.body, status=scripted.status, delay=scripted.delay)
+        delay = scripted.delay if scripted is not None else 0.0  # a slow 200 (`hang`)
         embeddings = []
         for item in request.json().get("requests", []):
             text = "".join(p.get("text", "") for p in item["content"]["parts"])
@@ -305,7 +306,7 @@ class FakeGoogle:
             digest = hashlib.sha256(text.encode()).digest()
             values = [(digest[i % len(digest)] - 128) / 128 for i in range(dims)]
             embeddings.append({"values": values})
-        return FakeResponse.json({"embeddings": embeddings})
+        return FakeResponse.json({"embeddings": embeddings}, delay=delay)
 
 
 @pytest.fixture(scope="session")
