@@ -49,6 +49,9 @@ def processing_defaults() -> dict[str, Any]:
         "max_tool_rounds": 3,
         "rag_top_k": 5,
         "rag_min_score": 0.0,
+        # After an LLM failure or timeout (RN-5) the fallback message goes out; escalate too?
+        # (no credits always escalates: nobody else can answer).
+        "escalate_on_failure": True,
     }
 
 
@@ -148,6 +151,7 @@ def validate_processing_config(value: Any) -> dict[str, Any]:
             "max_tool_rounds": _int_between(0, 10),
             "rag_top_k": _int_between(1, 50),
             "rag_min_score": _number_between(0, 1),
+            "escalate_on_failure": lambda v: isinstance(v, bool),
         },
     )
     if merged["total_timeout_ms"] < merged["llm_timeout_ms"]:

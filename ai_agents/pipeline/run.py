@@ -386,7 +386,8 @@ def _run(
         )
         meta["error"] = type(exc).__name__
         meta["tool_calls"] = tool_calls
-        escalation = seams.failure_decision(kind)
+        escalate = kind == "no_credits" or bool(processing["escalate_on_failure"])
+        escalation = seams.failure_decision(kind) if escalate else None
         return _finish(
             conversation,
             user_message,

@@ -225,6 +225,32 @@ def test_four_503s_give_the_fallback_message_and_failure_usage_rows(
 
 
 @pytest.mark.django_db
+def test_an_agent_configured_not_to_escalate_on_failure_keeps_the_conversation(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    agent_id = _agent(
+        api_a,
+        fallback_message="Ahora mismo no puedo responder.",
+        processing_config={**FAST, "llm_max_retries": 0, "escalate_on_failure": False},
+    )
+    fake_google.push(fake_google.unavailable())
+
+    body = _send(api_a, agent_id, "¿Abren mañana?").json()
+
+    assert body["reply"]["text"] == "Ahora mismo no puedo responder."
+    assert (body["escalation"], body["conversation_status"]) == (None, "active")
+    _answer(fake_google, "Sí, de 9 a 14.")
+    assert _send(api_a, agent_id, "¿Y el sábado?").json()["reply"]["text"] == "Sí, de 9 a 14."
+    bad = api_a.patch(
+        f"/api/v1/agents/{agent_id}",
+        {"processing_config": {"escalate_on_failure": "no"}},
+        format="json",
+    )
+    assert bad.status_code == 400
+    assert "escalate_on_failure" in str(bad.json())
+
+
+@pytest.mark.django_db
 def test_repeated_channel_message_id_returns_the_first_result(
     api_a: Any, fake_google: FakeGoogle
 ) -> None:
