@@ -272,7 +272,9 @@ def _run(
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
-    triggers = agent.escalation_triggers or []
+    triggers = seams.with_intent_actions(
+        agent.escalation_triggers or [], agent.intent_detection or {}
+    )
     history, recent = steps.history_load(
         conversation=conversation,
         config=agent.history,

@@ -26,12 +26,14 @@ __all__ = [
     "evaluate_escalation",
     "failure_decision",
     "final_intent",
+    "intent_prompt",
     "keyword_intent",
     "notice_once",
     "render_system_prompt",
     "tenant_tokens_reserve",
     "tenant_tokens_settle",
     "truncate_history",
+    "with_intent_actions",
 ]
 
 
@@ -47,6 +49,55 @@ def _parsed_intents(raw: str) -> intent.IntentConfig:
 
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def with_intent_actions(
+    triggers: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """The agent's triggers, plus an intent trigger (medium priority) for every configured
+    intent whose `action` is "trigger_escalation" and that no intent trigger names yet."""
+    parsed = _parsed_intents(_key(config))
+    wanted = [d.intent for d in parsed.intents if d.action == "trigger_escalation"]
+    if not wanted:
+        return list(triggers)
+    covered = {
+        name
+        for trigger in _parsed_triggers(_key(list(triggers)))
+        if trigger.type == "intent"
+        for name in trigger.intents
+    }
+    extra = [
+        {"type": "intent", "condition": {"intents": [name]}, "priority": "medium"}
+        for name in wanted
+        if name not in covered
+    ]
+    return [*triggers, *extra]
+
+
+@functools.lru_cache(maxsize=512)
+def _intent_prompt(raw: str, language: str | None) -> str:
+    """(`language`: the active one, part of the cache key: the heading is translated.)"""
+    from django.utils.translation import gettext as _
+
+    parsed = _parsed_intents(raw)
+    if parsed.mode == "keyword" or not parsed.intents:
+        return ""
+    lines = [_("## Intenciones (campo intent; «otra» si ninguna encaja):")]
+    for item in parsed.intents:
+        line = f"- {item.intent}"
+        if item.description:
+            line += f": {item.description}"
+        if item.examples:
+            line += " (" + _("p. ej.") + " " + "; ".join(f"«{e}»" for e in item.examples[:3]) + ")"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def intent_prompt(config: Mapping[str, Any]) -> str:
+    """The configured intents for the model (llm and hybrid modes), or ""."""
+    from django.utils.translation import get_language
+
+    return _intent_prompt(_key(config), get_language())
 
 
 def evaluate_escalation(

@@ -560,6 +560,9 @@ def build_request(
             f"[{i}] {h.document_title}\n{h.content}" for i, h in enumerate(hits, start=1)
         )
         parts.append(_("## Información Relevante:") + "\n" + formatted)
+    intents = seams.intent_prompt(agent.intent_detection or {})
+    if intents:
+        parts.append(intents)
     tools = [a for a in actions.actions if a.name in actions.tool_names]
     if tools:
         parts.append(

@@ -251,6 +251,46 @@ def test_an_agent_configured_not_to_escalate_on_failure_keeps_the_conversation(
 
 
 @pytest.mark.django_db
+def test_configured_intents_are_offered_to_the_model_and_their_escalation_action_runs(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    intents = {
+        "mode": "llm",
+        "intents": [
+            {
+                "intent": "baja",
+                "description": "El cliente quiere darse de baja",
+                "examples": ["Quiero cancelar mi suscripción"],
+                "action": "trigger_escalation",
+            },
+            {"intent": "horario", "description": "Pregunta por el horario"},
+        ],
+    }
+    agent_id = _agent(api_a, intent_detection=intents, escalation_triggers=[])
+    _answer(fake_google, "Abrimos a las 9.", intent="horario", confidence=0.9)
+    _answer(fake_google, "Lo siento.", intent="baja", confidence=0.9)
+
+    first = _send(api_a, agent_id, "¿A qué hora abren?").json()
+    second = _send(api_a, agent_id, "No quiero seguir con ustedes").json()
+
+    system = fake_google.generate_requests[0]["systemInstruction"]["parts"][0]["text"]
+    assert (
+        "- baja: El cliente quiere darse de baja (p. ej. «Quiero cancelar mi suscripción»)"
+        in system
+    )
+    assert "- horario: Pregunta por el horario" in system
+    assert first["escalation"] is None
+    assert second["escalation"]["reason"] == "intent_match"
+    assert second["conversation_status"] == "escalated"
+
+    keyword_only = _agent(api_a, intent_detection={**intents, "mode": "keyword"})
+    _answer(fake_google, "Hola.")
+    _send(api_a, keyword_only, "Hola")
+    system = fake_google.generate_requests[2]["systemInstruction"]["parts"][0]["text"]
+    assert "- horario" not in system
+
+
+@pytest.mark.django_db
 def test_repeated_channel_message_id_returns_the_first_result(
     api_a: Any, fake_google: FakeGoogle
 ) -> None:
