@@ -137,7 +137,7 @@ def validate_processing_config(value: Any) -> dict[str, Any]:
         "processing_config",
         processing_defaults(),
         {
-            "llm_timeout_ms": _int_between(100, 120000),
+            "llm_timeout_ms": _int_between(100, 30000),  # RN-1: at most 30 s
             "rag_timeout_ms": _int_between(10, 60000),
             "tool_timeout_ms": _int_between(10, 60000),
             "total_timeout_ms": _int_between(100, 300000),

@@ -101,8 +101,27 @@ class Agent(TenantOwnedModel):
                 setattr(self, name, validate(getattr(self, name)))
             except ValidationError as exc:
                 errors[name] = exc.messages
+        if "tools_enabled" not in errors and self.tools_enabled:
+            unknown = self._unknown_tools()
+            if unknown:
+                errors["tools_enabled"] = [
+                    _("Herramienta desconocida: %(names)s (disponibles: %(known)s).")
+                    % {"names": ", ".join(unknown), "known": ", ".join(self._known_tools())}
+                ]
         if errors:
             raise ValidationError(errors)
+
+    def _known_tools(self) -> list[str]:
+        """The built-in tools and this tenant's HTTP tools."""
+        from ai_agents.models.tools import HttpTool
+        from ai_agents.tools.builtin import registry  # registers the built-in tools
+
+        own = HttpTool.objects.for_tenant(self.tenant_id).values_list("name", flat=True)
+        return [*registry.names(), *sorted(own)]
+
+    def _unknown_tools(self) -> list[str]:
+        known = set(self._known_tools())
+        return [name for name in self.tools_enabled if name not in known]
 
     @property
     def processing(self) -> dict[str, object]:

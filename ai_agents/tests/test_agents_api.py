@@ -52,6 +52,16 @@ def test_partial_config_is_completed_and_bad_keys_are_named(api_a: Any) -> None:
     assert "Disparador 1" in error["fields"]["escalation_triggers"][0]
     assert "mood" in error["message"]
 
+    slow = _create(api_a, processing_config={"llm_timeout_ms": 60000})  # RN-1: 30 s at most
+    assert slow.status_code == 400
+    assert "processing_config.llm_timeout_ms" in slow.json()["error"]["message"]
+
+    typo = _create(api_a, tools_enabled=["contact_get", "consultar_pedidos"])
+    assert typo.status_code == 400
+    assert typo.json()["error"]["field"] == "tools_enabled"
+    assert "consultar_pedidos" in typo.json()["error"]["message"]
+    assert "contact_get" in typo.json()["error"]["message"]  # listed among the available
+
     missing = api_a.post("/api/v1/agents", {"name": "x"}, format="json")
     assert missing.status_code == 400
     assert "system_prompt" in str(missing.json())
@@ -90,3 +100,23 @@ def test_patch_delete_and_knowledge_bases_of_own_tenant_only(
 
     assert api_a.delete(f"/api/v1/agents/{agent_id}").status_code == 204
     assert api_a.get(f"/api/v1/agents/{agent_id}").status_code == 404
+
+
+def test_an_agent_may_enable_its_own_tenants_http_tools_only(
+    api_a: Any, api_b: Any, tenant_a: Any, tenant_b: Any
+) -> None:
+    from ai_agents.models import HttpTool
+
+    for tenant, name in ((tenant_a, "pedidos_a"), (tenant_b, "pedidos_b")):
+        HttpTool.objects.unscoped().create(
+            tenant=tenant, name=name, description="x", url_template="https://erp.example/p"
+        )
+
+    assert _create(api_a, tools_enabled=["pedidos_a"]).status_code == 201
+    refused = _create(api_a, tools_enabled=["pedidos_b"])
+    assert refused.status_code == 400
+    assert "pedidos_b" in refused.json()["error"]["message"]
+    assert "pedidos_a" in refused.json()["error"]["message"]  # its own, among the available
+    other = _create(api_b, tools_enabled=["pedidos_a"]).json()["error"]["message"]
+    known = other.split("disponibles:")[1]
+    assert "pedidos_b" in known and "pedidos_a" not in known  # A's names never shown to B
