@@ -337,8 +337,9 @@ def history_load(
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
     (oldest first, for loop detection); one query, none when `thread_open` read them
-    (`found`). With `summarize` and `smart`, the conversation's cached summary of the cut
-    middle is the summary item while it still covers cut messages; a summary is enqueued for
+    (`found`). With `summarize` and `smart`, once the conversation has `summarize_after`
+    messages, the conversation's cached summary of the cut middle is the summary item while
+    it still covers cut messages; a summary is enqueued for
     after the reply when there is none, and a refresh when enough newer messages are cut
     (ai_agents/services/history_summary.py)."""
     from ai_agents.services.history_summary import (
@@ -370,6 +371,8 @@ def history_load(
     result = seams.truncate_history(turns, **options)
     if not result.needs_summary_of:
         return list(result.items), recent
+    if conversation.message_count < int(config["summarize_after"]):
+        return list(result.items), recent  # too short to summarize yet: the middle is left out
     cut_ids = [str(t.message_id) for t in result.needs_summary_of]
     summary = summary_usable(conversation.history_summary, cut_ids)
     if summary is not None:

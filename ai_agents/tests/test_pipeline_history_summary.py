@@ -17,12 +17,16 @@ from erp.testing.fake_google import FakeGoogle
 FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
 
 
-def _agent(api: Any, strategy: str) -> str:
+def _agent(api: Any, strategy: str, summarize_after: int = 2) -> str:
     body = {
         "name": "Lucía",
         "system_prompt": "Eres {{agent_name}}.",
         "processing_config": FAST,
-        "history_config": {"truncation_strategy": strategy, "max_messages": 4},
+        "history_config": {
+            "truncation_strategy": strategy,
+            "max_messages": 4,
+            "summarize_after": summarize_after,
+        },
     }
     response = api.post("/api/v1/agents", body, format="json")
     assert response.status_code == 201, response.content
@@ -89,6 +93,27 @@ def test_summary_of_the_cut_history_is_in_the_prompt_from_the_next_message(
         _send(api_a, agent_id, "pregunta 6")
     assert len(fake_google.generate_requests) == calls + 1
     assert "[Resumen de conversación anterior" in _prompt(fake_google.generate_requests[-1])
+
+
+@pytest.mark.django_db
+def test_no_summary_before_summarize_after_messages(
+    api_a: Any, fake_google: FakeGoogle, run_tasks: Any
+) -> None:
+    """`summarize_after` 12: the history is cut from the 4th exchange on, summarized only
+    once the conversation holds 12 messages."""
+    agent_id = _agent(api_a, "summarize", summarize_after=12)
+    for n in range(1, 7):  # 6 exchanges: 12 messages, the history cut since the 4th
+        _answer(fake_google, f"respuesta {n}")
+        with run_tasks():
+            _send(api_a, agent_id, f"pregunta {n}")
+    assert len(fake_google.generate_requests) == 6  # answers only: no summary call
+
+    _answer(fake_google, "respuesta 7")
+    fake_google.push(fake_google.reply("El cliente hizo seis preguntas."))
+    with run_tasks():
+        _send(api_a, agent_id, "pregunta 7")  # 12 stored before it
+    summary_call = _prompt(fake_google.generate_requests[-1])
+    assert len(fake_google.generate_requests) == 8 and "pregunta 1" in summary_call
 
 
 @pytest.mark.django_db
