@@ -499,7 +499,11 @@ def _finish(
             content=reply_text,
             input_tokens=spent.input_tokens if spent.calls else None,
             output_tokens=spent.output_tokens if spent.calls else None,
-            rag_chunks_used=[c["chunk_id"] for c in cites] if retrieval.hits else None,
+            # The chunks the model was given (also when its answer gave way to an escalation
+            # or the fallback); citations only go with an answer.
+            rag_chunks_used=[str(h.chunk_id) for h in retrieval.hits]
+            if retrieval.hits and (spent.calls or "error" in meta)
+            else None,
             rag_search_time_ms=retrieval.elapsed_ms
             if retrieval.hits or retrieval.timed_out
             else None,

@@ -99,6 +99,25 @@ def test_answer_with_citations_from_the_agents_knowledge_base(
 
 
 @pytest.mark.django_db
+def test_chunks_given_to_the_model_are_recorded_even_when_its_answer_is_escalated(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
+    document_ingest(document=added.document)
+    agent_id = _agent(api_a, knowledge_bases=[str(kb.pk)])
+    _answer(fake_google, "Creo que 4,95.", confidence=0.1)  # low confidence: escalates
+
+    body = _send(api_a, agent_id, "¿Cuánto cuesta el envío?").json()
+
+    assert body["escalation"]["reason"] == "low_confidence"
+    assert body["reply"]["citations"] == []  # the escalation message cites nothing
+    reply = api_a.get(f"/api/v1/conversations/{body['conversation_id']}").json()["messages"][1]
+    assert reply["rag_chunks_used"]  # but the model was given the passages
+    assert reply["rag_search_time_ms"] is not None
+
+
+@pytest.mark.django_db
 def test_the_model_is_told_the_time_business_customer_and_session_even_if_the_prompt_is_silent(
     api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
 ) -> None:
