@@ -85,13 +85,19 @@ class _Run:
         return await asyncio.to_thread(self.events.get)
 
 
-async def _events(run: _Run, first: tuple[str, Any] | None = None) -> AsyncIterator[str]:
+async def _events(
+    run: _Run, first: tuple[str, Any] | None = None, pace_s: float = 0.0
+) -> AsyncIterator[str]:
+    """`pace_s`: the agent's `streaming_chunk_delay_ms`, a pause after each token event (a
+    steadier "typing" effect); the pipeline does not wait for it, its deltas queue up."""
     kind, value = first if first is not None else await run.next()
     streamed = False
     while True:
         if kind == "token":
             streamed = True
             yield _event("token", {"text": value})
+            if pace_s:
+                await asyncio.sleep(pace_s)
             kind, value = await run.next()
             continue
         if kind == "fail":
@@ -145,11 +151,15 @@ def stream_start(agent: Agent, inbound: Inbound) -> Started:
     first = run.events.get()
     if first[0] == "result" and "rate_limited" in first[1]:
         return Started(limited_body=first[1])
-    return Started(response=_streaming(_events(run, first)))
+    return Started(response=_streaming(_events(run, first, _pace(agent))))
 
 
 def stream_response(
     agent: Agent, inbound: Inbound, present: Present | None = None
 ) -> StreamingHttpResponse:
     """The stream at once (the web chat: its visitor-facing result has no rate-limit field)."""
-    return _streaming(_events(_Run(agent, inbound, present)))
+    return _streaming(_events(_Run(agent, inbound, present), pace_s=_pace(agent)))
+
+
+def _pace(agent: Agent) -> float:
+    return int(agent.processing["streaming_chunk_delay_ms"]) / 1000

@@ -3,6 +3,7 @@ before the fake model has finished writing, and the streamed reply is stored."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -111,6 +112,50 @@ def test_stream_carries_a_reply_decided_before_the_model(
     assert events[0][1]["text"] == "Le paso con una persona."
     assert events[-1][1]["conversation_status"] == "escalated"
     assert fake_google.generate_requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_streaming_chunk_delay_paces_the_token_events(
+    tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    """The model writes its 4 chunks at once; with `streaming_chunk_delay_ms` 200 the client
+    gets them at least 200 ms apart, all of them, and the same stored reply."""
+    api = api_client_for(tenant_a)
+    agent_id = api.post(
+        "/api/v1/agents",
+        {
+            "name": "L",
+            "system_prompt": "x",
+            "processing_config": {"llm_retry_delay_ms": 0, "streaming_chunk_delay_ms": 200},
+        },
+        format="json",
+    ).json()["id"]
+    fake_google.push(
+        fake_google.reply_json({"action": "respond", "answer": ANSWER}, chunks=4, chunk_delay=0)
+    )
+    key = apikey_create(tenant=tenant_a, name="sse").key
+    arrivals: list[tuple[float, str]] = []
+
+    async def consume() -> None:
+        response = await AsyncClient().post(
+            f"/api/v1/agents/{agent_id}/messages",
+            {"contact": {"external_id": "c1"}, "text": "¿Horario?"},
+            content_type="application/json",
+            headers={"authorization": f"Bearer {key}", "accept": "text/event-stream"},
+        )
+        async for chunk in response.streaming_content:
+            text = chunk.decode() if isinstance(chunk, bytes) else chunk
+            arrivals.extend((time.monotonic(), block) for block in text.split("\n\n") if block)
+
+    async_to_sync(consume)()
+
+    tokens = [t for t, block in arrivals if block.startswith("event: token")]
+    assert len(tokens) >= 3
+    gaps = [later - earlier for earlier, later in itertools.pairwise(tokens)]
+    assert min(gaps) >= 0.19
+    events = _parse("\n\n".join(block for _t, block in arrivals) + "\n\n")
+    assert "".join(d["text"] for n, d in events if n == "token") == ANSWER
+    assert events[-1][1]["reply"]["text"] == ANSWER
 
 
 @pytest.mark.django_db
