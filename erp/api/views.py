@@ -23,6 +23,17 @@ class TenantScopedMixin:
         tenant = self.tenant
         self._scope_token = set_scope(frozenset({tenant.pk}))
 
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # An exception DRF does not handle skips `finalize_response`: the scope must not
+        # outlive the request (the thread serves another tenant's request next).
+        try:
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc,no-any-return]
+        finally:
+            token = getattr(self, "_scope_token", None)
+            if token is not None:
+                reset_scope(token)
+                self._scope_token = None
+
     def finalize_response(
         self, request: Request, response: Any, *args: Any, **kwargs: Any
     ) -> HttpResponseBase:

@@ -79,6 +79,19 @@ def test_wrong_method_is_405_json(client):
     assert_json_error(drf, 405, "method_not_allowed")
 
 
+def test_a_tenant_request_that_fails_leaves_no_scope_behind(tenant_a):
+    """The next request served by the same thread must not inherit the failed one's tenant."""
+    from erp.tenancy.models import ApiKey
+    from erp.tenancy.scoping import TenantScopeError
+    from erp.testing.fixtures import api_client_for
+
+    response = api_client_for(tenant_a).get("/api/v1/tenant-boom")
+
+    assert response.status_code == 500
+    with pytest.raises(TenantScopeError):
+        list(ApiKey.objects.all())
+
+
 @pytest.mark.parametrize("path", ["/api/v1/boom", "/webhooks/boom"])
 def test_unhandled_error_is_500_json_without_details(path, caplog):
     client = Client(raise_request_exception=False)

@@ -6,6 +6,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.response import Response
 
+from erp.api.views import TenantAPIView
 from erp.urls import handler404, handler500  # noqa: F401
 from erp.urls import urlpatterns as real_urlpatterns
 
@@ -26,7 +27,15 @@ def echo(request):
     return Response({"received": request.data})
 
 
+class TenantBoom(TenantAPIView):
+    """Fails after authentication, inside its tenant's scope."""
+
+    def get(self, request):
+        raise RuntimeError("a bug inside a tenant's request")
+
+
 urlpatterns = [
+    path("api/v1/tenant-boom", TenantBoom.as_view()),
     path("api/v1/boom", boom),
     path("webhooks/boom", boom),
     path("webhooks/plain", plain_webhook),
