@@ -80,7 +80,7 @@ def message_process(
     timer = _Timer()
     steps.retrieval_prefetch(agent=agent, text=inbound.text)
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
-    with transaction.atomic(), rows.deferred_writes():
+    with rows.survive_rollback(), transaction.atomic(), rows.deferred_writes():
         thread = steps.thread_open(
             agent=agent,
             channel=inbound.channel,
@@ -203,7 +203,7 @@ def conversation_answer_pending(
         return []
     agent = conversation.agent
     results = []
-    with transaction.atomic(), rows.deferred_writes():
+    with rows.survive_rollback(), transaction.atomic(), rows.deferred_writes():
         steps.thread_lock(
             agent_id=agent.pk,
             channel=conversation.channel,

@@ -310,6 +310,30 @@ def test_configured_intents_are_offered_to_the_model_and_their_escalation_action
 
 
 @pytest.mark.django_db
+def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RN-6: an unexpected error after the model call rolls the message back, not the usage
+    row (nor its debit) of the tokens the model spent."""
+    from ai_agents.pipeline import steps
+
+    agent_id = _agent(api_a)
+    _answer(fake_google, "Hola.")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug after the model call")
+
+    monkeypatch.setattr(steps, "number_field", broken)
+    failed = _send(api_a, agent_id, "Hola")
+    assert failed.status_code == 500 and failed.json()["error"]["code"]
+
+    [row] = UsageLog.objects.for_tenant(tenant_a).filter(operation="llm_request")
+    assert (row.success, row.input_tokens, str(row.agent_id)) == (True, 12, agent_id)
+    with tenant_scope(tenant_a):
+        assert not Conversation.objects.exists()  # the message itself is rolled back
+
+
+@pytest.mark.django_db
 def test_repeated_channel_message_id_returns_the_first_result(
     api_a: Any, fake_google: FakeGoogle
 ) -> None:

@@ -119,10 +119,12 @@ def usage_record(
     )
     # Every model call writes one: no queryset to build; inside the message pipeline the
     # statement goes with the reply's (`rows.deferred_writes`).
+    # Durable: the tokens were spent, so the row (and the debit) stay even when the message's
+    # transaction fails after the call (RN-6).
     if not cost or settings.AI_CREDITS_MODE == "off":
-        rows.write(rows.insert_statement([log]))
+        rows.write(rows.insert_statement([log]), durable=True)
     else:
-        rows.write(_insert_and_debit_statement(log))
+        rows.write(_insert_and_debit_statement(log), durable=True)
     rows.inserted([log])
     return log
 

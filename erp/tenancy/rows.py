@@ -15,6 +15,7 @@ their tenant.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,8 +23,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Model
+
+logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Model)
 Statement = tuple[str, list[Any]]  # SQL with %s placeholders (a literal % written %%), params
@@ -210,6 +213,9 @@ def update(model: type[Model], **options: Any) -> int:
 # --- deferred writes ------------------------------------------------------------------------
 
 _deferred: ContextVar[list[Statement] | None] = ContextVar("rows_deferred", default=None)
+# ids of the deferred statements that must outlive a failed block (`write(durable=True)`)
+_durable: ContextVar[set[int] | None] = ContextVar("rows_durable", default=None)
+_survivors: ContextVar[list[Statement] | None] = ContextVar("rows_survivors", default=None)
 
 
 @contextmanager
@@ -217,22 +223,55 @@ def deferred_writes() -> Iterator[None]:
     """Inside a transaction: `write` keeps its statements for the block's owner to send with
     its own (`take_deferred`), saving a round trip each; whatever is left is sent when the
     block ends without an error. Nothing changes for other sessions: they could not see the
-    rows before the transaction commits anyway."""
+    rows before the transaction commits anyway. When the block fails, the durable ones still
+    pending go to the enclosing `survive_rollback`."""
     pending: list[Statement] = []
+    durable: set[int] = set()
     token = _deferred.set(pending)
+    durable_token = _durable.set(durable)
     try:
         yield
+    except BaseException:
+        survivors = _survivors.get()
+        if survivors is not None:
+            survivors.extend(s for s in pending if id(s) in durable)
+        raise
     finally:
         _deferred.reset(token)
+        _durable.reset(durable_token)
     if pending:
         run_together(pending)
 
 
-def write(statement: Statement) -> None:
-    """Runs a write now, or defers it inside `deferred_writes` (in a transaction)."""
+@contextmanager
+def survive_rollback() -> Iterator[None]:
+    """Around a transaction block with `deferred_writes`: the durable writes it had not sent
+    when it failed are sent after its rollback, each in its own autocommit statement (a model
+    call's usage row: tokens spent are recorded whatever happened after)."""
+    kept: list[Statement] = []
+    token = _survivors.set(kept)
+    try:
+        yield
+    except BaseException:
+        _survivors.reset(token)
+        for statement in kept:
+            try:
+                run_together([statement])
+            except DatabaseError as exc:
+                logger.warning("rows.durable_write_lost", extra={"error": type(exc).__name__})
+        raise
+    _survivors.reset(token)
+
+
+def write(statement: Statement, *, durable: bool = False) -> None:
+    """Runs a write now, or defers it inside `deferred_writes` (in a transaction). `durable`:
+    sent even if the deferring block fails (see `survive_rollback`)."""
     pending = _deferred.get()
     if pending is not None and connection.in_atomic_block:
         pending.append(statement)
+        durable_ids = _durable.get()
+        if durable and durable_ids is not None:
+            durable_ids.add(id(statement))
     else:
         run_together([statement])
 

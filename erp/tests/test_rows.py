@@ -127,6 +127,32 @@ def test_deferred_writes_travel_with_the_owners_statements(tenant_a):
     assert logs.filter(model="left over").exists()
 
 
+def test_durable_deferred_writes_survive_the_failed_blocks_rollback(tenant_a, tenant_b):
+    """A model call's usage row is durable: when the block fails after it, the row is written
+    after the rollback; the other writes of the block are gone with it."""
+    logs = UsageLog.objects.unscoped()
+    with (
+        pytest.raises(RuntimeError),
+        rows.survive_rollback(),
+        transaction.atomic(),
+        rows.deferred_writes(),
+    ):
+        rows.write(rows.insert_statement([_log(tenant_a, "spent")]), durable=True)
+        rows.write(rows.insert_statement([_log(tenant_b, "spent-b")]), durable=True)
+        rows.write(rows.insert_statement([_log(tenant_a, "plain")]))
+        taken = rows.take_deferred()  # sent with the block's own statements, rolled back too
+        rows.run_together(taken[:1])
+        rows.write(rows.insert_statement([_log(tenant_a, "late")]), durable=True)
+        raise RuntimeError("boom")
+    assert set(logs.values_list("model", flat=True)) == {"late"}
+
+    # Nothing is written twice when the block succeeds.
+    with rows.survive_rollback(), transaction.atomic(), rows.deferred_writes():
+        rows.write(rows.insert_statement([_log(tenant_a, "once")]), durable=True)
+    assert logs.filter(model="once").count() == 1
+    assert UsageLog.objects.for_tenant(tenant_b).count() == 0
+
+
 def test_deferred_writes_are_dropped_with_an_error_and_not_deferred_outside_one(tenant_a):
     logs = UsageLog.objects.for_tenant(tenant_a)
     with pytest.raises(RuntimeError), transaction.atomic(), rows.deferred_writes():
