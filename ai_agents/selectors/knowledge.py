@@ -8,6 +8,7 @@ plan) that also loads the best chunks. The tenant condition is inside every list
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -286,6 +287,14 @@ def knowledge_search(
     )
 
 
+def _heading_path(value: Any) -> list[str]:
+    """A chunk's heading path from a raw row: Django's psycopg setup hands jsonb over as text
+    (JSONField decodes it; a raw statement must)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return [str(part) for part in value or []]
+
+
 def _embedding_s(started: float, timeout_ms: int | None) -> float | None:
     """A paid query embedding's share of the search budget: three quarters, so the statement
     (full text alone, when the embedding gave up) keeps at least a quarter."""
@@ -360,7 +369,7 @@ def knowledge_bases_search(
             document_id=document_id,
             document_title=title,
             content=content,
-            heading_path=list(heading_path or []),
+            heading_path=_heading_path(heading_path),
             score=round(score / best_possible, 6),
         )
         for chunk_id, score, document_id, title, content, heading_path in _search_rows(
