@@ -13,6 +13,7 @@ returns it without calling the model again.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -332,6 +333,7 @@ def _run(
     max_rounds = int(processing["max_tool_rounds"])
     exchange: list[LlmMessage] = []
     tool_calls: list[dict[str, Any]] = []
+    tool_found: list[steps.SearchHit] = []  # passages knowledge_search gave the model
     spent = _Spent()
     try:
         while True:
@@ -367,6 +369,7 @@ def _run(
                 context=context,
                 processing=processing,
                 actions=offered,
+                found=tool_found,
             )
             tool_calls.append(call)
             exchange.append(LlmMessage(role="assistant", content=parsed.raw or result.text))
@@ -378,6 +381,7 @@ def _run(
                 )
             )
     except LlmError as exc:
+        retrieval = _with_found(retrieval, tool_found)
         timer.mark("llm")
         kind = (
             "no_credits"
@@ -401,6 +405,7 @@ def _run(
             spent,
         )
     meta["tool_calls"] = tool_calls
+    retrieval = _with_found(retrieval, tool_found)
     seams.tenant_tokens_settle(agent.tenant_id, spent.input_tokens + spent.output_tokens - estimate)
     timer.mark("llm")
     sentiment = steps.number_field(parsed, "sentiment", -1, 1)
@@ -442,6 +447,19 @@ def _run(
     return _finish(
         conversation, user_message, reply_text, escalation, retrieval, meta, timer, spent
     )
+
+
+def _with_found(retrieval: steps.Retrieval, found: list[steps.SearchHit]) -> steps.Retrieval:
+    """The retrieval with the passages the knowledge_search tool found (cited, recorded)."""
+    if not found:
+        return retrieval
+    hits = list(retrieval.hits)
+    known = {h.chunk_id for h in hits}
+    for hit in found:
+        if hit.chunk_id not in known:
+            known.add(hit.chunk_id)
+            hits.append(hit)
+    return dataclasses.replace(retrieval, hits=hits)
 
 
 class _Spent:

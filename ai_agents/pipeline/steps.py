@@ -655,9 +655,11 @@ def tool_run(
     context: CallContext,
     processing: Mapping[str, Any],
     actions: ActionSet = BASE_ACTIONS,
+    found: list[SearchHit] | None = None,
 ) -> dict[str, Any]:
     """Runs the tool the model chose on this conversation's own tenant and contact; records a
-    `tool_execution` usage row; returns the `tool_calls` entry."""
+    `tool_execution` usage row; returns the `tool_calls` entry. The passages `knowledge_search`
+    found are added to `found` (cited with the answer)."""
     from ai_agents.tools.registry import registry
     from erp.llm.usage import usage_record
 
@@ -681,7 +683,11 @@ def tool_run(
             conversation=conversation,
             contact=contact,
             tool_timeout_ms=int(processing["tool_timeout_ms"]),
+            processing=processing,
+            usage=context,
         )
+        if parsed.name == "knowledge_search" and found is not None and result.ok:
+            found.extend(result.data or [])
     usage_record(
         tenant=agent.tenant,
         operation="tool_execution",

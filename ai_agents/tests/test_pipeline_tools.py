@@ -258,3 +258,31 @@ def test_an_unknown_conversation_variable_in_an_http_tool_is_a_readable_error(
     with pytest.raises(ValidationError) as caught, tenant_scope(tenant_a):
         tool.full_clean()
     assert "{contact.dni}" in str(caught.value)
+
+
+def test_knowledge_search_tool_uses_the_rag_settings_and_its_passages_are_cited(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+
+    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
+    doc = (
+        "# Envíos\n\nEl envío a la península cuesta 4,95 euros y tarda 48 horas.\n\n"
+        "# Devoluciones\n\nTiene 30 días para devolver un producto sin usar.\n"
+    )
+    document_ingest(document=document_add(kb=kb, data=doc.encode(), filename="faq.md").document)
+    agent_id = _agent(api_a, ["knowledge_search"], rag_top_k=1)
+    api_a.patch(f"/api/v1/agents/{agent_id}", {"knowledge_bases": [str(kb.pk)]}, format="json")
+    fake_google.push(
+        fake_google.reply_json({"action": "knowledge_search", "query": "devolver un producto"}),
+        fake_google.reply_json({"action": "respond", "answer": "30 días; el envío 4,95 euros."}),
+    )
+
+    body = _send(api_a, agent_id, "¿Cuánto cuesta el envío?").json()
+
+    tool_result = str(fake_google.generate_requests[1]["contents"])
+    assert "30 días" in tool_result and "4,95" not in tool_result  # rag_top_k 1 for the tool
+    cited = [c["heading_path"] for c in body["reply"]["citations"]]
+    assert cited == [["Envíos"], ["Devoluciones"]]  # the prompt's passage, then the tool's
+    reply = api_a.get(f"/api/v1/conversations/{body['conversation_id']}").json()["messages"][1]
+    assert reply["rag_chunks_used"] == [c["chunk_id"] for c in body["reply"]["citations"]]

@@ -11,6 +11,7 @@ and `contact` from the pipeline and act only on them, whatever the model put in 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -22,18 +23,32 @@ from ai_agents.tools.registry import ToolRegistry, ToolResult, ToolSpec, registr
 MAX_SESSION_VARIABLES = 50
 
 
-def _knowledge_search(args: dict[str, Any], *, agent: Any, **_ctx: Any) -> ToolResult:
+def _knowledge_search(
+    args: dict[str, Any],
+    *,
+    agent: Any,
+    processing: Mapping[str, Any] | None = None,
+    usage: Any = None,
+    tool_timeout_ms: int | None = None,
+    **_ctx: Any,
+) -> ToolResult:
+    """The same search as RAG, with the agent's `rag_top_k`, `rag_min_score` and the smaller of
+    `rag_timeout_ms` and `tool_timeout_ms`; `data` holds the hits (the pipeline cites them)."""
     from ai_agents.selectors.knowledge import agent_knowledge_bases, knowledge_bases_search
 
+    processing = processing or {}
+    budgets = [int(v) for v in (processing.get("rag_timeout_ms"), tool_timeout_ms) if v]
     hits = knowledge_bases_search(
-        tenant=agent.tenant, kbs=agent_knowledge_bases(agent=agent), query=args["query"], k=5
+        tenant=agent.tenant,
+        kbs=agent_knowledge_bases(agent=agent),
+        query=args["query"],
+        k=int(processing.get("rag_top_k") or 5),
+        min_score=float(processing.get("rag_min_score") or 0) or None,
+        timeout_ms=min(budgets) if budgets else None,
+        usage=usage,
     )
     content = "\n\n".join(f"[{h.document_title}] {h.content}" for h in hits)
-    return ToolResult(
-        ok=True,
-        content=content or _("Sin resultados."),
-        data=[{"chunk_id": str(h.chunk_id), "title": h.document_title} for h in hits],
-    )
+    return ToolResult(ok=True, content=content or _("Sin resultados."), data=hits)
 
 
 def _contact_get(args: dict[str, Any], *, contact: Any, **_ctx: Any) -> ToolResult:
