@@ -61,9 +61,15 @@ class _Timer:
         self.last = self.started
         self.steps: dict[str, int] = {}
 
-    def mark(self, name: str) -> None:
+    def mark(self, name: str, *, within: Mapping[str, int] | None = None) -> None:
+        """The time since the last mark is `name`'s, less the parts measured `within` it
+        (recorded as their own steps: the tools run between the model's calls)."""
         now = time.monotonic()
-        self.steps[name] = int((now - self.last) * 1000)
+        spent = int((now - self.last) * 1000)
+        for part, ms in (within or {}).items():
+            self.steps[part] = ms
+            spent -= ms
+        self.steps[name] = max(spent, 0)
         self.last = now
 
     @property
@@ -382,7 +388,7 @@ def _run(
             )
     except LlmError as exc:
         retrieval = _with_found(retrieval, tool_found)
-        timer.mark("llm")
+        timer.mark("llm", within=_tools_ms(tool_calls))
         kind = (
             "no_credits"
             if isinstance(exc, NoCredits)
@@ -407,7 +413,7 @@ def _run(
     meta["tool_calls"] = tool_calls
     retrieval = _with_found(retrieval, tool_found)
     seams.tenant_tokens_settle(agent.tenant_id, spent.input_tokens + spent.output_tokens - estimate)
-    timer.mark("llm")
+    timer.mark("llm", within=_tools_ms(tool_calls))
     sentiment = steps.number_field(parsed, "sentiment", -1, 1)
     confidence = steps.number_field(parsed, "confidence", 0, 1)
     llm_intent = parsed.fields.get("intent")
@@ -447,6 +453,10 @@ def _run(
     return _finish(
         conversation, user_message, reply_text, escalation, retrieval, meta, timer, spent
     )
+
+
+def _tools_ms(tool_calls: list[dict[str, Any]]) -> dict[str, int]:
+    return {"tools": sum(int(c["duration_ms"]) for c in tool_calls)} if tool_calls else {}
 
 
 def _with_found(retrieval: steps.Retrieval, found: list[steps.SearchHit]) -> steps.Retrieval:
@@ -553,6 +563,8 @@ def _finish(
         if escalation is not None:
             meta["escalation_notice"] = True  # the one bot message an escalated chat may send
         reply.metadata = meta
+    else:  # no reply (a silent conversation, a limit without notice): kept with the message
+        user_message.metadata = {**user_message.metadata, "timings_ms": meta["timings_ms"]}
     # A message stored on arrival (channel webhooks) only gets its result; otherwise the
     # inbound message and the reply go in one INSERT. The usage rows of this message's calls
     # (deferred, see `rows.deferred_writes`), the INSERT and the conversation's UPDATE travel

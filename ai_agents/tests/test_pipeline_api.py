@@ -209,6 +209,9 @@ def test_escalation_keyword_fires_a_near_miss_does_not_and_then_no_model_call(
     assert silent["reply"] is None
     assert silent["conversation_status"] == "escalated"
     assert len(fake_google.generate_requests) == 1
+    messages = api_a.get(f"/api/v1/conversations/{hit['conversation_id']}").json()["messages"]
+    unanswered = next(m for m in messages if m["id"] == silent["message_id"])
+    assert {"receive", "finish", "total"} <= set(unanswered["metadata"]["timings_ms"])
 
     listed = api_a.get("/api/v1/conversations?status=escalated").json()["results"]
     assert [c["id"] for c in listed] == [hit["conversation_id"]]

@@ -65,6 +65,9 @@ def test_tool_round_trip_sets_a_session_variable_used_by_the_next_prompt(
     assert call["arguments"] == {"variable": "pedido", "value": "A-17"}
     assert call["ok"] is True
     assert call["duration_ms"] >= 0
+    timings = detail["messages"][1]["metadata"]["timings_ms"]
+    assert timings["tools"] == call["duration_ms"]  # apart from the model's time
+    assert {"llm", "finish", "total"} <= set(timings)
     rows = UsageLog.objects.for_tenant(tenant_a).filter(operation="tool_execution")
     assert [(r.model, r.success) for r in rows] == [("session_variable_set", True)]
 
