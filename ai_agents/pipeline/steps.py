@@ -260,6 +260,7 @@ def thread_open(
         ),
         conversation_params=[agent.tenant_id, *conversation_params],
         limit=history_limit(agent.history),
+        with_first=agent.history["truncation_strategy"] == "smart",
     )
     _lock, conversation, contact, history, kbs = rows.run_together(
         [
@@ -312,19 +313,24 @@ def _history_statement(
     conversation_params: list[Any],
     limit: int,
     before: Any = None,
+    with_first: bool = False,
 ) -> rows.Statement:
-    sql = (
-        "SELECT id, role, content FROM ai_agents_message WHERE tenant_id = %s"  # noqa: S608
-        f" AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
+    """The latest `limit` messages, newest first; `with_first` (the `smart` strategy keeps the
+    conversation's first message) adds the very first when it is older than those."""
+    where = (
+        f"tenant_id = %s AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
     )
-    params: list[Any] = [tenant_id, *conversation_params]
+    where_params: list[Any] = [tenant_id, *conversation_params]
     if before is not None:
         # Replies given since count; later customer messages (answered after this one) do not.
-        sql += " AND (role = 'assistant' OR created_at < %s)"
-        params.append(before)
-    sql += " ORDER BY created_at DESC LIMIT %s"
-    params.append(limit)
-    return sql, params
+        where += " AND (role = 'assistant' OR created_at < %s)"
+        where_params.append(before)
+    select = f"SELECT id, role, content, created_at FROM ai_agents_message WHERE {where}"  # noqa: S608
+    sql, params = f"{select} ORDER BY created_at DESC LIMIT %s", [*where_params, limit]
+    if with_first:
+        sql = f"({sql}) UNION ({select} ORDER BY created_at LIMIT 1)"
+        params += where_params
+    return f"SELECT id, role, content FROM ({sql}) h ORDER BY created_at DESC", params  # noqa: S608
 
 
 def history_load(
@@ -357,6 +363,7 @@ def history_load(
                     conversation_params=[conversation.pk],
                     limit=history_limit(config),
                     before=before,
+                    with_first=config["truncation_strategy"] == "smart",
                 )
             ]
         )

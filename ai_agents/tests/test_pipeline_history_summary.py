@@ -96,6 +96,27 @@ def test_summary_of_the_cut_history_is_in_the_prompt_from_the_next_message(
 
 
 @pytest.mark.django_db
+def test_smart_keeps_the_conversations_real_first_message_in_a_long_conversation(
+    api_a: Any, fake_google: FakeGoogle
+) -> None:
+    """Only the latest 20 messages are read for the history; `smart` still keeps the very
+    first one (read with them) when the conversation is longer."""
+    agent_id = _agent(api_a, "smart", summarize_after=1000)
+    for n in range(1, 13):  # 12 exchanges: 24 messages
+        _answer(fake_google, f"respuesta {n}")
+        _send(api_a, agent_id, f"pregunta {n}")
+
+    _answer(fake_google, "respuesta 13")
+    _send(api_a, agent_id, "pregunta 13")
+    contents = fake_google.generate_requests[-1]["contents"]
+    # (consecutive customer turns reach Gemini as one turn, joined by a blank line)
+    lines = [line for c in contents for p in c["parts"] for line in p["text"].split("\n") if line]
+    assert lines[0] == "pregunta 1"  # the conversation's first message
+    assert lines[-1] == "pregunta 13"
+    assert "pregunta 2" not in lines and "respuesta 1" not in lines
+
+
+@pytest.mark.django_db
 def test_no_summary_before_summarize_after_messages(
     api_a: Any, fake_google: FakeGoogle, run_tasks: Any
 ) -> None:
