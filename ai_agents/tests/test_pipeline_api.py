@@ -42,6 +42,14 @@ def _send(api: Any, agent_id: str, text: str, **extra: Any) -> Any:
     return api.post(f"/api/v1/agents/{agent_id}/messages", body, format="json")
 
 
+def _shipping_kb(tenant: Tenant, **options: Any) -> Any:
+    """A knowledge base holding the shipping page (ingested)."""
+    kb = knowledge_base_create(tenant=tenant, name="FAQ", **options)
+    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
+    document_ingest(document=added.document)
+    return kb
+
+
 def _answer(fake: FakeGoogle, text: str, **fields: Any) -> None:
     fake.push(fake.reply_json({"action": "respond", "answer": text, **fields}))
 
@@ -50,9 +58,7 @@ def _answer(fake: FakeGoogle, text: str, **fields: Any) -> None:
 def test_answer_with_citations_from_the_agents_knowledge_base(
     api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
 ) -> None:
-    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
-    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
-    document_ingest(document=added.document)
+    kb = _shipping_kb(tenant_a)
     agent_id = _agent(api_a, knowledge_bases=[str(kb.pk)])
     _answer(fake_google, "El envío cuesta 4,95 euros.", intent="pricing", confidence=0.9)
 
@@ -102,9 +108,7 @@ def test_answer_with_citations_from_the_agents_knowledge_base(
 def test_chunks_given_to_the_model_are_recorded_even_when_its_answer_is_escalated(
     api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
 ) -> None:
-    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
-    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
-    document_ingest(document=added.document)
+    kb = _shipping_kb(tenant_a)
     agent_id = _agent(api_a, knowledge_bases=[str(kb.pk)])
     _answer(fake_google, "Creo que 4,95.", confidence=0.1)  # low confidence: escalates
 
@@ -165,9 +169,7 @@ def test_a_slow_paid_query_embedding_is_bounded_by_rag_timeout_and_attributed(
     hangs, full-text search answers alone in time; its usage row names agent and conversation."""
     import time
 
-    kb = knowledge_base_create(tenant=tenant_a, name="FAQ", embedding_provider="google")
-    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
-    document_ingest(document=added.document)
+    kb = _shipping_kb(tenant_a, embedding_provider="google")
     agent_id = _agent(
         api_a, knowledge_bases=[str(kb.pk)], processing_config={**FAST, "rag_timeout_ms": 400}
     )
@@ -643,9 +645,7 @@ def test_retrieval_timeout_answers_without_chunks(
     the answer goes on without chunks in the same transaction."""
     from ai_agents.selectors import knowledge
 
-    kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
-    added = document_add(kb=kb, data=SHIPPING.encode(), filename="envios.md", enqueue=False)
-    document_ingest(document=added.document)
+    kb = _shipping_kb(tenant_a)
     agent_id = _agent(
         api_a, knowledge_bases=[str(kb.pk)], processing_config={**FAST, "rag_timeout_ms": 50}
     )
