@@ -279,20 +279,18 @@ def _run(
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
-    triggers = seams.with_intent_actions(
-        agent.escalation_triggers or [], agent.intent_detection or {}
-    )
+    rules = seams.rules_for(agent)
     history, recent = steps.history_load(
         conversation=conversation,
         config=agent.history,
         before=None if user_message._state.adding else user_message.created_at,
         found=thread.history_found if thread is not None else None,
     )
-    early_intent = seams.keyword_intent(user_message.content, agent.intent_detection or {})
+    early_intent = seams.keyword_intent(user_message.content, rules)
     if early_intent:
         meta["intent_detected"] = early_intent
     escalation = seams.evaluate_escalation(
-        triggers,
+        rules,
         text=user_message.content,
         sentiment=None,
         intent=early_intent,
@@ -354,6 +352,7 @@ def _run(
                 processing=processing,
                 actions=offered,
                 exchange=exchange,
+                rules=rules,
             )
             remaining = int(processing["total_timeout_ms"]) / 1000 - timer.elapsed_s
             result, parsed = steps.llm_call(
@@ -418,10 +417,9 @@ def _run(
     confidence = steps.number_field(parsed, "confidence", 0, 1)
     llm_intent = parsed.fields.get("intent")
     intent = seams.final_intent(
-        user_message.content,
-        agent.intent_detection or {},
+        rules,
+        keyword=early_intent,
         llm_intent=llm_intent if isinstance(llm_intent, str) else None,
-        llm_confidence=confidence,
     )
     meta.update(
         {
@@ -435,7 +433,7 @@ def _run(
         }
     )
     escalation = seams.evaluate_escalation(
-        triggers,
+        rules,
         text=user_message.content,
         sentiment=sentiment,
         intent=intent,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from ai_agents.pipeline.limits import LimitResult
 __all__ = [
     "Decision",
     "LimitResult",
+    "Rules",
     "Turn",
     "conversation_message_limit",
     "evaluate_escalation",
@@ -30,60 +32,57 @@ __all__ = [
     "keyword_intent",
     "notice_once",
     "render_system_prompt",
+    "rules_for",
     "tenant_tokens_reserve",
     "tenant_tokens_settle",
     "truncate_history",
-    "with_intent_actions",
 ]
 
 
-@functools.lru_cache(maxsize=512)
-def _parsed_triggers(raw: str) -> list[escalation.EscalationTrigger]:
-    return escalation.parse_escalation_triggers(json.loads(raw))
+@dataclass(frozen=True)
+class Rules:
+    """An agent's escalation triggers (plus an intent trigger, medium priority, for every
+    configured intent whose `action` is "trigger_escalation" and that no intent trigger names
+    yet) and intents: parsed once per configuration (`rules_for`), used all along a message."""
+
+    key: str  # the configuration's JSON: the cache key of what derives from it
+    triggers: tuple[escalation.EscalationTrigger, ...]
+    intents: intent.IntentConfig
+
+
+def rules_for(agent: Any) -> Rules:
+    """One JSON serialisation per message; the parsing is cached per configuration."""
+    return _rules(_key([agent.escalation_triggers or [], agent.intent_detection or {}]))
 
 
 @functools.lru_cache(maxsize=512)
-def _parsed_intents(raw: str) -> intent.IntentConfig:
-    return intent.parse_intent_config(json.loads(raw))
+def _rules(raw: str) -> Rules:
+    triggers, config = json.loads(raw)
+    intents = intent.parse_intent_config(config)
+    parsed = escalation.parse_escalation_triggers(triggers)
+    covered = {name for t in parsed if t.type == "intent" for name in t.intents}
+    actions = [
+        escalation.EscalationTrigger(type="intent", priority="medium", intents=(d.intent,))
+        for d in intents.intents
+        if d.action == "trigger_escalation" and d.intent not in covered
+    ]
+    return Rules(key=raw, triggers=(*parsed, *actions), intents=intents)
 
 
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def with_intent_actions(
-    triggers: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
-) -> list[Mapping[str, Any]]:
-    """The agent's triggers, plus an intent trigger (medium priority) for every configured
-    intent whose `action` is "trigger_escalation" and that no intent trigger names yet."""
-    parsed = _parsed_intents(_key(config))
-    wanted = [d.intent for d in parsed.intents if d.action == "trigger_escalation"]
-    if not wanted:
-        return list(triggers)
-    covered = {
-        name
-        for trigger in _parsed_triggers(_key(list(triggers)))
-        if trigger.type == "intent"
-        for name in trigger.intents
-    }
-    extra = [
-        {"type": "intent", "condition": {"intents": [name]}, "priority": "medium"}
-        for name in wanted
-        if name not in covered
-    ]
-    return [*triggers, *extra]
-
-
 @functools.lru_cache(maxsize=512)
-def _intent_prompt(raw: str, language: str | None) -> str:
+def _intent_prompt(key: str, language: str | None) -> str:
     """(`language`: the active one, part of the cache key: the heading is translated.)"""
     from django.utils.translation import gettext as _
 
-    parsed = _parsed_intents(raw)
-    if parsed.mode == "keyword" or not parsed.intents:
+    rules = _rules(key)
+    if rules.intents.mode == "keyword" or not rules.intents.intents:
         return ""
     lines = [_("## Intenciones (campo intent; «otra» si ninguna encaja):")]
-    for item in parsed.intents:
+    for item in rules.intents.intents:
         line = f"- {item.intent}"
         if item.description:
             line += f": {item.description}"
@@ -93,15 +92,15 @@ def _intent_prompt(raw: str, language: str | None) -> str:
     return "\n".join(lines)
 
 
-def intent_prompt(config: Mapping[str, Any]) -> str:
+def intent_prompt(rules: Rules) -> str:
     """The configured intents for the model (llm and hybrid modes), or ""."""
     from django.utils.translation import get_language
 
-    return _intent_prompt(_key(config), get_language())
+    return _intent_prompt(rules.key, get_language())
 
 
 def evaluate_escalation(
-    triggers: Sequence[Mapping[str, Any]],
+    rules: Rules,
     *,
     text: str,
     sentiment: float | None,
@@ -113,7 +112,7 @@ def evaluate_escalation(
 ) -> Decision | None:
     """The matching trigger of highest priority (ties: config order), or None."""
     return escalation.evaluate_escalation(
-        _parsed_triggers(_key(list(triggers))),
+        rules.triggers,
         text=text,
         sentiment=sentiment,
         intent=intent,
@@ -124,23 +123,22 @@ def evaluate_escalation(
     )
 
 
-def keyword_intent(text: str, config: Mapping[str, Any]) -> str | None:
+def keyword_intent(text: str, rules: Rules) -> str | None:
     """The intent matched by keywords (modes keyword and hybrid), before any model call."""
-    parsed = _parsed_intents(_key(config))
-    if parsed.mode == "llm":
+    if rules.intents.mode == "llm":
         return None
-    match = intent.detect_keyword_intent(text, parsed)
+    match = intent.detect_keyword_intent(text, rules.intents)
     return match.intent if match else None
 
 
-def final_intent(
-    text: str, config: Mapping[str, Any], *, llm_intent: str | None, llm_confidence: float | None
-) -> str | None:
-    """Hybrid: a keyword match wins, else the model's intent field; per the configured mode."""
-    match = intent.resolve_intent(
-        text, _parsed_intents(_key(config)), llm_intent=llm_intent, llm_confidence=llm_confidence
-    )
-    return match.intent if match else None
+def final_intent(rules: Rules, *, keyword: str | None, llm_intent: str | None) -> str | None:
+    """Per the configured mode (`intent.resolve_intent`'s rule): `keyword`, the match
+    `keyword_intent` found before the model call, wins in keyword and hybrid modes; otherwise
+    the model's intent field."""
+    mode = rules.intents.mode
+    if mode != "llm" and (keyword is not None or mode == "keyword"):
+        return keyword
+    return (llm_intent or "").strip() or None
 
 
 def failure_decision(kind: str) -> Decision:

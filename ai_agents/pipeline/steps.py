@@ -5,6 +5,7 @@ Each step is a small function; `ai_agents.pipeline.run` chains them and times ea
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
@@ -428,18 +430,19 @@ def context_block(
     contact: Contact | None,
     variables: Mapping[str, Any],
 ) -> str:
+    labels = _context_labels(get_language())
     lines = [
-        _("## Contexto:"),
-        _("- Fecha y hora: %(now)s") % {"now": format_spanish_datetime(now)},
-        _("- Empresa: %(company)s; agente: %(agent)s") % {"company": company, "agent": agent_name},
+        labels["title"],
+        labels["now"] % {"now": format_spanish_datetime(now)},
+        labels["company"] % {"company": company, "agent": agent_name},
     ]
     if contact is not None:
         known = [
-            (label, value)
-            for label, value in (
-                (_("nombre"), contact.name),
-                (_("correo"), contact.email),
-                (_("teléfono"), contact.phone),
+            (labels[field], value)
+            for field, value in (
+                ("name", contact.name),
+                ("email", contact.email),
+                ("phone", contact.phone),
             )
             if value
         ]
@@ -447,11 +450,27 @@ def context_block(
             described = ", ".join(f"{label}: {value}" for label, value in known)
             if contact.custom_attributes:
                 attributes = _compact(contact.custom_attributes)
-                described += ("; " if described else "") + _("datos: %(a)s") % {"a": attributes}
-            lines.append(_("- Cliente: %(c)s") % {"c": described})
+                described += ("; " if described else "") + labels["data"] % {"a": attributes}
+            lines.append(labels["customer"] % {"c": described})
     if variables:
-        lines.append(_("- Variables de la conversación: %(v)s") % {"v": _compact(variables)})
+        lines.append(labels["variables"] % {"v": _compact(variables)})
     return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=16)
+def _context_labels(language: str | None) -> dict[str, str]:
+    """The context block's labels in `language` (the active one: the cache key)."""
+    return {
+        "title": _("## Contexto:"),
+        "now": _("- Fecha y hora: %(now)s"),
+        "company": _("- Empresa: %(company)s; agente: %(agent)s"),
+        "name": _("nombre"),
+        "email": _("correo"),
+        "phone": _("teléfono"),
+        "data": _("datos: %(a)s"),
+        "customer": _("- Cliente: %(c)s"),
+        "variables": _("- Variables de la conversación: %(v)s"),
+    }
 
 
 def _compact(value: Any) -> str:
@@ -559,6 +578,7 @@ def build_request(
     processing: Mapping[str, Any],
     actions: ActionSet = BASE_ACTIONS,
     exchange: Sequence[LlmMessage] = (),
+    rules: seams.Rules | None = None,
 ) -> LlmRequest:
     """`exchange`: this message's tool rounds so far (the model's action, the tool's result)."""
     parts = [system]
@@ -570,7 +590,7 @@ def build_request(
             f"[{i}] {h.document_title}\n{h.content}" for i, h in enumerate(hits, start=1)
         )
         parts.append(_("## Información Relevante:") + "\n" + formatted)
-    intents = seams.intent_prompt(agent.intent_detection or {})
+    intents = seams.intent_prompt(rules or seams.rules_for(agent))
     if intents:
         parts.append(intents)
     tools = [a for a in actions.actions if a.name in actions.tool_names]
