@@ -287,7 +287,9 @@ def thread_open(
     return Thread(
         conversation=opened,
         contact=settled_contact,
-        history_found=list(history.rows or []) if found is not None else [],
+        # The history read belongs to `found`; a conversation opened instead (the first, or
+        # one replacing an expired `found`) has none.
+        history_found=list(history.rows or []) if opened is found else [],
         knowledge_bases=rows.instances(KnowledgeBase, kbs),
     )
 

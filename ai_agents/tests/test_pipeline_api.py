@@ -478,6 +478,29 @@ def test_inactive_conversations_expire_and_the_next_message_starts_a_new_one(
 
 
 @pytest.mark.django_db
+def test_a_conversation_expired_at_the_door_leaves_its_history_behind(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    agent_id = _agent(api_a)
+    _answer(fake_google, "Buenas tardes.")
+    first = _send(api_a, agent_id, "Mi pedido es el A-17").json()["conversation_id"]
+    Conversation.objects.for_tenant(tenant_a).filter(pk=first).update(
+        last_message_at=timezone.now() - timedelta(hours=25)
+    )
+    _answer(fake_google, "Hola de nuevo.")
+
+    again = _send(api_a, agent_id, "Hola").json()
+
+    assert again["conversation_id"] != first
+    turns = fake_google.generate_requests[-1]["contents"]
+    assert [p["text"] for c in turns for p in c["parts"]] == ["Hola"]  # nothing of A-17
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("trigger", "fires", "misses"),
     [
