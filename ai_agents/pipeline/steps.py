@@ -28,7 +28,7 @@ from ai_agents.selectors.knowledge import (
     agent_knowledge_bases_statement,
     knowledge_bases_search,
 )
-from ai_agents.services.conversations import INACTIVITY_EXPIRY
+from ai_agents.services.conversations import conversation_expire_if_idle
 from erp.llm.actions import (
     ActionSpec,
     ParsedAction,
@@ -180,21 +180,6 @@ def _conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.
     )
 
 
-def _expire_if_idle(conversation: Conversation) -> bool:
-    """RN-7 at the door: an active conversation idle for 24 hours is expired now, not at the
-    next run of the beat task (every 15 minutes). Escalated ones wait for a person."""
-    last = conversation.last_message_at
-    if conversation.status != Conversation.Status.ACTIVE or last is None:
-        return False
-    now = timezone.now()
-    if now - last < INACTIVITY_EXPIRY:
-        return False
-    Conversation.objects.for_tenant(conversation.tenant_id).filter(
-        pk=conversation.pk, status=Conversation.Status.ACTIVE
-    ).update(status=Conversation.Status.EXPIRED, closed_at=now)
-    return True
-
-
 def conversation_open(
     *,
     agent: Agent,
@@ -208,12 +193,12 @@ def conversation_open(
     read it already), or a new one. A closed or expired conversation is never reused;
     concurrent first messages share one conversation (partial unique constraint: the loser
     reads the winner's row)."""
-    if found is not None and not _expire_if_idle(found):
+    if found is not None and not conversation_expire_if_idle(found):
         return found
     for _attempt in range(3):
         (outcome,) = rows.run_together([_conversation_statement(agent, channel, thread_id)])
         existing = rows.first(Conversation, outcome)
-        if existing is not None and not _expire_if_idle(existing):
+        if existing is not None and not conversation_expire_if_idle(existing):
             return existing
         try:
             with transaction.atomic():
