@@ -220,17 +220,23 @@ def detect_keyword_intent(
     return best
 
 
+# `resolve_intent(keyword=...)` default: the keywords of the text have not been matched yet.
+_NOT_MATCHED: Any = object()
+
+
 def resolve_intent(
     text: str,
     intents_config: IntentConfig | Mapping[str, Any] | None,
     *,
     llm_intent: str | None,
     llm_confidence: float | None = None,
+    keyword: IntentMatch | None = _NOT_MATCHED,
 ) -> IntentMatch | None:
-    """Apply the mode: keyword -> keywords only; llm -> the LLM field; hybrid -> keyword wins."""
+    """Apply the mode: keyword -> keywords only; llm -> the LLM field; hybrid -> keyword wins.
+    `keyword`: what `detect_keyword_intent` already gave for `text` (not matched again)."""
     config = _as_config(intents_config)
     if config.mode in ("keyword", "hybrid"):
-        match = detect_keyword_intent(text, config)
+        match = detect_keyword_intent(text, config) if keyword is _NOT_MATCHED else keyword
         if match is not None or config.mode == "keyword":
             return match
     name = (llm_intent or "").strip()

@@ -286,7 +286,8 @@ def _run(
         before=None if user_message._state.adding else user_message.created_at,
         found=thread.history_found if thread is not None else None,
     )
-    early_intent = seams.keyword_intent(user_message.content, rules)
+    early = seams.keyword_intent(user_message.content, rules)
+    early_intent = early.intent if early else None
     if early_intent:
         meta["intent_detected"] = early_intent
     escalation = seams.evaluate_escalation(
@@ -417,9 +418,11 @@ def _run(
     confidence = steps.number_field(parsed, "confidence", 0, 1)
     llm_intent = parsed.fields.get("intent")
     intent = seams.final_intent(
+        user_message.content,
         rules,
-        keyword=early_intent,
+        keyword=early,
         llm_intent=llm_intent if isinstance(llm_intent, str) else None,
+        llm_confidence=confidence,
     )
     meta.update(
         {

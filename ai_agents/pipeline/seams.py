@@ -123,22 +123,31 @@ def evaluate_escalation(
     )
 
 
-def keyword_intent(text: str, rules: Rules) -> str | None:
+def keyword_intent(text: str, rules: Rules) -> intent.IntentMatch | None:
     """The intent matched by keywords (modes keyword and hybrid), before any model call."""
     if rules.intents.mode == "llm":
         return None
-    match = intent.detect_keyword_intent(text, rules.intents)
+    return intent.detect_keyword_intent(text, rules.intents)
+
+
+def final_intent(
+    text: str,
+    rules: Rules,
+    *,
+    keyword: intent.IntentMatch | None,
+    llm_intent: str | None,
+    llm_confidence: float | None,
+) -> str | None:
+    """The mode's rule (`intent.resolve_intent`), with `keyword`, the match `keyword_intent`
+    found before the model call (the text is not matched twice)."""
+    match = intent.resolve_intent(
+        text,
+        rules.intents,
+        llm_intent=llm_intent,
+        llm_confidence=llm_confidence,
+        keyword=keyword,
+    )
     return match.intent if match else None
-
-
-def final_intent(rules: Rules, *, keyword: str | None, llm_intent: str | None) -> str | None:
-    """Per the configured mode (`intent.resolve_intent`'s rule): `keyword`, the match
-    `keyword_intent` found before the model call, wins in keyword and hybrid modes; otherwise
-    the model's intent field."""
-    mode = rules.intents.mode
-    if mode != "llm" and (keyword is not None or mode == "keyword"):
-        return keyword
-    return (llm_intent or "").strip() or None
 
 
 def failure_decision(kind: str) -> Decision:
