@@ -212,9 +212,17 @@ def update(model: type[Model], **options: Any) -> int:
 
 # --- deferred writes ------------------------------------------------------------------------
 
-_deferred: ContextVar[list[Statement] | None] = ContextVar("rows_deferred", default=None)
-# ids of the deferred statements that must outlive a failed block (`write(durable=True)`)
-_durable: ContextVar[set[int] | None] = ContextVar("rows_durable", default=None)
+
+@dataclass
+class _Pending:
+    """The writes a `deferred_writes` block holds; `durable`: those of them that must outlive
+    the block's failure (`write(durable=True)`)."""
+
+    statements: list[Statement]
+    durable: list[Statement]
+
+
+_deferred: ContextVar[_Pending | None] = ContextVar("rows_deferred", default=None)
 _survivors: ContextVar[list[Statement] | None] = ContextVar("rows_survivors", default=None)
 
 
@@ -225,22 +233,19 @@ def deferred_writes() -> Iterator[None]:
     block ends without an error. Nothing changes for other sessions: they could not see the
     rows before the transaction commits anyway. When the block fails, the durable ones still
     pending go to the enclosing `survive_rollback`."""
-    pending: list[Statement] = []
-    durable: set[int] = set()
+    pending = _Pending(statements=[], durable=[])
     token = _deferred.set(pending)
-    durable_token = _durable.set(durable)
     try:
         yield
     except BaseException:
         survivors = _survivors.get()
         if survivors is not None:
-            survivors.extend(s for s in pending if id(s) in durable)
+            survivors.extend(pending.durable)
         raise
     finally:
         _deferred.reset(token)
-        _durable.reset(durable_token)
-    if pending:
-        run_together(pending)
+    if pending.statements:
+        run_together(pending.statements)
 
 
 @contextmanager
@@ -253,14 +258,14 @@ def survive_rollback() -> Iterator[None]:
     try:
         yield
     except BaseException:
-        _survivors.reset(token)
         for statement in kept:
             try:
                 run_together([statement])
             except DatabaseError as exc:
                 logger.warning("rows.durable_write_lost", extra={"error": type(exc).__name__})
         raise
-    _survivors.reset(token)
+    finally:
+        _survivors.reset(token)
 
 
 def write(statement: Statement, *, durable: bool = False) -> None:
@@ -268,19 +273,20 @@ def write(statement: Statement, *, durable: bool = False) -> None:
     sent even if the deferring block fails (see `survive_rollback`)."""
     pending = _deferred.get()
     if pending is not None and connection.in_atomic_block:
-        pending.append(statement)
-        durable_ids = _durable.get()
-        if durable and durable_ids is not None:
-            durable_ids.add(id(statement))
+        pending.statements.append(statement)
+        if durable:
+            pending.durable.append(statement)
     else:
         run_together([statement])
 
 
 def take_deferred() -> list[Statement]:
-    """The writes deferred so far (removed: the caller sends them)."""
+    """The writes deferred so far (removed: the caller sends them, within the block's
+    transaction, so they are no longer the block's to save after a failure)."""
     pending = _deferred.get()
-    if not pending:
+    if pending is None or not pending.statements:
         return []
-    taken = list(pending)
-    pending.clear()
+    taken = list(pending.statements)
+    pending.statements.clear()
+    pending.durable.clear()
     return taken
