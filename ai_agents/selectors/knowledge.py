@@ -8,7 +8,6 @@ plan) that also loads the best chunks. The tenant condition is inside every list
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -24,7 +23,7 @@ from django.db.models import QuerySet
 
 from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import is_safe_space
-from ai_agents.models import Document, KnowledgeBase
+from ai_agents.models import Chunk, Document, KnowledgeBase
 from erp.llm.errors import LlmError
 from erp.llm.gateway import CallContext
 from erp.tenancy import rows
@@ -288,11 +287,10 @@ def knowledge_search(
 
 
 def _heading_path(value: Any) -> list[str]:
-    """A chunk's heading path from a raw row: Django's psycopg setup hands jsonb over as text
-    (JSONField decodes it; a raw statement must)."""
-    if isinstance(value, str):
-        value = json.loads(value)
-    return [str(part) for part in value or []]
+    """A chunk's heading path from a raw row, decoded by its JSONField as the ORM does
+    (Django's psycopg setup hands jsonb over as text)."""
+    field = Chunk._meta.get_field("heading_path")
+    return list(field.from_db_value(value, None, connection) or [])  # type: ignore[union-attr]
 
 
 def _embedding_s(started: float, timeout_ms: int | None) -> float | None:
