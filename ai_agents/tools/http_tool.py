@@ -79,6 +79,12 @@ def placeholders(url_template: str) -> list[str]:
     return _PLACEHOLDER.findall(url_template)
 
 
+def _facts_used(config: HttpToolConfig) -> set[str]:
+    """The `{contact.…}` / `{conversation.…}` names in the URL and the header values."""
+    texts = (config.url_template, *map(str, config.headers.values()))
+    return {fact for text in texts for fact in _FACT.findall(text)}
+
+
 def validate_http_tool_config(config: HttpToolConfig) -> list[str]:
     """Readable Spanish problems of a tool definition ([] = valid); for the admin and the API."""
     errors: list[str] = []
@@ -93,13 +99,12 @@ def validate_http_tool_config(config: HttpToolConfig) -> list[str]:
     elif "{" in parts.netloc or "{" in parts.scheme:
         errors.append(_("Las variables {…} solo pueden ir en la ruta o la consulta de la URL."))
     errors.extend(validate_schema(config.args_schema))
-    for text in (config.url_template, *[str(v) for v in config.headers.values()]):
-        for fact in _FACT.findall(text):
-            if fact not in FACTS:
-                errors.append(
-                    _("Variable {%(n)s} desconocida; se admiten: %(known)s.")
-                    % {"n": fact, "known": ", ".join("{" + f + "}" for f in FACTS)}
-                )
+    for fact in _facts_used(config):
+        if fact not in FACTS:
+            errors.append(
+                _("Variable {%(n)s} desconocida; se admiten: %(known)s.")
+                % {"n": fact, "known": ", ".join("{" + f + "}" for f in FACTS)}
+            )
     properties = config.args_schema.get("properties") or {}
     for name in placeholders(config.url_template):
         if isinstance(properties, Mapping) and name not in properties:
@@ -172,12 +177,7 @@ def execute_http_tool(
     if missing:
         return fail(_("Faltan argumentos para la URL: %(n)s.") % {"n": ", ".join(missing)})
     facts = facts or {}
-    needed = {
-        f
-        for text in (config.url_template, *config.headers.values())
-        for f in _FACT.findall(str(text))
-    }
-    lacking = sorted(f for f in needed if not facts.get(f))
+    lacking = sorted(f for f in _facts_used(config) if not facts.get(f))
     if lacking:
         return fail(_("La conversación no tiene %(n)s.") % {"n": ", ".join(lacking)})
     url = _FACT.sub(lambda m: quote(facts[m.group(1)], safe=""), config.url_template)
