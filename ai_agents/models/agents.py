@@ -102,11 +102,12 @@ class Agent(TenantOwnedModel):
             except ValidationError as exc:
                 errors[name] = exc.messages
         if "tools_enabled" not in errors and self.tools_enabled:
-            unknown = self._unknown_tools()
+            known = self._known_tools()
+            unknown = [name for name in self.tools_enabled if name not in known]
             if unknown:
                 errors["tools_enabled"] = [
                     _("Herramienta desconocida: %(names)s (disponibles: %(known)s).")
-                    % {"names": ", ".join(unknown), "known": ", ".join(self._known_tools())}
+                    % {"names": ", ".join(unknown), "known": ", ".join(known)}
                 ]
         if errors:
             raise ValidationError(errors)
@@ -118,10 +119,6 @@ class Agent(TenantOwnedModel):
 
         own = HttpTool.objects.for_tenant(self.tenant_id).values_list("name", flat=True)
         return [*registry.names(), *sorted(own)]
-
-    def _unknown_tools(self) -> list[str]:
-        known = set(self._known_tools())
-        return [name for name in self.tools_enabled if name not in known]
 
     @property
     def processing(self) -> dict[str, object]:
