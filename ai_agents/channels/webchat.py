@@ -78,11 +78,17 @@ def binding_by_key(key: str) -> ChannelBinding | None:
 
 
 def origin_normalize(origin: str) -> str:
-    parts = urlsplit(origin.strip().rstrip("/").lower())
+    """`scheme://host[:port]`, or "" for anything that is not an origin (a browser never sends
+    a port over 65535 or a malformed host: such a header is refused, not a 500)."""
+    try:
+        parts = urlsplit(origin.strip().rstrip("/").lower())
+        given_port = parts.port
+    except ValueError:
+        return ""
     if not parts.scheme or not parts.hostname:
         return ""
     default = {"http": 80, "https": 443}.get(parts.scheme)
-    port = f":{parts.port}" if parts.port and parts.port != default else ""
+    port = f":{given_port}" if given_port and given_port != default else ""
     return f"{parts.scheme}://{parts.hostname}{port}"
 
 
