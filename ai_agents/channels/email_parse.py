@@ -18,6 +18,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from correo.html_text import html_to_text, truncate
+from erp.storable import storable_text
 
 TEXT_LIMIT = 8000
 MAX_REFERENCES = 50
@@ -249,7 +250,7 @@ def _body_and_attachments(message: EmailMessage) -> tuple[str, list[Attachment]]
             continue  # the other alternative of the body, or an inline image without a name
         attachments.append(
             Attachment(
-                filename=" ".join(str(filename or _("sin nombre")).split())[:200],
+                filename=storable_text(" ".join(str(filename or _("sin nombre")).split())[:200]),
                 content_type=part.get_content_type(),
                 size=_payload_size(part),
             )
@@ -263,7 +264,8 @@ def _content(part: Any) -> str:
     except (LookupError, ValueError, AssertionError):
         payload = part.get_payload(decode=True) or b""
         value = payload.decode("utf-8", errors="replace")
-    return value if isinstance(value, str) else ""
+    # `=00` in quoted-printable or a raw NUL decode to U+0000, which PostgreSQL cannot store.
+    return storable_text(value) if isinstance(value, str) else ""
 
 
 def _payload_size(part: Any) -> int:
@@ -311,7 +313,8 @@ def _header(message: EmailMessage, name: str) -> str:
         value = message.get(name)
     except Exception:  # a malformed header: treat as absent rather than 500
         return ""
-    return str(value) if value is not None else ""
+    # Encoded words may decode to NUL; undecodable 8-bit bytes stay as lone surrogates.
+    return storable_text(str(value)) if value is not None else ""
 
 
 def _address(message: EmailMessage, name: str) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from django.core import signing
 from django.utils.translation import gettext as _
 from django.utils.translation import override
 
+from ai_agents.channels.inbound import inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.pipeline import limits
 from ai_agents.pipeline.run import Inbound
@@ -214,14 +215,16 @@ def visitor_inbound(session: Session, text: str, client_message_id: str = "") ->
     message_id = None
     if client_message_id:
         message_id = f"webchat:{session.visitor_id}:{client_message_id[:80]}"
-    return Inbound(
-        text=text,
-        contact=session.contact,
-        channel=CHANNEL,
-        thread_id=session.thread_id,
-        channel_message_id=message_id,
-        metadata={"binding_id": str(session.binding.pk)},
-        binding=session.binding,
+    return inbound_clean(
+        Inbound(
+            text=text,
+            contact=session.contact,
+            channel=CHANNEL,
+            thread_id=session.thread_id,
+            channel_message_id=message_id,
+            metadata={"binding_id": str(session.binding.pk)},
+            binding=session.binding,
+        )
     )
 
 
