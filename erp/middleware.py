@@ -22,6 +22,7 @@ JSON_MAX_DEPTH = 64
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 _STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as int8
 _CHUNK = 1024 * 1024
+_RAW_BODY_PREFIXES = ("/webhooks/email/",)
 
 
 class RequestIdMiddleware:
@@ -88,9 +89,10 @@ class BodySizeLimitMiddleware:
 
 
 def _json_candidate(request: HttpRequest) -> bool:
-    """A body some view under /api/ or /webhooks/ may parse as JSON (the WhatsApp webhook
-    parses whatever Meta signed, whatever its content type)."""
-    if not wants_json_path(request.path):
+    """A body some view under /api/ or /webhooks/ may parse as JSON, whatever its content
+    type (the web chat accepts text/plain, which spares browsers a preflight). Not a raw
+    e-mail: its text may hold any number of brackets."""
+    if not wants_json_path(request.path) or request.path.startswith(_RAW_BODY_PREFIXES):
         return False
     content_type = request.META.get("CONTENT_TYPE", "")
     return not content_type.startswith(("multipart/", "application/x-www-form-urlencoded"))

@@ -166,3 +166,33 @@ def test_too_many_files_in_one_upload_are_a_400(
 
     _assert_error(response, 400, "too_many_files")
     assert _counts(tenant_a) == before
+
+
+@pytest.mark.django_db
+def test_a_mail_full_of_brackets_is_not_mistaken_for_deep_json(
+    client: Client, tenant_a: Any, run_tasks: Any, fake_google: Any
+) -> None:
+    agent = agent_create(tenant=tenant_a, data={"name": "Lucía", "system_prompt": "Eres Lucía."})
+    binding = ChannelBinding.objects.for_tenant(tenant_a).create(
+        tenant=tenant_a, agent=agent, type=ChannelBinding.Type.EMAIL, address="ayuda@tienda.es"
+    )
+    mail = (
+        "From: ana@cliente.es\r\nTo: ayuda@tienda.es\r\nSubject: Error\r\n"
+        "Message-ID: <brackets-1@cliente.es>\r\n\r\n"
+        "El programa dice: " + "{[" * 200 + "\r\n"
+    ).encode()
+
+    with run_tasks():
+        response = client.post(f"/webhooks/email/{binding.token}", mail, "message/rfc822")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "accepted"
+
+
+@pytest.mark.django_db
+def test_deep_json_sent_as_text_plain_to_the_web_chat_is_a_400(world: dict[str, Any]) -> None:
+    response = Client(HTTP_ORIGIN="https://shop.example").post(
+        f"/api/webchat/{world['webchat'].token}/sessions", DEEP, content_type="text/plain"
+    )
+
+    _assert_error(response, 400, "json_too_deep")
