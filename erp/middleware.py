@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.translation import gettext as _
 
 from erp.api.errors import default_message, json_error, suspicious_error, wants_json
@@ -56,12 +56,21 @@ def wants_json_path(path: str) -> bool:
 
 
 class BodySizeLimitMiddleware:
-    """413 JSON before reading a body over the route's limit (1 MB API, more for uploads)."""
+    """Request shapes refused before any view: 413 JSON before reading a body over the
+    route's limit (1 MB API, more for uploads), 400 for JSON nested too deep, and 400 for a NUL
+    in the path or query string (no valid URL holds one; PostgreSQL would refuse it in a
+    lookup, a 500)."""
 
     def __init__(self, get_response: Handler) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        query = request.META.get("QUERY_STRING", "")
+        if "\x00" in request.path or "%00" in query or "\x00" in query:
+            message = _("La dirección contiene un carácter nulo.")
+            if wants_json_path(request.path):
+                return json_error(400, message, code="bad_request")
+            return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
         if request.method in _BODY_METHODS:
             limit = body_limit(request.path)
             raw_length = request.META.get("CONTENT_LENGTH") or ""

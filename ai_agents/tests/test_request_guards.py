@@ -196,3 +196,20 @@ def test_deep_json_sent_as_text_plain_to_the_web_chat_is_a_400(world: dict[str, 
     )
 
     _assert_error(response, 400, "json_too_deep")
+
+
+@pytest.mark.django_db
+def test_a_nul_in_the_url_is_a_400_not_a_500(world: dict[str, Any], tenant_a: Any) -> None:
+    before = _counts(tenant_a)
+    browser = Client(HTTP_ORIGIN="https://shop.example")
+
+    session = browser.post("/api/webchat/%00/sessions", "{}", content_type="application/json")
+    mail = Client().post("/webhooks/email/%00", b"From: a@b.es\r\n\r\nhola", "message/rfc822")
+    listed = world["staff"].get("/api/v1/conversations?status=%00")
+    demo = world["staff"].get("/webchat/demo?key=%00")
+
+    _assert_error(session, 400, "bad_request")
+    _assert_error(mail, 400, "bad_request")
+    _assert_error(listed, 400, "bad_request")
+    assert demo.status_code == 400
+    assert _counts(tenant_a) == before
