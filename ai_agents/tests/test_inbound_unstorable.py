@@ -203,3 +203,29 @@ def test_api_text_with_a_lone_surrogate_is_refused_with_400(
     assert response.json()["error"]["field"] == "text"
     assert _user_messages(tenant_a) == []
     assert fake_google.generate_requests == []
+
+
+@pytest.mark.django_db
+def test_whatsapp_ids_and_names_longer_than_their_columns_are_stored_bounded(
+    client: Client, wa_binding: Any, tenant_b: Any, fake_google: FakeGoogle, run_tasks: Any
+) -> None:
+    _respond(fake_google, "Hola.")
+    long_id = "wamid." + "x" * 5000
+    data = text_payload("hola", long_id, wa_id="3" * 500, name="N" * 5000)
+
+    with run_tasks():
+        first = wa_post(client, data)
+    with run_tasks():
+        redelivered = wa_post(client, data)
+
+    assert (first.status_code, redelivered.status_code) == (200, 200)
+    assert (first.json()["stored"], redelivered.json()["stored"]) == (1, 0)
+    [message] = _user_messages(wa_binding.tenant)
+    assert message.content == "hola"
+    assert len(message.channel_message_id) <= 255
+    with tenant_scope(wa_binding.tenant):
+        contact = Contact.objects.get()
+        assert contact.name == "N" * 200
+        assert len(contact.external_id) <= 100
+        assert Message.objects.filter(role="assistant").count() == 1
+    assert _user_messages(tenant_b) == []
