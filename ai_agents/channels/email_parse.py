@@ -110,14 +110,24 @@ class InvalidEmail(ValueError):
 def email_parse(raw: bytes) -> ParsedEmail:
     if not raw or not raw.strip():
         raise InvalidEmail(_("El cuerpo está vacío: se espera un mensaje RFC 5322 completo."))
-    message = BytesParser(policy=policy.default).parsebytes(raw)
+    try:
+        message = BytesParser(policy=policy.default).parsebytes(raw)
+        body, attachments = _body_and_attachments(message)
+    except RecursionError:
+        # MIME parts nested ~1,000 deep (a mail bomb, never a person's message): keep the
+        # headers, leave the body unread, and still store it instead of failing with a 500
+        # that the provider would retry forever.
+        message = BytesParser(policy=policy.default).parsebytes(_headers_only(raw))
+        body, attachments = (
+            _("(El contenido del mensaje no se ha leído: demasiadas partes anidadas.)"),
+            [],
+        )
     from_name, from_address = _address(message, "From")
     if not from_address:
         raise InvalidEmail(_("El mensaje no tiene un remitente (From) válido."))
     reply_name, reply_address = _address(message, "Reply-To")
     message_id = _ids(_header(message, "Message-ID"))
     subject = " ".join(_header(message, "Subject").split())
-    body, attachments = _body_and_attachments(message)
     text = reply_text_extract(body)
     machine = machine_reason(message, from_address)
     notes = [a.note() for a in attachments]
@@ -136,6 +146,19 @@ def email_parse(raw: bytes) -> ParsedEmail:
         machine=machine,
         bounced_ids=bounced_ids(raw, exclude=message_id) if machine == "bounce" else [],
     )
+
+
+def _headers_only(raw: bytes) -> bytes:
+    """The message's header block as a plain text message with an empty body."""
+    ends = [i for i in (raw.find(b"\r\n\r\n"), raw.find(b"\n\n")) if i >= 0]
+    head = raw[: min(ends)] if ends else raw
+    kept = [
+        line
+        for line in head.splitlines()
+        if not line.lower().startswith((b"content-type:", b"content-transfer-encoding:"))
+        and not (line[:1] in (b" ", b"\t") and b"boundary" in line.lower())
+    ]
+    return b"\r\n".join([*kept, b"Content-Type: text/plain; charset=utf-8", b"", b""])
 
 
 def bounced_ids(raw: bytes, *, exclude: list[str]) -> list[str]:
