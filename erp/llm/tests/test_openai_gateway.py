@@ -1,8 +1,4 @@
-"""The gateway (retries, deadline, ledger) driving the OpenAI-compatible provider over HTTP.
-
-`erp.llm.gateway` comes from the sibling branch `llm-google`; until both are merged this
-module is skipped.
-"""
+"""The gateway (retries, deadline, ledger) driving the OpenAI-compatible provider over HTTP."""
 
 from __future__ import annotations
 
@@ -12,13 +8,11 @@ from typing import Any
 
 import pytest
 
-from erp.llm import errors
+from erp.llm import errors, gateway
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.types import LlmRequest, LlmResult, Message, TextDelta
 from erp.tenancy.models import Tenant
 from erp.testing.fake_openai import ChatReply, FakeOpenAI
-
-gateway = pytest.importorskip("erp.llm.gateway")
 
 FAST = gateway.RetryPolicy(timeout_s=2.0, attempts=4, base_delay_s=0.01, factor=2.0)
 
