@@ -28,6 +28,7 @@ from ai_agents.tests.whatsapp_support import (
     with_number,
 )
 from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 
@@ -210,7 +211,7 @@ def test_ten_concurrent_posts_of_one_payload_get_one_reply_and_one_model_call(
 
     respond(fake_google, "Una sola respuesta.")
     body = raw(payload("text"))
-    barrier = threading.Barrier(10)
+    barrier = deadlines.barrier(10)
     statuses: list[int] = []
 
     def deliver() -> None:
@@ -231,8 +232,7 @@ def test_ten_concurrent_posts_of_one_payload_get_one_reply_and_one_model_call(
         threads = [threading.Thread(target=deliver) for _ in range(10)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        deadlines.threads_join(threads)
     finally:
         app.conf.task_always_eager = False
 

@@ -17,7 +17,8 @@ import requests
 from erp.embedded import free_port
 from erp.testing.supervised import BASE_DIR, stack_leftovers, start_stack
 
-pytestmark = pytest.mark.slow
+# Two cold starts of the whole stack (start_stack allows 180 s each) and their shutdowns.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture
@@ -94,6 +95,7 @@ def test_make_run_lifecycle(data_dir):
             capture_output=True,
             text=True,
             check=True,
+            timeout=120,
         )
         assert created.stdout.strip().isdigit()
         assert requests.get(f"{stack.base_url}/healthz", timeout=5).status_code == 200
@@ -112,6 +114,7 @@ def test_make_run_lifecycle(data_dir):
             capture_output=True,
             text=True,
             check=True,
+            timeout=120,
         )
         assert out.stdout.strip() == created.stdout.strip()  # same row: data survived
     finally:
