@@ -118,14 +118,32 @@ def test_webchat_binding_answers_with_public_key_and_snippet(api_a: Any, agent_a
         ({"type": "email", "agent": "not-a-uuid", "address": "a@b.es"}, "agent"),
         ({"type": "email", "agent": "AGENT"}, "address"),
         ({"type": "email", "agent": "AGENT", "address": "no es un correo"}, "address"),
-        ({"type": "email", "agent": "AGENT", "address": "a@b.es", "phone_number_id": "1"}, ""),
+        (
+            {"type": "email", "agent": "AGENT", "address": "a@b.es", "phone_number_id": "1"},
+            "phone_number_id",
+        ),
         ({"type": "whatsapp", "agent": "AGENT", "phone_number_id": "123456"}, "access_token"),
-        ({"type": "whatsapp", "agent": "AGENT", "phone_number_id": "abc", "access_token": "t"}, ""),
+        (
+            {"type": "whatsapp", "agent": "AGENT", "phone_number_id": "abc", "access_token": "t"},
+            "phone_number_id",
+        ),
         ({"type": "webchat", "agent": "AGENT", "allowed_origins": []}, "allowed_origins"),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": "https://a.es"}, ""),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://a.es/path"]}, ""),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": ["http://tienda.es"]}, ""),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://*.tienda.es"]}, ""),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": "https://a.es"},
+            "allowed_origins",
+        ),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://a.es/path"]},
+            "allowed_origins",
+        ),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["http://tienda.es"]},
+            "allowed_origins",
+        ),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://*.tienda.es"]},
+            "allowed_origins",
+        ),
         (
             {
                 **{"type": "whatsapp", "agent": "AGENT", "phone_number_id": "123456"},
@@ -143,9 +161,9 @@ def test_invalid_bindings_get_readable_400s(
     error = _error(api_a.post(URL, body, format="json"))
 
     assert error["code"] == "validation_error"
-    assert error["message"]
-    if field:
-        assert error["field"] == field
+    assert error["field"] == field
+    assert error["message"].startswith(f"{field}: ")
+    assert ChannelBinding.objects.unscoped().count() == 0  # nothing created
 
 
 @pytest.mark.django_db
