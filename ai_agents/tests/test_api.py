@@ -158,6 +158,12 @@ def test_missing_file_and_bad_search_are_400(api_a: APIClient) -> None:
         f"/api/v1/knowledge-bases/{kb['id']}/search", {"query": "x", "k": 0}, format="json"
     )
     assert bad_k.status_code == 400
+    assert [r.json()["error"]["field"] for r in (no_file, no_query, bad_k)] == [
+        "file",
+        "query",
+        "k",
+    ]
+    assert Document.objects.unscoped().count() == 0
 
 
 def test_outsider_gets_404_everywhere_and_changes_nothing(

@@ -207,6 +207,9 @@ def test_tenants_never_see_or_bind_each_others_channels(
     moved = _error(api_a.patch(f"{URL}/{mine['id']}", {"agent": str(agent_b.pk)}, format="json"))
     assert moved["field"] == "agent"
     assert api_a.get(f"{URL}/{mine['id']}").status_code == 200
+    # Nothing B tried changed A's binding or created one of B's on A's agent.
+    [row] = ChannelBinding.objects.unscoped().all()
+    assert (str(row.pk), row.name, row.agent_id) == (mine["id"], mine["name"], agent_a.pk)
 
 
 @pytest.mark.django_db
@@ -230,7 +233,10 @@ def test_list_is_paginated_and_delete_removes(api_a: Any, agent_a: Any) -> None:
 def test_members_read_but_do_not_write(member_client: Any, agent_a: Any) -> None:
     assert member_client.get(URL).status_code == 200
     body = {"type": "email", "agent": str(agent_a.pk), "address": "a@t.es"}
-    assert member_client.post(URL, body, format="json").status_code == 403
+    refused = member_client.post(URL, body, format="json")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "permission_denied"
+    assert ChannelBinding.objects.unscoped().count() == 0
 
 
 @pytest.mark.django_db

@@ -404,7 +404,8 @@ def test_bad_input_is_a_400_naming_the_field(api_a: Any) -> None:
     agent_id = _agent(api_a)
     response = api_a.post(f"/api/v1/agents/{agent_id}/messages", {"text": "hola"}, format="json")
     assert response.status_code == 400
-    assert "contact" in str(response.json())
+    assert response.json()["error"]["field"] == "contact"
+    assert (Contact.objects.unscoped().count(), Conversation.objects.unscoped().count()) == (0, 0)
 
 
 @pytest.mark.django_db
