@@ -390,6 +390,8 @@ def test_unknown_inactive_and_wrong_type_tokens_are_404(
     with tenant_scope(tenant_a):
         ChannelBinding.objects.filter(pk=binding.pk).update(is_active=True, type="webchat")
     assert post(client, binding, eml("plain")).status_code == 404
+    assert (Conversation.objects.unscoped().count(), Message.objects.unscoped().count()) == (0, 0)
+    assert mail.outbox == []
 
 
 @pytest.mark.django_db

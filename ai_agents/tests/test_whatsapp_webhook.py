@@ -115,13 +115,16 @@ def test_signature_cases_of_the_reference_vectors(
 
 
 @pytest.mark.django_db
-def test_a_signed_body_that_is_not_json_is_a_400(client: Client, wa_binding: Any) -> None:
+def test_a_signed_body_that_is_not_json_is_a_400(
+    client: Client, wa_binding: Any, tenant_a: Any
+) -> None:
     body = b"not json"
     response = client.post(
         URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256=sign(body)
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_json"
+    assert _stored(tenant_a) == []
 
 
 # --- batches and redeliveries ---------------------------------------------------------------

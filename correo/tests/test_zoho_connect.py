@@ -133,11 +133,13 @@ def test_refused_code_is_a_clear_page(fake_zoho: FakeZoho, browser: Client, owne
     assert connection_of(owner.user) is None
 
 
-def test_user_denied_consent(fake_zoho: FakeZoho, browser: Client):
+def test_user_denied_consent(fake_zoho: FakeZoho, browser: Client, owner):
     state = start(browser)["state"][0]
     response = browser.get("/correo/zoho/callback", {"state": state, "error": "access_denied"})
     assert response.status_code == 400
     assert "no ha concedido" in response.content.decode()
+    assert connection_of(owner.user) is None
+    assert fake_zoho.token_requests() == []
 
 
 def test_zoho_down_during_exchange_is_502(fake_zoho: FakeZoho, browser: Client, owner):
