@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parents[2]
-ROOTS = ("erp", "ai_agents", "correo")
+ROOTS = ("erp", "ai_agents", "correo", "tests")  # pyproject testpaths
 
 
 def _test_code() -> Iterator[tuple[Path, ast.Module]]:
