@@ -306,9 +306,11 @@ LOGGING = {
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Reverse proxies in front of the app that append to X-Forwarded-For (0: REMOTE_ADDR is the
 # client). Per-IP limits (web chat) read the client's address through `erp.http_request.client_ip`.
+# uvicorn runs with --no-proxy-headers (make run, Dockerfile, compose): this is the only place
+# forwarded headers are trusted, and only behind proxies.
 TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_HOPS > 0 else None
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True

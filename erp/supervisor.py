@@ -32,6 +32,27 @@ class Child:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
+def web_command(port: int, host: str = "127.0.0.1") -> list[str]:
+    """uvicorn as `make run` starts it. `--no-proxy-headers`: uvicorn would otherwise take the
+    client's address from X-Forwarded-For on connections from loopback, i.e. from anyone on
+    this machine; the address behind proxies is read by `erp.http_request.client_ip`, as
+    TRUSTED_PROXY_HOPS says."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "erp.asgi:application",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--no-proxy-headers",
+        "--no-access-log",
+        "--lifespan",
+        "off",
+    ]
+
+
 def say(message: str) -> None:
     print(f"[run] {message}", flush=True)
 
@@ -109,22 +130,7 @@ class Supervisor:
         py = sys.executable
         concurrency = self.env.get("CELERY_WORKER_CONCURRENCY", "2")
         self.children = [
-            Child(
-                "web",
-                [
-                    py,
-                    "-m",
-                    "uvicorn",
-                    "erp.asgi:application",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                    "--no-access-log",
-                    "--lifespan",
-                    "off",
-                ],
-            ),
+            Child("web", web_command(self.port)),
             Child(
                 "worker",
                 [
