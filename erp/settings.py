@@ -128,6 +128,9 @@ CACHES = {
 CELERY_BROKER_URL = embedded.celery_url(REDIS_URL)
 CELERY_RESULT_BACKEND = CELERY_BROKER_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers and beat wait for a restarted broker however long it takes (Celery's default gives up
+# after 100 attempts and exits); `make run` and compose restart them if they die anyway.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
