@@ -147,6 +147,9 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # our LOGGING (JSON lines, request ids) applies
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
+# Channel messages stored but still unanswered after this long (broker down when they arrived, a
+# worker killed mid-answer) are queued again by beat, which checks as often.
+CHANNEL_PENDING_SWEEP_SECONDS = env_int("CHANNEL_PENDING_SWEEP_SECONDS", 60)
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
