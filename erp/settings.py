@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "erp.middleware.JsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "erp.middleware.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -107,10 +108,25 @@ DATABASES = {"default": database_from_url(DATABASE_URL)}
 # (CONN_MAX_AGE) are never reused and pile up until PostgreSQL refuses new clients. A psycopg
 # pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process.
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
+# A database that is down must cost a request seconds at most, never minutes: connecting gives
+# up after DB_CONNECT_TIMEOUT_SECONDS (libpq's minimum is 2), waiting for a pooled connection
+# after DB_POOL_TIMEOUT_SECONDS, and the pool abandons a failed reconnection after 2 s instead
+# of retrying with growing delays (it kept the web failing ~25 s after PostgreSQL was back).
+# While it is down, requests get 503 at once (erp/db_outage.py).
+DB_CONNECT_TIMEOUT_SECONDS = env_int("DB_CONNECT_TIMEOUT_SECONDS", 2)
+DB_POOL_TIMEOUT_SECONDS = env_int("DB_POOL_TIMEOUT_SECONDS", 5)
+DATABASES["default"]["OPTIONS"].setdefault(  # type: ignore[union-attr]
+    "connect_timeout", DB_CONNECT_TIMEOUT_SECONDS
+)
 if DB_POOL_MAX_SIZE > 0:
     DATABASES["default"]["OPTIONS"] = {  # type: ignore[index]
         **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
-        "pool": {"min_size": 1, "max_size": DB_POOL_MAX_SIZE, "timeout": 10},
+        "pool": {
+            "min_size": 1,
+            "max_size": DB_POOL_MAX_SIZE,
+            "timeout": DB_POOL_TIMEOUT_SECONDS,
+            "reconnect_timeout": 2.0,
+        },
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

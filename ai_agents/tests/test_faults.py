@@ -1,6 +1,6 @@
 """Faults on a real stack (its own PostgreSQL and valkey, the web server and workers of
 `make run`, beat): signed WhatsApp webhooks keep arriving while the broker dies, a worker dies
-mid-answer. Every message acknowledged is stored once and answered
+mid-answer, the database restarts. Every message acknowledged is stored once and answered
 once; the counts are printed (`-s`) as "[fault] ..." lines."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import requests
 
 from erp.testing.fault_stack import Delivery, FaultStack
-from erp.testing.processes import BASE_DIR, wait_until
+from erp.testing.processes import BASE_DIR, healthy, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -86,4 +87,49 @@ def test_worker_killed_mid_answer(stack: FaultStack) -> None:
     stack.summary("worker killed -9 mid-answer, 10 webhooks", deliveries, found)
     assert all(d.statuses == [200] for d in deliveries)
     assert found["stored"] == found["answered"] == found["sends"] == 10
+    assert found["duplicated"] == 0
+
+
+def test_database_restarted_during_webhooks(stack: FaultStack) -> None:
+    outage: dict[str, float] = {}
+
+    def fault() -> None:
+        stack.kill_postgres()
+        # Down for 6 s while webhooks keep coming (Meta redelivers every half second): /healthz
+        # says so within a second, at once and after the pool ran dry; webhooks get a 503.
+        healthz = []
+        for pause in (0.5, 5.5):
+            time.sleep(pause)
+            started = time.monotonic()
+            status = requests.get(f"{stack.base_url}/healthz", timeout=15).status_code
+            healthz.append((status, time.monotonic() - started))
+        outage["healthz_statuses"] = sorted({status for status, _ in healthz})
+        outage["healthz_seconds"] = max(seconds for _, seconds in healthz)
+        stack.start_postgres()
+        outage["up_at"] = time.monotonic()
+        wait_until("web healthy again", lambda: healthy(stack.base_url), timeout=60, every=0.05)
+        outage["recovered_after"] = time.monotonic() - outage["up_at"]
+
+    deliveries = send(stack, "db", "63", n=30, every=0.1, fault_at=9, fault=fault)
+    found = stack.wait_answered("wamid.db-", "3463", 30)
+    stack.summary("PostgreSQL killed -9 and restarted during 30 webhooks", deliveries, found)
+    refused = [
+        (status, seconds)
+        for d in deliveries
+        for status, seconds in zip(d.statuses, d.seconds, strict=True)
+        if status != 200
+    ]
+    slowest = max((seconds for _, seconds in refused), default=0.0)
+    print(
+        f"[fault] database outage: healthz {outage['healthz_statuses']} in at most "
+        f"{outage['healthz_seconds']:.2f} s; web healthy {outage['recovered_after']:.2f} s after "
+        f"PostgreSQL was back; refused webhooks {len(refused)}, statuses "
+        f"{sorted({s for s, _ in refused})}, slowest {slowest:.2f} s"
+    )
+    assert outage["healthz_statuses"] == [503] and outage["healthz_seconds"] < 1.0
+    assert outage["recovered_after"] < 2.0
+    assert {status for status, _ in refused} <= {503}
+    assert slowest < 2.0  # not the pool's 10 s wait
+    assert all(d.accepted for d in deliveries)
+    assert found["stored"] == found["answered"] == found["sends"] == 30
     assert found["duplicated"] == 0

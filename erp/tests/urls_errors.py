@@ -15,6 +15,12 @@ def boom(request):
     raise RuntimeError("kaboom with secret sk-should-not-leak")
 
 
+def database_gone(request):
+    from django.db import OperationalError
+
+    raise OperationalError("server closed the connection unexpectedly")
+
+
 @require_POST
 def plain_webhook(request):
     return HttpResponse("ok")
@@ -37,6 +43,8 @@ class TenantBoom(TenantAPIView):
 urlpatterns = [
     path("api/v1/tenant-boom", TenantBoom.as_view()),
     path("api/v1/boom", boom),
+    path("api/v1/database-gone", database_gone),
+    path("database-gone", database_gone),
     path("webhooks/boom", boom),
     path("webhooks/plain", plain_webhook),
     path("api/v1/echo", echo),
