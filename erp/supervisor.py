@@ -35,6 +35,7 @@ STABLE_AFTER = 60.0  # a child that ran this long starts again from the first ba
 WEB_GIVE_UP = 3  # the web server exiting this many times in a row, each within WEB_EARLY
 WEB_EARLY = 10.0
 SERVICE_CHECK_EVERY = 1.0
+PG_START_ATTEMPTS = 5
 
 
 @dataclass
@@ -287,12 +288,15 @@ class Supervisor:
                 say("valkey ready again (workers and beat reconnect by themselves)")
         if self.pgdata is not None and not embedded.postgres_running(self.pgdata):
             say("PostgreSQL is not running; starting it again")
-            for attempt in range(1, 4):
+            # After a kill -9 its old backends may hold shared memory for a moment.
+            for attempt in range(1, PG_START_ATTEMPTS + 1):
+                if self.stopping:
+                    return True
                 try:
                     embedded.start_postgres_detached(self.pgdata)
                 except (subprocess.SubprocessError, OSError) as exc:
                     say(f"PostgreSQL start attempt {attempt} failed: {exc}")
-                    time.sleep(attempt)
+                    time.sleep(2)
                     continue
                 say("PostgreSQL ready again")
                 return True

@@ -190,6 +190,18 @@ def test_crashes_are_restarted_and_only_a_web_server_that_cannot_come_back_stops
             )
         assert stack.proc.poll() is None
 
+        # PostgreSQL killed -9: started again, and the web serves again.
+        postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        wait_until(
+            "PostgreSQL started again",
+            lambda: "[run] PostgreSQL ready again" in stack.lines,
+            timeout=90,
+            every=0.2,
+        )
+        wait_until("healthy after PostgreSQL", lambda: healthy(stack.base_url), timeout=30)
+        assert stack.proc.poll() is None
+
         # The web server cannot come back (its port is taken): everything stops, status 1.
         web = by_role(stack)["web"]
         web.kill()
