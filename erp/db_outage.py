@@ -35,6 +35,13 @@ def is_outage_error(exc: BaseException | None) -> bool:
     return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
 
 
+def is_redis_outage_error(exc: BaseException | None) -> bool:
+    """The Redis-compatible server (broker, cache, rate limits) cannot be reached."""
+    import redis
+
+    return isinstance(exc, redis.ConnectionError | redis.TimeoutError)
+
+
 def outage_suspected() -> None:
     if not _state["suspect"]:
         logger.warning("database.outage_suspected")

@@ -9,8 +9,13 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 
 from erp.api.errors import default_message, json_error, wants_json
-from erp.api.handlers import database_unavailable
-from erp.db_outage import database_up, is_outage_error, outage_suspected
+from erp.api.handlers import database_unavailable, redis_unavailable
+from erp.db_outage import (
+    database_up,
+    is_outage_error,
+    is_redis_outage_error,
+    outage_suspected,
+)
 from erp.logging import clean_request_id, request_id_var
 from erp.tenancy.scoping import ALL_TENANTS, reset_scope, set_scope
 
@@ -130,6 +135,9 @@ class JsonErrorsMiddleware:
             outage_suspected()
             logger.warning("database_unavailable", extra={"path": request.path}, exc_info=True)
             return database_unavailable(request)
+        if is_redis_outage_error(exception):
+            logger.warning("redis_unavailable", extra={"path": request.path}, exc_info=True)
+            return redis_unavailable(request)
         logger.exception("unhandled_error", extra={"path": request.path})
         return json_error(500, default_message(500))
 

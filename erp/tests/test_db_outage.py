@@ -52,3 +52,11 @@ def test_while_it_stays_down_requests_are_refused_without_touching_it(monkeypatc
     assert client.get("/healthz").status_code == 200
     assert client.get("/api/v1/tenant").status_code == 401  # served again: auth, not 503
     assert db_outage._state["suspect"] is False
+
+
+def test_an_unreachable_redis_is_503_json_not_500():
+    response = Client(raise_request_exception=False).get("/api/v1/redis-gone")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.json()["error"]["code"] == "service_unavailable"
+    assert "valkey.sock" not in response.content.decode()

@@ -21,6 +21,12 @@ def database_gone(request):
     raise OperationalError("server closed the connection unexpectedly")
 
 
+def redis_gone(request):
+    import redis
+
+    raise redis.ConnectionError("Error 111 connecting to /x/valkey.sock. Connection refused.")
+
+
 @require_POST
 def plain_webhook(request):
     return HttpResponse("ok")
@@ -45,6 +51,7 @@ urlpatterns = [
     path("api/v1/boom", boom),
     path("api/v1/database-gone", database_gone),
     path("database-gone", database_gone),
+    path("api/v1/redis-gone", redis_gone),
     path("webhooks/boom", boom),
     path("webhooks/plain", plain_webhook),
     path("api/v1/echo", echo),
