@@ -25,14 +25,25 @@ _lock = threading.Lock()
 _state = {"suspect": False, "up": True, "probed_at": 0.0}
 
 
+# SQLSTATEs of a server going away: admin_shutdown, crash_shutdown, cannot_connect_now.
+_SHUTDOWN_STATES = {"57P01", "57P02", "57P03"}
+
+
 def is_outage_error(exc: BaseException | None) -> bool:
-    """A database that cannot be reached (not a bad query: those are bugs, 500)."""
-    if isinstance(exc, OperationalError | InterfaceError):
-        return True
-    # psycopg's own errors when they escape Django's wrapper (e.g. the pool's PoolTimeout).
+    """A database that cannot be reached. Not a statement timeout, a deadlock or a bad query:
+    the server answered those (a 500, or the caller's own handling)."""
     import psycopg
 
-    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    if isinstance(exc, OperationalError | InterfaceError):
+        if exc.__cause__ is None:
+            return True  # Django's own (e.g. "connection already closed")
+        exc = exc.__cause__
+    # psycopg's errors, also when they escape Django's wrapper (the pool's PoolTimeout).
+    if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    sqlstate = getattr(exc, "sqlstate", None)
+    # No SQLSTATE: the client gave up (refused, reset, timed out), no server said anything.
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in _SHUTDOWN_STATES
 
 
 def is_redis_outage_error(exc: BaseException | None) -> bool:

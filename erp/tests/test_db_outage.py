@@ -60,3 +60,10 @@ def test_an_unreachable_redis_is_503_json_not_500():
     assert response["Retry-After"] == "5"
     assert response.json()["error"]["code"] == "service_unavailable"
     assert "valkey.sock" not in response.content.decode()
+
+
+def test_a_statement_timeout_is_not_an_outage():
+    response = Client(raise_request_exception=False).get("/api/v1/statement-timeout")
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "server_error"
+    assert db_outage._state["suspect"] is False

@@ -21,6 +21,13 @@ def database_gone(request):
     raise OperationalError("server closed the connection unexpectedly")
 
 
+def statement_timeout(request):
+    import psycopg
+    from django.db import OperationalError
+
+    raise OperationalError("canceling statement") from psycopg.errors.QueryCanceled("canceling")
+
+
 def redis_gone(request):
     import redis
 
@@ -52,6 +59,7 @@ urlpatterns = [
     path("api/v1/database-gone", database_gone),
     path("database-gone", database_gone),
     path("api/v1/redis-gone", redis_gone),
+    path("api/v1/statement-timeout", statement_timeout),
     path("webhooks/boom", boom),
     path("webhooks/plain", plain_webhook),
     path("api/v1/echo", echo),
