@@ -49,10 +49,15 @@ def send(
 
 
 def test_broker_killed_during_webhooks(stack: FaultStack) -> None:
+    worker, beat = stack.procs["worker"], stack.procs["beat"]
+    beat_log = stack.logs / "beat.log"
+    restarted_at = {}
+
     def fault() -> None:
         stack.kill_redis()
         time.sleep(2)
         stack.start_redis()
+        restarted_at["beat_log"] = beat_log.stat().st_size
 
     deliveries = send(stack, "broker", "61", n=30, every=0.1, fault_at=9, fault=fault)
     found = stack.wait_answered("wamid.broker-", "3461", 30)
@@ -60,6 +65,11 @@ def test_broker_killed_during_webhooks(stack: FaultStack) -> None:
     assert all(d.accepted for d in deliveries)
     assert found["stored"] == found["answered"] == found["sends"] == 30
     assert found["duplicated"] == 0
+    # The same worker and beat lived through it and reconnected: beat sends its sweep again.
+    assert worker.poll() is None and beat.poll() is None
+    with open(beat_log, "rb") as log:
+        log.seek(restarted_at["beat_log"])
+        assert b"Sending due task ai-agents-channel-pending-sweep" in log.read()
 
 
 def test_worker_killed_mid_answer(stack: FaultStack) -> None:
