@@ -288,13 +288,18 @@ class FaultStack:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
+    @staticmethod
+    def slowest(deliveries: list[Delivery]) -> float:
+        return max((t for d in deliveries for t in d.seconds), default=0.0)
+
     def summary(self, scenario: str, deliveries: list[Delivery], found: dict[str, Any]) -> str:
         accepted = sum(d.accepted for d in deliveries)
         first_try = sum(d.statuses[:1] == [200] for d in deliveries)
         line = (
             f"[fault] {scenario}: posted {len(deliveries)}, accepted {accepted} "
             f"({first_try} at the first try), stored {found['stored']}, answered "
-            f"{found['answered']}, sent {found['sends']}, duplicated {found['duplicated']}"
+            f"{found['answered']}, sent {found['sends']}, duplicated {found['duplicated']}; "
+            f"slowest webhook answer {self.slowest(deliveries):.2f} s"
         )
         print(line)
         return line
