@@ -202,6 +202,16 @@ def test_crashes_are_restarted_and_only_a_web_server_that_cannot_come_back_stops
         wait_until("healthy after PostgreSQL", lambda: healthy(stack.base_url), timeout=30)
         assert stack.proc.poll() is None
 
+        # A crashed web server comes back on its port.
+        web = by_role(stack)["web"]
+        web.kill()
+        wait_until(
+            "web restarted",
+            lambda: by_role(stack).get("web") not in (None, web) and healthy(stack.base_url),
+            timeout=60,
+            every=0.2,
+        )
+
         # The web server cannot come back (its port is taken): everything stops, status 1.
         web = by_role(stack)["web"]
         web.kill()
