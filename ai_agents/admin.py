@@ -7,13 +7,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
@@ -42,9 +43,10 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # The embedding space is fixed once a base exists (its vectors depend on it).
+        fields = list(super().get_readonly_fields(request, obj))
         if obj is not None:
-            return ["embedding_provider", "embedding_model", "embedding_dimensions"]
-        return []
+            fields += ["embedding_provider", "embedding_model", "embedding_dimensions"]
+        return fields
 
     @admin.display(description=gettext_lazy("documentos"))
     def document_count(self, obj: KnowledgeBase) -> int:
@@ -59,7 +61,7 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
             ),
             path(
                 "<path:object_id>/status/",
-                self.admin_site.admin_view(self.status_view),
+                self.admin_site.admin_view(require_GET(self.status_view)),
                 name="ai_agents_knowledgebase_status",
             ),
         ]
@@ -73,8 +75,8 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
 
     def upload_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         kb = self._kb(request, object_id)
-        if not self.has_change_permission(request, kb):
-            raise Http404
+        if not self.has_change_permission(request, kb):  # decided by the role in kb's tenant
+            raise PermissionDenied
         files = request.FILES.getlist("files")
         if not files:
             messages.error(request, _("Elija al menos un archivo."))
@@ -174,7 +176,7 @@ class DocumentAdmin(TenantOwnedAdmin):
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False  # documents are added from their knowledge base (upload form)
 
-    @admin.action(description=gettext_lazy("Volver a indexar"))
+    @admin.action(description=gettext_lazy("Volver a indexar"), permissions=["change"])
     def reindex(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         count = 0
         for document in queryset:
