@@ -11,6 +11,8 @@ from erp.tenancy.admin_base import (
     TenantAdminMixin,
     TenantOwnedAdmin,
     member_tenant_ids,
+    owned_tenant_ids,
+    role_in,
 )
 from erp.tenancy.models import ApiKey, Membership, Tenant
 from erp.tenancy.services import apikey_create, apikey_revoke
@@ -42,6 +44,9 @@ class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(Membership)
 class MembershipAdmin(TenantOwnedAdmin):
+    """Only owners change or remove memberships (roles included), and never their own: an
+    admin cannot promote itself, an owner cannot lock itself out by mistake."""
+
     list_display = ["user", "role", "created_at"]
     list_select_related = ["user", "tenant"]
     search_fields = ["user__username", "user__email"]
@@ -55,6 +60,14 @@ class MembershipAdmin(TenantOwnedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = list(super().get_readonly_fields(request, obj))
         return fields if request.user.is_superuser else [*fields, "user"]
+
+    def can_write(self, request: HttpRequest, obj: Any = None) -> bool:
+        if request.user.is_superuser:
+            return True
+        if obj is None:
+            return bool(owned_tenant_ids(request))
+        own = obj.user_id == request.user.pk
+        return role_in(request, obj.tenant_id) == Membership.Role.OWNER and not own
 
 
 @admin.register(ApiKey)
