@@ -171,3 +171,18 @@ def test_owner_of_the_rows_tenant_may_write_them(
         assert response.status_code == 403
     else:
         assert response.status_code == 302, response.content.decode()[:3000]
+
+
+@pytest.mark.parametrize(("model", "model_admin"), ADMINS, ids=IDS)
+def test_forms_list_no_user_of_another_tenant(
+    model: Any, model_admin: Any, owner: Any, outsider: Any, tenant_a: Tenant
+) -> None:
+    """A user select (e.g. "created by") offers members of one's tenants, not every account
+    of the platform."""
+    row_a = rows_for(tenant_a, owner.user)[model]
+    client = _client(owner)
+    pages = [client.get(url(model, "change", row_a.pk)), client.get(url(model, "add"))]
+    shown = [page.content.decode() for page in pages if page.status_code == 200]
+    assert shown, "no page of this admin renders for the owner"
+    for html in shown:
+        assert outsider.user.username not in html

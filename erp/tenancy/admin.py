@@ -73,7 +73,7 @@ class MembershipAdmin(TenantOwnedAdmin):
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantOwnedAdmin):
     list_display = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke_keys"]
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:

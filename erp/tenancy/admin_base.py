@@ -24,6 +24,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse
@@ -259,6 +260,11 @@ class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type
             allowed = managed_tenant_ids(request)
             if related is Tenant:
                 kwargs["queryset"] = Tenant.objects.filter(pk__in=allowed)
+            elif related is get_user_model():
+                # Accounts of other tenants are not listed (their e-mails are personal data).
+                kwargs["queryset"] = related.objects.filter(
+                    memberships__tenant_id__in=allowed
+                ).distinct()
             elif hasattr(related, "objects") and hasattr(related.objects, "for_tenant"):
                 kwargs["queryset"] = related.objects.unscoped().filter(tenant_id__in=allowed)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
