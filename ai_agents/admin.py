@@ -19,6 +19,12 @@ from django.views.decorators.http import require_GET, require_POST
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
+from erp.tenancy.admin_secrets import (
+    SecretFieldsAdminMixin,
+    WriteOnlyInput,
+    WriteOnlyTextarea,
+    keep_secret,
+)
 
 PREVIEW_CHARS = 300
 
@@ -194,13 +200,63 @@ class AgentAdmin(TenantOwnedAdmin):
     filter_horizontal = ["knowledge_bases"]
 
 
-@admin.register(HttpTool)
-class HttpToolAdmin(TenantOwnedAdmin):
-    """Tenant HTTP tools; headers are stored encrypted; `HttpTool.clean` checks the URL
-    template, the argument schema and the name."""
+class HttpToolForm(forms.ModelForm):  # type: ignore[type-arg]
+    """The headers (often an Authorization) are write-only: empty keeps the stored ones."""
 
+    headers_json = forms.CharField(
+        label=gettext_lazy("nuevas cabeceras (JSON)"),
+        required=False,
+        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text=gettext_lazy(
+            'Objeto JSON, p. ej. {"Authorization": "Bearer ..."}. Solo escritura: escriba todas '
+            "las cabeceras para reemplazarlas, o déjelo vacío para conservar las actuales."
+        ),
+    )
+    headers_json_clear = forms.BooleanField(
+        label=gettext_lazy("borrar las cabeceras"), required=False
+    )
+
+    class Meta:
+        model = HttpTool
+        fields = [
+            "tenant",
+            "name",
+            "description",
+            "method",
+            "url_template",
+            "headers_json",
+            "args_schema",
+            "timeout_ms",
+            "max_response_chars",
+            "is_active",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial.pop("headers_json", None)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        clear = bool(data.get("headers_json_clear"))
+        data["headers_json"] = keep_secret(self, "headers_json", clear=clear)
+        return data
+
+
+@admin.register(HttpTool)
+class HttpToolAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
+    """Tenant HTTP tools; headers are stored encrypted and write-only; `HttpTool.clean` checks
+    the URL template, the argument schema and the name."""
+
+    form = HttpToolForm
+    secret_fields = ("headers_json",)
     list_display = ["name", "method", "url_template", "is_active"]
     search_fields = ["name", "description"]
+
+    def secret_detail(self, name: str, obj: HttpTool) -> str:
+        try:
+            return ", ".join(obj.headers)  # the names only: the values are the secret
+        except (ValueError, AttributeError):
+            return ""
 
 
 class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -223,9 +279,9 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text=gettext_lazy("POST JSON firmado en cada escalación (opcional)."),
     )
     webhook_secret = forms.CharField(
-        label=gettext_lazy("secreto del webhook"),
+        label=gettext_lazy("nuevo secreto del webhook"),
         required=False,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        widget=WriteOnlyInput(),
         help_text=gettext_lazy(
             "Firma HMAC-SHA256 del cuerpo en X-Signature-256. Déjelo vacío para conservar el "
             "actual."
@@ -243,6 +299,7 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.initial["notify_emails"] = "\n".join(self.instance.notify_emails or [])
+        self.initial.pop("webhook_secret", None)
 
     def clean_notify_emails(self) -> list[str]:
         raw = self.cleaned_data.get("notify_emails") or ""
@@ -251,26 +308,19 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             validate_email(email)
         return list(dict.fromkeys(emails))
 
-    def save(self, commit: bool = True) -> Any:
-        instance = super().save(commit=False)
-        secret = self.cleaned_data.get("webhook_secret") or ""
-        if self.cleaned_data.get("webhook_secret_clear"):
-            instance.webhook_secret = ""
-        elif secret:
-            instance.webhook_secret = secret
-        elif instance.pk:
-            stored = HandoffSettings.objects.unscoped().filter(pk=instance.pk).first()
-            instance.webhook_secret = stored.webhook_secret if stored else ""
-        if commit:
-            instance.save()
-        return instance
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        clear = bool(data.get("webhook_secret_clear"))
+        data["webhook_secret"] = keep_secret(self, "webhook_secret", clear=clear)
+        return data
 
 
 @admin.register(HandoffSettings)
-class HandoffSettingsAdmin(TenantOwnedAdmin):
+class HandoffSettingsAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
     """Who hears about escalations (e-mail, signed webhook) and how long a claim lasts."""
 
     form = HandoffSettingsForm
+    secret_fields = ("webhook_secret",)
     list_display = ["__str__", "webhook_url", "claim_lease_minutes", "has_secret"]
 
     @admin.display(description=gettext_lazy("secreto"), boolean=True)

@@ -49,7 +49,10 @@ def snapshot(tenant_id: int | None = None) -> dict[str, list[dict[str, Any]]]:
 
 def _post_value(bound: Any) -> Any:
     value = bound.value()
-    if isinstance(bound.field.widget, forms.CheckboxInput):
+    widget = bound.field.widget
+    if getattr(widget, "write_only", False) or getattr(widget, "render_value", True) is False:
+        return ""  # a write-only input comes back empty
+    if isinstance(widget, forms.CheckboxInput):
         return "on" if value else None
     if value is None:
         return ""
