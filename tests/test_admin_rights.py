@@ -15,7 +15,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from ai_agents.models import Agent, KnowledgeBase
 from erp.tenancy.models import Membership, Tenant
+from erp.tenancy.scoping import tenant_scope
 from erp.testing.factories import MembershipFactory
 from tests.admin_probe import (
     autocomplete_sources,
@@ -186,3 +188,45 @@ def test_forms_list_no_user_of_another_tenant(
     assert shown, "no page of this admin renders for the owner"
     for html in shown:
         assert outsider.user.username not in html
+
+
+AGENT_FORM = {
+    "name": "Soporte",
+    "system_prompt": "Eres {{agent_name}}.",
+    "provider": "default",
+    "temperature": "0.5",
+    "max_output_tokens": "512",
+    "tools_enabled": "[]",
+    "fallback_message": "Perdón.",
+    "escalation_message": "Le paso con alguien.",
+    "is_active": "on",
+}
+
+
+def test_a_row_cannot_point_at_rows_of_another_tenant(
+    owner: Any, tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    """Owner of both tenants: an agent of A linked to B's knowledge base is a form error
+    (each tenant's agents answer from that tenant's knowledge only)."""
+    MembershipFactory(tenant=tenant_b, user=owner.user, role=Membership.Role.OWNER)
+    kb_b = rows_for(tenant_b, owner.user)[KnowledgeBase]
+    before = snapshot()
+
+    response = _client(owner).post(
+        url(Agent, "add"),
+        {**AGENT_FORM, "tenant": str(tenant_a.pk), "knowledge_bases": [str(kb_b.pk)]},
+    )
+
+    assert response.status_code == 200
+    assert "knowledge_bases" in response.context["adminform"].form.errors
+    assert snapshot() == before
+
+    kb_a = rows_for(tenant_a, owner.user)[KnowledgeBase]
+    response = _client(owner).post(
+        url(Agent, "add"),
+        {**AGENT_FORM, "tenant": str(tenant_a.pk), "knowledge_bases": [str(kb_a.pk)]},
+    )
+    assert response.status_code == 302
+    agent = Agent.objects.for_tenant(tenant_a).get(name="Soporte")
+    with tenant_scope(tenant_a):
+        assert list(agent.knowledge_bases.all()) == [kb_a]

@@ -30,7 +30,7 @@ from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 
-from erp.tenancy.models import Membership, Tenant
+from erp.tenancy.models import Membership, Tenant, TenantOwnedModel
 from erp.tenancy.selectors import user_memberships
 
 WRITE_ROLES = frozenset({Membership.Role.OWNER, Membership.Role.ADMIN})
@@ -178,9 +178,10 @@ class TenantAdminMixin:
 
 
 class TenantFormMixin:
-    """The admin form of a tenant-owned row whose tenant is not a field (set from the single
-    tenant the user writes, or read-only on change): uniqueness is still checked within the
-    tenant, so a duplicate is a form error instead of an IntegrityError (500)."""
+    """The admin form of a tenant-owned row. Related rows (foreign keys, many-to-many) must
+    belong to the row's tenant. When the tenant is not a field (set from the single tenant the
+    user writes, or read-only on change), uniqueness is still checked within the tenant, so a
+    duplicate is a form error instead of an IntegrityError (500)."""
 
     only_tenant_id: int | None = None
 
@@ -189,6 +190,20 @@ class TenantFormMixin:
         instance = self.instance  # type: ignore[attr-defined]
         if not instance.tenant_id and self.only_tenant_id is not None:
             instance.tenant_id = self.only_tenant_id
+
+    def clean(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().clean()  # type: ignore[misc]
+        tenant = data.get("tenant")
+        tenant_id = tenant.pk if isinstance(tenant, Tenant) else self.instance.tenant_id  # type: ignore[attr-defined]
+        if tenant_id is None:
+            return data
+        for name, value in list(data.items()):  # add_error drops the field from data
+            related = value if isinstance(value, list | tuple | models.QuerySet) else [value]
+            if any(
+                isinstance(row, TenantOwnedModel) and row.tenant_id != tenant_id for row in related
+            ):
+                self.add_error(name, _("Pertenece a otra empresa."))  # type: ignore[attr-defined]
+        return data
 
     def _get_validation_exclusions(self) -> set[str]:
         exclude: set[str] = super()._get_validation_exclusions()  # type: ignore[misc]
@@ -245,9 +260,7 @@ class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
     ) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
-        if request.user.is_superuser:
-            return form
-        allowed = managed_tenant_ids(request)
+        allowed = [] if request.user.is_superuser else managed_tenant_ids(request)
         return type(
             form.__name__,
             (TenantFormMixin, form),
