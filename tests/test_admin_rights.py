@@ -42,6 +42,18 @@ def test_every_tenant_owned_admin_has_rows_to_probe() -> None:
     assert missing == []
 
 
+def test_every_action_declares_its_permission() -> None:
+    """Django offers an action without `permissions=[...]` to every role, read-only included
+    (the mixin still re-checks "change" per row; the declaration keeps it off their menu)."""
+    undeclared = [
+        f"{model._meta.label}.{name}"
+        for model, model_admin in ADMINS
+        for func, name, _ in model_admin._get_base_actions()
+        if not getattr(func, "allowed_permissions", None)
+    ]
+    assert undeclared == []
+
+
 @pytest.fixture
 def two_hats(tenant_a: Tenant, tenant_b: Tenant, outsider: Any) -> Any:
     """Owner of B (outsider's tenant) and only `agent` of A."""
