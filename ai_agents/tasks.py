@@ -173,22 +173,24 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
 
 @shared_task(name="ai_agents.channel_pending_sweep")
 def channel_pending_sweep() -> int:
-    """Beat, every minute: channel messages stored but not answered after a minute (the broker
-    was down when they arrived, or a worker died) are queued again. Returns how many
-    conversations were queued."""
+    """Beat, every CHANNEL_PENDING_SWEEP_SECONDS (a minute): channel messages stored but not
+    answered after as long (the broker was down when they arrived, or a worker died) are queued
+    again. Returns how many conversations were queued."""
     from datetime import timedelta
 
+    from django.conf import settings
     from django.utils import timezone
 
     from ai_agents.models import Message
 
     now = timezone.now()
+    age = timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS)
     conversation_ids = list(
         Message.objects.unscoped()
         .filter(
             role=Message.Role.USER,
             created_at__gte=now - timedelta(hours=24),
-            created_at__lt=now - timedelta(minutes=1),
+            created_at__lt=now - age,
             conversation__binding__isnull=False,
         )
         .exclude(metadata__has_key="result")

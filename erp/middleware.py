@@ -10,6 +10,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 from django.utils.translation import gettext as _
 
 from erp.api.errors import default_message, json_error, suspicious_error, wants_json
+from erp.api.handlers import database_unavailable, redis_unavailable
+from erp.db_outage import (
+    database_up,
+    is_outage_error,
+    is_redis_outage_error,
+    outage_suspected,
+)
 from erp.logging import clean_request_id, request_id_var
 from erp.tenancy.scoping import ALL_TENANTS, reset_scope, set_scope
 
@@ -130,6 +137,19 @@ def json_too_deep(body: bytes, limit: int) -> bool:
     return False
 
 
+class DatabaseOutageMiddleware:
+    """While the database is down, 503 at once (see erp/db_outage.py); static files (served
+    before this) and /healthz (which reports the outage itself) still answer."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path != "/healthz" and not database_up():
+            return database_unavailable(request)
+        return self.get_response(request)
+
+
 class JsonErrorsMiddleware:
     """Under /api/ and /webhooks/ an error is always JSON, never an HTML page."""
 
@@ -165,6 +185,13 @@ class JsonErrorsMiddleware:
         if isinstance(exception, SuspiciousOperation):
             status, body = suspicious_error(exception)
             return JsonResponse(body, status=status)
+        if is_outage_error(exception):
+            outage_suspected()
+            logger.warning("database_unavailable", extra={"path": request.path}, exc_info=True)
+            return database_unavailable(request)
+        if is_redis_outage_error(exception):
+            logger.warning("redis_unavailable", extra={"path": request.path}, exc_info=True)
+            return redis_unavailable(request)
         logger.exception("unhandled_error", extra={"path": request.path})
         return json_error(500, default_message(500))
 

@@ -17,6 +17,7 @@ from ai_agents.channels.email_parse import email_parse, reply_subject, reply_tex
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.services.agents import agent_create
 from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "email"
@@ -389,6 +390,8 @@ def test_unknown_inactive_and_wrong_type_tokens_are_404(
     with tenant_scope(tenant_a):
         ChannelBinding.objects.filter(pk=binding.pk).update(is_active=True, type="webchat")
     assert post(client, binding, eml("plain")).status_code == 404
+    assert (Conversation.objects.unscoped().count(), Message.objects.unscoped().count()) == (0, 0)
+    assert mail.outbox == []
 
 
 @pytest.mark.django_db
@@ -550,8 +553,7 @@ def test_the_same_mail_posted_concurrently_is_stored_and_answered_once(
         threads = [threading.Thread(target=deliver) for _ in range(8)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        deadlines.threads_join(threads)
     finally:
         app.conf.task_always_eager = previous
 

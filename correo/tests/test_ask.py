@@ -282,14 +282,19 @@ def test_invalid_input_is_400_naming_the_field(
     assert fake_google.generate_requests == []
 
 
-@pytest.mark.parametrize("raw", ["[]", "no json", '"texto"'])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [("[]", "validation_error"), ("no json", "parse_error"), ('"texto"', "validation_error")],
+)
 def test_a_body_that_is_not_an_object_is_400(
-    owner_client: Any, fake_mailbox: FakeMailbox, raw: str
+    owner_client: Any, fake_mailbox: FakeMailbox, raw: str, code: str
 ):
     response = owner_client.post(URL, data=raw, content_type="application/json")
 
     assert response.status_code == 400
-    assert "error" in response.json()
+    assert response.json()["error"]["code"] == code
+    assert ChatQuery.objects.unscoped().count() == 0
+    assert fake_mailbox.calls == []
 
 
 def test_question_of_2000_characters_is_accepted_and_500_are_stored(
