@@ -248,6 +248,7 @@ def thread_open(
         conversation_params=[agent.tenant_id, *conversation_params],
         limit=history_limit(agent.history),
         with_first=agent.history["truncation_strategy"] == "smart",
+        max_chars=seams.input_max_chars(channel),
     )
     _lock, conversation, contact, history, kbs = rows.run_together(
         [
@@ -303,9 +304,11 @@ def _history_statement(
     limit: int,
     before: Any = None,
     with_first: bool = False,
+    max_chars: int,
 ) -> rows.Statement:
     """The latest `limit` messages, newest first; `with_first` (the `smart` strategy keeps the
-    conversation's first message) adds the very first when it is older than those."""
+    conversation's first message) adds the very first when it is older than those. Each text
+    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt)."""
     where = (
         f"tenant_id = %s AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
     )
@@ -319,7 +322,10 @@ def _history_statement(
     if with_first:
         sql = f"({sql}) UNION ({select} ORDER BY created_at LIMIT 1)"
         params += where_params
-    return f"SELECT id, role, content FROM ({sql}) h ORDER BY created_at DESC", params  # noqa: S608
+    return (
+        f"SELECT id, role, left(content, %s) FROM ({sql}) h ORDER BY created_at DESC",  # noqa: S608
+        [max_chars, *params],
+    )
 
 
 def history_load(
@@ -353,6 +359,7 @@ def history_load(
                     limit=history_limit(config),
                     before=before,
                     with_first=config["truncation_strategy"] == "smart",
+                    max_chars=seams.input_max_chars(conversation.channel),
                 )
             ]
         )
