@@ -214,16 +214,19 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
 )
 def channel_pending_sweep() -> int:
     """Beat, every minute: channel messages stored but not answered after a minute (the broker
-    was down when they arrived, or a worker died) are queued again. Returns how many
-    conversations were queued."""
+    was down when they arrived, or a worker died) are queued again, unless their conversation
+    is being answered right now (its thread lock is held: that run answers them, and another
+    task would only keep a second worker waiting on the lock). Returns how many conversations
+    were queued."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from ai_agents.models import Message
+    from ai_agents.pipeline.steps import thread_key, threads_being_answered
 
     now = timezone.now()
-    conversation_ids = list(
+    found = list(
         Message.objects.unscoped()
         .filter(
             role=Message.Role.USER,
@@ -232,9 +235,20 @@ def channel_pending_sweep() -> int:
             conversation__binding__isnull=False,
         )
         .exclude(metadata__has_key="result")
-        .values_list("conversation_id", flat=True)
+        .values_list(
+            "conversation_id",
+            "conversation__agent_id",
+            "conversation__channel",
+            "conversation__channel_conversation_id",
+        )
         .distinct()[:500]
     )
+    keys = {
+        conversation_id: thread_key(agent_id=agent_id, channel=channel, thread_id=thread_id)
+        for conversation_id, agent_id, channel, thread_id in found
+    }
+    busy = threads_being_answered(list(keys.values()))
+    conversation_ids = [pk for pk, key in keys.items() if key not in busy]
     for conversation_id in conversation_ids:
         channel_conversation_answer.delay(str(conversation_id))
     if conversation_ids:

@@ -149,10 +149,36 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     return _contact_settle(tenant, data, found)
 
 
+def thread_key(*, agent_id: Any, channel: str, thread_id: str) -> str:
+    """The name of a contact thread's advisory lock (hashed to a bigint by PostgreSQL)."""
+    return f"{agent_id}:{channel}:{thread_id}"
+
+
 def _lock_statement(*, agent_id: Any, channel: str, thread_id: str) -> rows.Statement:
     return "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [
-        f"{agent_id}:{channel}:{thread_id}"
+        thread_key(agent_id=agent_id, channel=channel, thread_id=thread_id)
     ]
+
+
+# A bigint advisory lock shows in pg_locks as its high half (classid) and low half (objid),
+# with objsubid 1.
+_LOCKED_THREADS = """
+SELECT k FROM unnest(%s::text[]) AS k
+WHERE hashtextextended(k, 0) IN (
+    SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)
+"""
+
+
+def threads_being_answered(keys: Sequence[str]) -> set[str]:
+    """Of these `thread_key`s, those whose lock a transaction holds right now: a message of
+    the thread is being answered. Reads pg_locks; takes no lock itself."""
+    if not keys:
+        return set()
+    (outcome,) = rows.run_together([(_LOCKED_THREADS, [list(keys)])])
+    return {row[0] for row in outcome.rows or []}
 
 
 def thread_lock(*, agent_id: Any, channel: str, thread_id: str) -> None:
