@@ -12,8 +12,9 @@ from rest_framework.test import APIClient
 
 from ai_agents.knowledge import parsers
 from ai_agents.knowledge.errors import DocumentError
-from ai_agents.models import Chunk
+from ai_agents.models import Chunk, Document
 from ai_agents.tests.pdf_samples import pdf_shared_stream
+from erp.tasks import ping_database
 
 # Two 22 KB PDFs whose 40 pages all draw one 5 MB content stream: ~10 minutes of pypdf each.
 HOSTILE = pdf_shared_stream(pages=40, stream_bytes=5 * 1024 * 1024)
@@ -123,3 +124,39 @@ def test_hostile_pdfs_fail_readably_and_the_worker_goes_on(
     assert one["error"].startswith("El PDF es demasiado complejo")
     assert two["error"].startswith("El PDF es demasiado complejo")
     assert Chunk.objects.unscoped().filter(document_id__in=[first, second]).count() == 0
+
+
+CATALOGUE = "# Catálogo\n\n" + "\n\n".join(
+    f"## Producto {i}\n\nEl producto número {i} cuesta {i * 3} euros, se entrega en "
+    f"{i % 5 + 1} días y tiene garantía de {i % 3 + 1} años en toda la República."
+    for i in range(1500)
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_deleting_a_document_stops_its_ingestion(
+    celery_worker_process: Any, api_a: APIClient, tenant_a: Any
+) -> None:
+    kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
+    document_id = _upload(api_a, kb["id"], "catalogo.md", CATALOGUE.encode(), "text/markdown")
+    url = f"/api/v1/knowledge-bases/{kb['id']}/documents/{document_id}"
+    seen = _wait_status(api_a, url, {"ready", "failed"}, 0)
+    deadline = time.monotonic() + 60
+    while not (seen["status"] == "processing" and seen["progress"] > 10):
+        assert time.monotonic() < deadline, seen
+        assert seen["status"] in ("pending", "processing"), seen
+        time.sleep(0.05)
+        seen = api_a.get(url).json()
+
+    assert api_a.delete(url).status_code == 204
+    started = time.monotonic()
+    # The worker (one process) takes the next task only once the ingestion has stopped.
+    assert ping_database.delay(tenant_a.pk).get(timeout=20) == tenant_a.slug
+    stopped_in = time.monotonic() - started
+
+    assert stopped_in < 20
+    assert not Document.objects.unscoped().filter(pk=document_id).exists()
+    assert Chunk.objects.unscoped().filter(document_id=document_id).count() == 0
+    log = celery_worker_process.log_path.read_text()
+    assert "kb.ingest_cancelled" in log
