@@ -15,6 +15,9 @@ logger = logging.getLogger(__name__)
 # a runaway task never keeps a worker busy. A reply runs at most 20 messages of a conversation
 # (RN-4), each bounded by its agent's total_timeout_ms (<= 300 s, 45 s by default).
 ANSWER_SOFT_S, ANSWER_HARD_S = 600, 660
+# A run starts no message that could end after this (each may take its agent's total_timeout_ms);
+# the rest goes to a new task, and the sends after the run keep the time that is left.
+ANSWER_RUN_S = 300
 NOTIFY_SOFT_S, NOTIFY_HARD_S = 60, 90  # an e-mail, a database read
 SEND_SOFT_S, SEND_HARD_S = 120, 150  # channel sends, retried with backoff (WhatsApp: 4 tries)
 SWEEP_SOFT_S, SWEEP_HARD_S = 45, 55  # every minute: done before the next one starts
@@ -194,7 +197,7 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and conversation.agent.is_active
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
-        conversation_answer_pending(conversation=conversation)
+        conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.
         undelivered = (
@@ -206,7 +209,15 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             .order_by("created_at")
             .values_list("pk", flat=True)
         )
-        return [reply_deliver(pk) for pk in undelivered]
+        statuses = [reply_deliver(pk) for pk in undelivered]
+        left = (
+            Message.objects.filter(conversation_id=conversation.pk, role=Message.Role.USER)
+            .exclude(metadata__has_key="result")
+            .exists()
+        )
+    if left:  # the run stopped at its deadline (or a message arrived meanwhile)
+        channel_conversation_answer.delay(conversation_id)
+    return statuses
 
 
 @shared_task(

@@ -203,17 +203,24 @@ def conversation_answer_pending(
     conversation_id: Any = None,
     conversation: Conversation | None = None,
     on_delta: Callable[[str], None] | None = None,
+    deadline_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """Answers the conversation's stored, not yet answered messages one at a time in arrival
     order, under the thread's lock (so concurrent tasks for one conversation queue up and the
     later ones find nothing left). Returns the results, oldest first. Takes the conversation
-    as `conversation_load` gives it, or its id."""
+    as `conversation_load` gives it, or its id.
+
+    `deadline_s`: after the first message, no message is started that could end (its agent's
+    total_timeout_ms) more than this many seconds after the call; those stay pending for the
+    next run, and the answers given are committed (a task's time limit would roll them back)."""
+    started = time.monotonic()
     if conversation is None:
         conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
     agent = conversation.agent
-    results = []
+    results: list[dict[str, Any]] = []
+    message_budget_s = int(agent.processing["total_timeout_ms"]) / 1000
     with rows.survive_rollback(), transaction.atomic(), rows.deferred_writes():
         steps.thread_lock(
             agent_id=agent.pk,
@@ -227,6 +234,12 @@ def conversation_answer_pending(
             .order_by("created_at")
         )
         for user_message in pending:
+            if (
+                deadline_s is not None
+                and results
+                and time.monotonic() - started + message_budget_s > deadline_s
+            ):
+                break  # the rest waits for the next run
             # Read after the lock (and again per message): a person may have claimed or
             # closed it; the previous answer may have escalated it.
             conversation.refresh_from_db(

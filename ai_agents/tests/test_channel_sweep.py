@@ -110,3 +110,62 @@ def test_the_sweep_still_requeues_a_lost_message_next_to_one_being_answered(
     with tenant_scope(wa_binding.tenant):
         answered = Message.objects.get(pk=lost.pk)
     assert answered.metadata["result"]["reply"]["text"] == "Sí, desde 999."
+
+
+@pytest.mark.django_db
+def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
+    wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """Each message may take the agent's total_timeout_ms: a run stops taking messages when the
+    next one could end past its deadline, keeps what it answered (its transaction commits) and
+    queues the rest, instead of being killed by the time limit with every answer rolled back."""
+    from ai_agents.pipeline.run import conversation_answer_pending
+
+    agent = wa_binding.agent
+    agent.processing_config = {
+        **agent.processing_config,
+        "llm_timeout_ms": 1000,
+        "total_timeout_ms": 1000,
+    }
+    agent.save(update_fields=["processing_config"])
+    for n in range(3):
+        fake_google.push(
+            fake_google.reply_json({"action": "respond", "answer": f"Respuesta {n}."}, delay=0.4)
+        )
+    first = _stored_unanswered(wa_binding, "uno", "wamid.b-1")
+    _stored_unanswered(wa_binding, "dos", "wamid.b-2")
+    _stored_unanswered(wa_binding, "tres", "wamid.b-3")
+
+    results = conversation_answer_pending(conversation_id=first.conversation_id, deadline_s=1.2)
+
+    assert [r["reply"]["text"] for r in results] == ["Respuesta 0."]  # 0.4 s + 1 s > 1.2 s
+    with tenant_scope(wa_binding.tenant):
+        left = Message.objects.filter(role="user").exclude(metadata__has_key="result")
+        assert sorted(left.values_list("content", flat=True)) == ["dos", "tres"]
+    # Past its deadline a run still answers one message (each is bounded by total_timeout_ms).
+    again = conversation_answer_pending(conversation_id=first.conversation_id, deadline_s=0)
+    assert [r["reply"]["text"] for r in again] == ["Respuesta 1."]
+
+
+@pytest.mark.django_db
+def test_the_answer_task_queues_what_its_run_left_for_the_next_one(
+    wa_binding: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+    monkeypatch: Any,
+) -> None:
+    import ai_agents.tasks
+
+    monkeypatch.setattr(ai_agents.tasks, "ANSWER_RUN_S", 0)  # one message per run
+    for n in range(3):
+        fake_google.push(fake_google.reply_json({"action": "respond", "answer": f"R{n}."}))
+    first = _stored_unanswered(wa_binding, "uno", "wamid.b-1")
+    _stored_unanswered(wa_binding, "dos", "wamid.b-2")
+    _stored_unanswered(wa_binding, "tres", "wamid.b-3")
+
+    with run_tasks():  # each follow-up runs as the worker would take it
+        channel_conversation_answer(str(first.conversation_id), str(first.pk))
+
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["R0.", "R1.", "R2."]
+    assert channel_pending_sweep() == 0
