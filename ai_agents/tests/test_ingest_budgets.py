@@ -3,7 +3,13 @@ is a readable reason on the document, and deleting a document stops its ingestio
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +20,9 @@ from ai_agents.knowledge import parsers
 from ai_agents.knowledge.errors import DocumentError
 from ai_agents.models import Chunk, Document
 from ai_agents.tests.pdf_samples import pdf_shared_stream
+from erp.celery import app
 from erp.tasks import ping_database
+from erp.testing.celery_worker import BASE_DIR, _database_url
 
 # Two 22 KB PDFs whose 40 pages all draw one 5 MB content stream: ~10 minutes of pypdf each.
 HOSTILE = pdf_shared_stream(pages=40, stream_bytes=5 * 1024 * 1024)
@@ -160,3 +168,68 @@ def test_deleting_a_document_stops_its_ingestion(
     assert Chunk.objects.unscoped().filter(document_id=document_id).count() == 0
     log = celery_worker_process.log_path.read_text()
     assert "kb.ingest_cancelled" in log
+
+
+@pytest.fixture
+def prefork_worker(transactional_db: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real worker with Celery's prefork pool (the one that enforces time limits; `make run`
+    and compose use it) and a 2-second ingestion limit."""
+    name = f"limits{os.getpid()}-{time.monotonic_ns()}@%h"
+    env = dict(
+        os.environ,
+        DATABASE_URL=_database_url(),
+        LOG_FORMAT="json",
+        KB_INGEST_TIME_LIMIT_SECONDS="2",
+    )
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "celery", "-A", "erp", "worker"),
+                *("-Q", "realtime,bulk", "-P", "prefork", "-c", "1", "-l", "INFO"),
+                *("--without-gossip", "--without-mingle", "--without-heartbeat", "-n", name),
+            ],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    destination = name.replace("%h", os.uname().nodename)
+    deadline = time.monotonic() + 30
+    while not app.control.ping(timeout=0.3, destination=[destination]):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
+    proc.log_path = log_path  # type: ignore[attr-defined]
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_an_ingestion_over_its_time_limit_fails_readably_and_the_worker_goes_on(
+    prefork_worker: Any, api_a: APIClient, tenant_a: Any, monkeypatch: Any
+) -> None:
+    from ai_agents.tasks import bulk_ingest_document
+
+    # The enqueuing process writes the limits into the message (Celery's `timelimit` header):
+    # this one is configured like the worker, as every process of a deployment is.
+    monkeypatch.setattr(bulk_ingest_document, "soft_time_limit", 2)
+    monkeypatch.setattr(bulk_ingest_document, "time_limit", 32)
+    kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
+    document_id = _upload(api_a, kb["id"], "catalogo.md", CATALOGUE.encode(), "text/markdown")
+    url = f"/api/v1/knowledge-bases/{kb['id']}/documents/{document_id}"
+
+    status = _wait_status(api_a, url, {"ready", "failed"}, 90)
+
+    assert status["status"] == "failed", prefork_worker.log_path.read_text()[-3000:]
+    assert status["error"] == (
+        "La indexación superó el tiempo máximo (2 s). Divida el documento en partes más pequeñas."
+    )
+    assert Chunk.objects.unscoped().filter(document_id=document_id).count() == 0
+    assert ping_database.delay(tenant_a.pk).get(timeout=20) == tenant_a.slug
