@@ -221,6 +221,7 @@ def test_an_ingestion_over_its_time_limit_fails_readably_and_the_worker_goes_on(
     # this one is configured like the worker, as every process of a deployment is.
     monkeypatch.setattr(bulk_ingest_document, "soft_time_limit", 2)
     monkeypatch.setattr(bulk_ingest_document, "time_limit", 32)
+    monkeypatch.setattr(bulk_ingest_document, "_exec_options", None)  # Celery caches them
     kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
     document_id = _upload(api_a, kb["id"], "catalogo.md", CATALOGUE.encode(), "text/markdown")
     url = f"/api/v1/knowledge-bases/{kb['id']}/documents/{document_id}"
