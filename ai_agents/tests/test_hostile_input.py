@@ -103,3 +103,20 @@ def test_the_pipeline_limits_match_what_each_channel_accepts() -> None:
     assert MessageInputSerializer().fields["text"].max_length == INPUT_MAX_CHARS["api"]
     assert INPUT_MAX_CHARS["webchat"] == webchat.TEXT_MAX_CHARS
     assert INPUT_MAX_CHARS["email"] == email_parse.TEXT_LIMIT
+
+
+def test_input_bound_keeps_a_message_at_the_limit_and_cuts_one_past_it() -> None:
+    from ai_agents.pipeline.limits import input_bound
+
+    assert input_bound("a" * 4096, "whatsapp") == ("a" * 4096, None)
+    assert input_bound("a" * 4097, "whatsapp") == ("a" * 4096, 4097)
+    assert input_bound("b" * 4001, "a-new-channel") == ("b" * 4000, 4001)  # the default
+    assert input_bound("", "email") == ("", None)
+
+
+def test_a_search_query_is_cut_to_2000_characters() -> None:
+    from ai_agents.knowledge.embeddings import query_text
+
+    assert query_text("  hola  ") == "hola"
+    assert query_text("x" * 1999 + " " + "y" * 5000) == "x" * 1999
+    assert len(query_text("z" * 200_000)) == 2000
