@@ -166,6 +166,11 @@ CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 # Channel messages stored but still unanswered after this long (broker down when they arrived, a
 # worker killed mid-answer) are queued again by beat, which checks as often.
 CHANNEL_PENDING_SWEEP_SECONDS = env_int("CHANNEL_PENDING_SWEEP_SECONDS", 60)
+# Every task of ours declares its own limits (erp/tests/test_task_time_limits.py); these cover
+# Celery's built-in tasks and any task added without them. Soft: an exception inside the task;
+# hard: the worker process is replaced.
+CELERY_TASK_SOFT_TIME_LIMIT = 300
+CELERY_TASK_TIME_LIMIT = 360
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -212,6 +217,9 @@ KB_LEXICAL_WEIGHT = 0.3  # weight of the full-text list in the rank fusion (vect
 # Query words in about this many chunks or more (planner statistics) are ignored by full-text
 KB_LEXICAL_MAX_DF = 2000
 KB_QUERY_CACHE_SECONDS = 600  # query embeddings cache
+# One document's ingestion (parse, chunk, embed) is stopped after this many seconds and marked
+# failed with the reason (soft limit of ai_agents.bulk_ingest_document; hard limit 30 s later).
+KB_INGEST_TIME_LIMIT_SECONDS = env_int("KB_INGEST_TIME_LIMIT_SECONDS", 900)
 
 # --- Outbound HTTP --------------------------------------------------------------------------
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
