@@ -34,6 +34,7 @@ from ai_agents.knowledge.errors import (
     EmptyDocument,
     UnsupportedDocument,
 )
+from erp.storable import storable_text
 
 __all__ = [
     "CorruptDocument",
@@ -189,6 +190,12 @@ def parse_document(
         meter.add_text(sum(len(section.text) for section in sections))
     if not sections:
         raise EmptyDocument()
+    # A PDF's text layer or a UTF-16 file may hold U+0000 (or a lone surrogate), which
+    # PostgreSQL refuses in a chunk: the document would fail instead of being searchable.
+    sections = [
+        Section(heading_path=[storable_text(h) for h in s.heading_path], text=storable_text(s.text))
+        for s in sections
+    ]
     return ParsedDocument(text=_full_text(sections), sections=sections, mime_type=kind)
 
 

@@ -500,3 +500,15 @@ def test_an_agent_switched_off_stores_messages_but_never_answers(
     assert fake_graph.requests == []  # not even the read mark with "typing…"
     with tenant_scope(tenant_a):
         assert not Message.objects.filter(role="assistant").exists()
+
+
+@pytest.mark.django_db
+def test_a_non_ascii_signature_header_is_refused_with_403(client: Client, wa_binding: Any) -> None:
+    body = raw(text_payload("hola", "wamid.sig"))
+    response = client.post(
+        URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256="sha256=ñandú"
+    )
+
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "invalid_signature"
+    assert _stored(wa_binding.tenant) == []

@@ -103,7 +103,7 @@ def test_state_is_single_use(fake_zoho: FakeZoho, browser: Client, owner):
     assert len(fake_zoho.token_requests("authorization_code")) == 1
 
 
-@pytest.mark.parametrize("state", ["", "wrong-state"])
+@pytest.mark.parametrize("state", ["", "wrong-state", "estado-ñ"])
 def test_bad_state_is_refused_without_calling_zoho(
     fake_zoho: FakeZoho, browser: Client, owner, state
 ):
