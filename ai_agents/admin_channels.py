@@ -1,6 +1,7 @@
 """Admin for channel bindings (all three types), with the same rules as the REST API
 (`ai_agents.services.channels`). The access token is write-only; the e-mail webhook URL and the
-web chat snippet are shown ready to copy."""
+web chat snippet are shown ready to copy. The e-mail path token lets anyone post mail to the
+agent, so it (and the URL holding it) is shown only to who may change the row (owner, admin)."""
 
 from __future__ import annotations
 
@@ -122,6 +123,8 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
         excluded = set(self.get_exclude(request, obj) or [])
+        if obj is not None and not self.can_write(request, obj):
+            excluded |= {"token", "webhook_url"}  # the read-only agent role
         return [
             (title, {**opts, "fields": [f for f in opts["fields"] if f not in excluded]})
             for title, opts in fieldsets

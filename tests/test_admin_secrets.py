@@ -149,3 +149,40 @@ def test_a_typed_secret_is_not_echoed_after_a_form_error(
     assert response.context["adminform"].form.errors
     assert "replaced-" not in response.content.decode()
     assert _stored(model, row.pk) != NEW_VALUES[model]
+
+
+def _email_channel(tenant: Tenant, user: Any) -> ChannelBinding:
+    agent = rows_for(tenant, user)[ChannelBinding].agent
+    return ChannelBinding.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        agent=agent,
+        type=ChannelBinding.Type.EMAIL,
+        address=f"ayuda@{tenant.slug}.es",
+    )
+
+
+def test_the_mail_webhook_token_is_shown_to_owners_and_admins_only(
+    tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    # The path token lets anyone post mail to the agent: who configures the provider (owner,
+    # admin) sees it; the read-only agent role does not, also when it owns another tenant.
+    both = UserFactory(username="both@acme.test")
+    MembershipFactory(tenant=tenant_a, user=both, role=Membership.Role.AGENT)
+    MembershipFactory(tenant=tenant_b, user=both, role=Membership.Role.OWNER)
+    admin_a = UserFactory(username="admin-of-a@acme.test")
+    MembershipFactory(tenant=tenant_a, user=admin_a, role=Membership.Role.ADMIN)
+    channel_a, channel_b = _email_channel(tenant_a, both), _email_channel(tenant_b, both)
+    client, admin_client = _client(both), _client(admin_a)
+
+    as_agent = client.get(url(ChannelBinding, "change", channel_a.pk))
+    as_owner = client.get(url(ChannelBinding, "change", channel_b.pk))
+    as_admin = admin_client.get(url(ChannelBinding, "change", channel_a.pk))
+    listing = client.get(url(ChannelBinding, "changelist")).content.decode()
+
+    assert (as_agent.status_code, as_owner.status_code, as_admin.status_code) == (200, 200, 200)
+    assert "ayuda@acme.es" in as_agent.content.decode()
+    assert channel_a.token not in as_agent.content.decode()
+    assert channel_a.token not in listing
+    assert f"http://testserver/webhooks/email/{channel_b.token}" in as_owner.content.decode()
+    assert f"http://testserver/webhooks/email/{channel_a.token}" in as_admin.content.decode()
+    assert ChannelBinding.objects.unscoped().get(pk=channel_a.pk).token == channel_a.token

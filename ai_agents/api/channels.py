@@ -1,5 +1,7 @@
 """Channel bindings (CRUD): where an agent meets customers. Secrets are write-only; the response
-carries what the operator pastes elsewhere (the e-mail webhook URL, the web chat snippet)."""
+carries what the operator pastes elsewhere (the e-mail webhook URL, the web chat snippet). The
+e-mail webhook URL holds the token that lets anyone post mail to the agent, so only who configures
+channels (API keys, owners and admins) reads it; the `agent` role sees the other fields."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from ai_agents.api.permissions import CanEditKnowledge
 from ai_agents.models import ChannelBinding
 from ai_agents.services import channels as services
 from erp.api.views import TenantGenericAPIView
-from erp.tenancy.models import Tenant
+from erp.tenancy.models import ApiKey, Tenant
 from erp.tenancy.selectors import access_tenant_object
 
 
@@ -57,7 +59,11 @@ class ChannelSerializer(serializers.Serializer):  # type: ignore[type-arg]
     whatsapp_template = serializers.JSONField(required=False, help_text=_("Solo WhatsApp."))
     address = serializers.EmailField(required=False, help_text=_("Solo correo."))
     webhook_url = serializers.URLField(
-        required=False, help_text=_("Solo correo: URL de reenvío del correo entrante.")
+        required=False,
+        help_text=_(
+            "Solo correo, y solo para claves de API, propietarios y administradores: URL de "
+            "reenvío del correo entrante."
+        ),
     )
     allowed_origins = serializers.ListField(
         child=serializers.CharField(), required=False, help_text=_("Solo chat web.")
@@ -82,7 +88,8 @@ def channel_representation(binding: ChannelBinding, request: HttpRequest) -> dic
         data["whatsapp_template"] = binding.whatsapp_template or {}
     elif binding.type == ChannelBinding.Type.EMAIL:
         data["address"] = binding.address
-        data["webhook_url"] = email_webhook_url(binding, request)
+        if can_configure(request):
+            data["webhook_url"] = email_webhook_url(binding, request)
     elif binding.type == ChannelBinding.Type.WEBCHAT:
         data["allowed_origins"] = list(binding.allowed_origins or [])
         data["public_key"] = binding.token
@@ -90,6 +97,14 @@ def channel_representation(binding: ChannelBinding, request: HttpRequest) -> dic
     data["created_at"] = binding.created_at.isoformat().replace("+00:00", "Z")
     data["updated_at"] = binding.updated_at.isoformat().replace("+00:00", "Z")
     return data
+
+
+def can_configure(request: HttpRequest) -> bool:
+    """An API key, or a staff member who may manage the tenant (fails closed otherwise)."""
+    if isinstance(getattr(request, "auth", None), ApiKey):
+        return True
+    membership = getattr(getattr(request, "_request", request), "membership", None)
+    return membership is not None and bool(membership.can_manage)
 
 
 def email_webhook_url(binding: ChannelBinding, request: HttpRequest) -> str:

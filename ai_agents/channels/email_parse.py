@@ -17,7 +17,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from correo.html_text import html_to_text, truncate
+from correo.html_text import html_to_text, too_nested, truncate
 from erp.storable import storable_text
 
 TEXT_LIMIT = 8000
@@ -299,7 +299,10 @@ def _payload_size(part: Any) -> int:
 
 def _html_without_quotes(html: str) -> str:
     """HTML mail quotes its history in <blockquote> (Apple, Thunderbird), Gmail's
-    div.gmail_quote and Outlook's #divRplyFwdMsg / #appendonsend; they go before rendering."""
+    div.gmail_quote and Outlook's #divRplyFwdMsg / #appendonsend; they go before rendering.
+    HTML nested too deep to parse cheaply stays whole (html_to_text strips its tags)."""
+    if too_nested(html):
+        return html
     try:
         from selectolax.lexbor import LexborHTMLParser
 

@@ -4,6 +4,7 @@ reply headers in the outbox, redelivery, SMTP failures, two tenants."""
 from __future__ import annotations
 
 import smtplib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -594,3 +595,33 @@ def test_a_mail_nested_a_thousand_parts_deep_is_stored_with_its_headers(
         assert message.content.startswith("Asunto: Anidado\n\n(El contenido del mensaje no")
         assert message.channel_message_id == "<deep-1@cliente.es>"
         assert Message.objects.filter(role="assistant").count() == 1
+
+
+@pytest.mark.django_db
+def test_html_nested_a_hundred_thousand_divs_deep_is_answered_fast(
+    client: Any, binding: ChannelBinding, fake_google: FakeGoogle, run_tasks: Any
+) -> None:
+    # The HTML parser costs the square of the nesting depth (~100 s of CPU for this mail).
+    depth = 100000
+    html = "<div>" * depth + "<p>¿Abrís el sábado?</p>" + "</div>" * depth
+    raw = (
+        "From: Ana <ana@cliente.es>\r\nTo: ayuda@tienda.es\r\nSubject: Horario\r\n"
+        "Message-ID: <deep-html-1@cliente.es>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: text/html; charset="utf-8"\r\n\r\n' + html + "\r\n"
+    ).encode()
+    respond(fake_google, "Sí, de 10 a 14.")
+
+    with run_tasks():
+        started = time.perf_counter()
+        response = post(client, binding, raw)
+        elapsed = time.perf_counter() - started
+
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "accepted"
+    assert elapsed < 3
+    assert "¿Abrís el sábado?" in model_saw(fake_google)
+    assert [m.body for m in mail.outbox] == ["Sí, de 10 a 14."]
+    with tenant_scope(binding.tenant):
+        message = Message.objects.get(role="user")
+        assert message.content == "Asunto: Horario\n\n¿Abrís el sábado?"
+        assert message.channel_message_id == "<deep-html-1@cliente.es>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,46 @@ def test_five_megabyte_message_is_converted_and_bounded():
     text = html_to_text(html)
     assert text.startswith("Línea de pedido 0 | 12,50 €\nLínea de pedido 1 | 12,50 €")
     assert len(text) <= 4000  # speed is measured by bench/html_to_text.py, not here
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<div>" * 100000 + "Hola, ¿abrís el sábado?" + "</div>" * 100000,
+        "<ul><li>" * 100000 + "Hola, ¿abrís el sábado?",
+        "</div>" * 100000 + "<div>" * 100000 + "Hola, ¿abrís el sábado?",
+    ],
+    ids=["nested-divs", "nested-lists", "stray-closes-first"],
+)
+def test_absurd_nesting_is_read_in_linear_time(html: str):
+    # The parser's cost grows with the square of the nesting depth (20,000 deep ~ 2 s, 100,000
+    # deep ~ 100 s of CPU): past a depth no mail has, the text is read by a linear tag strip.
+    started = time.perf_counter()
+    text = html_to_text(html)
+    elapsed = time.perf_counter() - started
+
+    assert text == "Hola, ¿abrís el sábado?"
+    assert elapsed < 1.5
+
+
+def test_unclosed_style_tags_and_lone_brackets_are_stripped_in_linear_time():
+    html = "<div>" * 5000 + "<p>visible</p>" + "<style>" * 50000 + "<" * 200000
+    started = time.perf_counter()
+    text = html_to_text(html)
+    elapsed = time.perf_counter() - started
+
+    assert text == "visible"
+    assert elapsed < 1.5
+
+
+def test_the_walk_stops_after_max_nodes_of_empty_markup():
+    # Little text in much markup: the walk would visit every node (5 MB of empty divs ~ 1 s of
+    # Python), so it stops after MAX_NODES nodes; a reader's text comes long before in real mail.
+    block = "<div>" * 50 + "</div>" * 50
+    html = "<p>Hola</p>" + block * (5 * 1024 * 1024 // len(block)) + "<p>final</p>"
+    started = time.perf_counter()
+    text = html_to_text(html)
+    elapsed = time.perf_counter() - started
+
+    assert text == "Hola"
+    assert elapsed < 3
