@@ -97,6 +97,17 @@ def outsider_client(outsider: Persona) -> APIClient:
 
 
 @pytest.fixture(autouse=True)
+def _default_language() -> Any:
+    """Each test starts in the default language: a request the test client made in English
+    leaves English active on the thread (LocaleMiddleware activates, nothing deactivates)."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_price_table() -> Any:
     """Each test sees the ModelPrice rows it creates (the gateway caches the price table)."""
     from erp.llm.usage import price_cache_clear
