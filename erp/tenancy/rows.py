@@ -10,7 +10,9 @@ statements can travel in one round trip (`run_together`, psycopg's client-side b
 
 Tenant isolation stays structural: `select_statement` and `update_statement` take `tenant_id`
 and always put it first in the WHERE clause; `insert_statement` takes instances that carry
-their tenant.
+their tenant. Row-level security checks it again: the statements run in the transaction's
+tenant scope (`tenant_scope`, sent by erp/tenancy/postgres); the one-statement helpers
+`select`, `update` and `insert` are scoped by their tenant argument, as `.for_tenant()` is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Model
+
+from erp.tenancy.scoping import reset_scope, set_scope
 
 logger = logging.getLogger(__name__)
 
@@ -130,9 +134,19 @@ def select_statement(
     return sql, [tenant_id, *params]
 
 
+@contextmanager
+def _scoped(tenant_ids: set[int]) -> Iterator[None]:
+    token = set_scope(frozenset(tenant_ids))
+    try:
+        yield
+    finally:
+        reset_scope(token)
+
+
 def select(model: type[M], **options: Any) -> list[M]:
     """The instances `select_statement(model, **options)` finds."""
-    (outcome,) = run_together([select_statement(model, **options)])
+    with _scoped({options["tenant_id"]}):
+        (outcome,) = run_together([select_statement(model, **options)])
     return instances(model, outcome)
 
 
@@ -159,7 +173,8 @@ def inserted(objs: Sequence[Model]) -> None:
 def insert(objs: Sequence[Model]) -> None:
     """INSERT these new instances (one model) in one statement."""
     if objs:
-        run_together([insert_statement(objs)])
+        with _scoped({obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]
+            run_together([insert_statement(objs)])
         inserted(objs)
 
 
@@ -206,7 +221,8 @@ def update_statement(
 
 def update(model: type[Model], **options: Any) -> int:
     """Runs `update_statement(model, **options)`; the number of rows changed."""
-    (outcome,) = run_together([update_statement(model, **options)])
+    with _scoped({options["tenant_id"]}):
+        (outcome,) = run_together([update_statement(model, **options)])
     return outcome.rowcount
 
 

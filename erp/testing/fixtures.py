@@ -104,3 +104,34 @@ def _fresh_price_table() -> Any:
     price_cache_clear()
     yield
     price_cache_clear()
+
+
+def _connect_as(user: str, password: str) -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    for alias in connections:
+        connection = connections[alias]
+        connection.close()
+        for entry in (connection.settings_dict, settings.DATABASES[alias]):
+            entry["USER"], entry["PASSWORD"] = user, password
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
+    """The suite runs as the application's role, so row-level security really applies; the
+    owner (DATABASE_URL) created and migrated the test database, and drops it at the end."""
+    from django.conf import settings
+    from django.db import connection
+
+    role = settings.DATABASE_APP_ROLE
+    with django_db_blocker.unblock():
+        owner = (connection.settings_dict["USER"], connection.settings_dict["PASSWORD"])
+        with connection.cursor() as cursor:
+            # Test teardown (TransactionTestCase) empties the tables with TRUNCATE, which row
+            # security does not filter: a right the role has in tests only.
+            cursor.execute(f"GRANT TRUNCATE ON ALL TABLES IN SCHEMA public TO {role}")
+        _connect_as(role, settings.DATABASE_APP_PASSWORD)
+    yield
+    with django_db_blocker.unblock():
+        _connect_as(*owner)
