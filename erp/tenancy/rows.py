@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connection
 from django.db.models import Model
 
-from erp.tenancy.scoping import reset_scope, set_scope
+from erp.tenancy.scoping import Scope, current_scope, reset_scope, set_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -134,18 +134,9 @@ def select_statement(
     return sql, [tenant_id, *params]
 
 
-@contextmanager
-def _scoped(tenant_ids: set[int]) -> Iterator[None]:
-    token = set_scope(frozenset(tenant_ids))
-    try:
-        yield
-    finally:
-        reset_scope(token)
-
-
 def select(model: type[M], **options: Any) -> list[M]:
     """The instances `select_statement(model, **options)` finds."""
-    with _scoped({options["tenant_id"]}):
+    with tenant_scope(options["tenant_id"]):
         (outcome,) = run_together([select_statement(model, **options)])
     return instances(model, outcome)
 
@@ -173,7 +164,7 @@ def inserted(objs: Sequence[Model]) -> None:
 def insert(objs: Sequence[Model]) -> None:
     """INSERT these new instances (one model) in one statement."""
     if objs:
-        with _scoped({obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]
+        with tenant_scope(*{obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]
             run_together([insert_statement(objs)])
         inserted(objs)
 
@@ -221,7 +212,7 @@ def update_statement(
 
 def update(model: type[Model], **options: Any) -> int:
     """Runs `update_statement(model, **options)`; the number of rows changed."""
-    with _scoped({options["tenant_id"]}):
+    with tenant_scope(options["tenant_id"]):
         (outcome,) = run_together([update_statement(model, **options)])
     return outcome.rowcount
 
@@ -235,11 +226,13 @@ class _Pending:
     the block's failure (`write(durable=True)`)."""
 
     statements: list[Statement]
-    durable: list[Statement]
+    durable: list[tuple[Statement, Scope | None]]  # with the scope it was written in
 
 
 _deferred: ContextVar[_Pending | None] = ContextVar("rows_deferred", default=None)
-_survivors: ContextVar[list[Statement] | None] = ContextVar("rows_survivors", default=None)
+_survivors: ContextVar[list[tuple[Statement, Scope | None]] | None] = ContextVar(
+    "rows_survivors", default=None
+)
 
 
 @contextmanager
@@ -269,16 +262,19 @@ def survive_rollback() -> Iterator[None]:
     """Around a transaction block with `deferred_writes`: the durable writes it had not sent
     when it failed are sent after its rollback, each in its own autocommit statement (a model
     call's usage row: tokens spent are recorded whatever happened after)."""
-    kept: list[Statement] = []
+    kept: list[tuple[Statement, Scope | None]] = []
     token = _survivors.set(kept)
     try:
         yield
     except BaseException:
-        for statement in kept:
+        for statement, scope in kept:
+            scope_token = set_scope(scope)
             try:
                 run_together([statement])
             except DatabaseError as exc:
                 logger.warning("rows.durable_write_lost", extra={"error": type(exc).__name__})
+            finally:
+                reset_scope(scope_token)
         raise
     finally:
         _survivors.reset(token)
@@ -291,7 +287,7 @@ def write(statement: Statement, *, durable: bool = False) -> None:
     if pending is not None and connection.in_atomic_block:
         pending.statements.append(statement)
         if durable:
-            pending.durable.append(statement)
+            pending.durable.append((statement, current_scope()))
     else:
         run_together([statement])
 

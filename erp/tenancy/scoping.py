@@ -18,10 +18,11 @@ Django builds as new queries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from django.db import models
 
@@ -68,6 +69,31 @@ def tenant_scope(*tenants: Tenant | int) -> Iterator[None]:
         yield
     finally:
         _scope.reset(token)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def acts_for(argument: str) -> Callable[[F], F]:
+    """A service that is given its tenant runs in that tenant's scope, as `.for_tenant()`
+    does for a queryset: its `argument` keyword is a Tenant, or a tenant-owned instance (its
+    `tenant_id`). Its reads, writes and the database's row security then agree with it
+    whichever caller (view, task, command, test) it has."""
+
+    def decorate(service: F) -> F:
+        @functools.wraps(service)
+        def scoped(*args: Any, **kwargs: Any) -> Any:
+            owner = kwargs[argument]
+            tenant_id = getattr(owner, "tenant_id", None)
+            token = _scope.set(frozenset({owner.pk if tenant_id is None else tenant_id}))
+            try:
+                return service(*args, **kwargs)
+            finally:
+                _scope.reset(token)
+
+        return scoped  # type: ignore[return-value]
+
+    return decorate
 
 
 @contextmanager
