@@ -71,6 +71,19 @@ def tenant_scope(*tenants: Tenant | int) -> Iterator[None]:
         _scope.reset(token)
 
 
+class TenantBaseManager(models.Manager[Any]):
+    """Django's base manager for tenant-owned models (forward foreign keys, cascades): as
+    before, not filtered by the application. In a scope, row-level security keeps it to the
+    scope's tenants; with no scope at all it follows a reference from a row the code already
+    holds, so it uses the explicit bypass (`all_tenants`) rather than finding nothing."""
+
+    def get_queryset(self) -> models.QuerySet[Any]:
+        queryset = super().get_queryset()
+        if _scope.get() is None:
+            queryset.query.rls_scope = ALL_TENANTS  # type: ignore[attr-defined]
+        return queryset
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -243,3 +243,35 @@ def test_querysets_scoped_by_argument_carry_their_scope_to_the_database(tenant_a
     assert model.objects.for_tenant(tenant_a).filter(pk=mine.pk).delete()[0] == 1
     assert model.objects.unscoped().filter(pk=mine.pk).count() == 0
     assert model.objects.unscoped().get(pk=theirs.pk).model == "x"
+
+
+@pytest.mark.django_db
+def test_a_row_saved_with_no_scope_acts_for_its_tenant_and_inside_a_scope_only_for_its_tenants(
+    tenant_a, tenant_b
+):
+    model = MODELS["llm_usagelog"]
+    theirs = _row(model, tenant_b)
+    with all_tenants():
+        loaded = model.objects.get(pk=theirs.pk)
+
+    loaded.model = "saved without a scope"  # a webhook or task: the row's own tenant
+    loaded.save(update_fields=["model"])
+    with tenant_scope(tenant_a), pytest.raises(DatabaseError), transaction.atomic():
+        loaded.model = "saved in tenant A's scope"  # a request of A: refused by the database
+        loaded.save(update_fields=["model"])
+    with all_tenants():
+        assert model.objects.get(pk=theirs.pk).model == "saved without a scope"
+
+
+@pytest.mark.django_db
+def test_a_failed_statement_and_a_raw_rollback_to_savepoint_keep_the_scope(tenant_a, tenant_b):
+    # The knowledge search's pattern: savepoint + statement in one round trip; when it fails
+    # (statement timeout), a raw ROLLBACK TO SAVEPOINT, and the transaction goes on.
+    model = MODELS["llm_usagelog"]
+    _row(model, tenant_a)
+    _row(model, tenant_b)
+    with tenant_scope(tenant_a), transaction.atomic(), connection.cursor() as cursor:
+        with pytest.raises(DatabaseError, match="division by zero"):
+            cursor.execute("SAVEPOINT s; SELECT 1 / 0")
+        cursor.execute("ROLLBACK TO SAVEPOINT s; RELEASE SAVEPOINT s")
+        assert _tenant_ids("llm_usagelog") == [tenant_a.pk]
