@@ -6,8 +6,9 @@ A request, task or command declares which tenants it acts for with `tenant_scope
 greppable: `Model.objects.for_tenant(tenant)` (scoped by argument) and
 `Model.objects.unscoped()` / `all_tenants()` (superuser and maintenance code only).
 
-Forward foreign keys and cascades use Django's plain base manager, so `message.conversation`
-and deletes work without a scope; reverse relations (`conversation.messages`) need one.
+Forward foreign keys and cascades use the base manager (`TenantBaseManager`, not filtered by
+the application), so `message.conversation` and deletes work without a scope; reverse
+relations (`conversation.messages`) need one.
 
 The scope is also the database's: the backend (erp/tenancy/postgres) sends it with every
 transaction and row-level security (erp/tenancy/rls.py) hides the rows of other tenants even
