@@ -36,5 +36,6 @@ USER app
 EXPOSE 8000
 
 # The web process (docker-compose.yml runs the workers, beat and migrate from this image too).
-# Django is served over ASGI by uvicorn so that SSE replies stream.
-CMD ["sh", "-c", "exec uvicorn erp.asgi:application --host 0.0.0.0 --port \"${PORT:-8000}\" --workers \"${WEB_CONCURRENCY:-2}\" --proxy-headers --lifespan off"]
+# Django is served over ASGI by uvicorn so that SSE replies stream. --no-proxy-headers: the
+# client's address behind proxies is read by the app as TRUSTED_PROXY_HOPS says.
+CMD ["sh", "-c", "exec uvicorn erp.asgi:application --host 0.0.0.0 --port \"${PORT:-8000}\" --workers \"${WEB_CONCURRENCY:-2}\" --no-proxy-headers --lifespan off"]

@@ -7,17 +7,24 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
+from erp.tenancy.admin_secrets import (
+    SecretFieldsAdminMixin,
+    WriteOnlyInput,
+    WriteOnlyTextarea,
+    keep_secret,
+)
 
 PREVIEW_CHARS = 300
 
@@ -42,9 +49,10 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # The embedding space is fixed once a base exists (its vectors depend on it).
+        fields = list(super().get_readonly_fields(request, obj))
         if obj is not None:
-            return ["embedding_provider", "embedding_model", "embedding_dimensions"]
-        return []
+            fields += ["embedding_provider", "embedding_model", "embedding_dimensions"]
+        return fields
 
     @admin.display(description=gettext_lazy("documentos"))
     def document_count(self, obj: KnowledgeBase) -> int:
@@ -59,7 +67,7 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
             ),
             path(
                 "<path:object_id>/status/",
-                self.admin_site.admin_view(self.status_view),
+                self.admin_site.admin_view(require_GET(self.status_view)),
                 name="ai_agents_knowledgebase_status",
             ),
         ]
@@ -73,8 +81,8 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
 
     def upload_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         kb = self._kb(request, object_id)
-        if not self.has_change_permission(request, kb):
-            raise Http404
+        if not self.has_change_permission(request, kb):  # decided by the role in kb's tenant
+            raise PermissionDenied
         files = request.FILES.getlist("files")
         if not files:
             messages.error(request, _("Elija al menos un archivo."))
@@ -174,7 +182,7 @@ class DocumentAdmin(TenantOwnedAdmin):
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False  # documents are added from their knowledge base (upload form)
 
-    @admin.action(description=gettext_lazy("Volver a indexar"))
+    @admin.action(description=gettext_lazy("Volver a indexar"), permissions=["change"])
     def reindex(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         count = 0
         for document in queryset:
@@ -192,13 +200,63 @@ class AgentAdmin(TenantOwnedAdmin):
     filter_horizontal = ["knowledge_bases"]
 
 
-@admin.register(HttpTool)
-class HttpToolAdmin(TenantOwnedAdmin):
-    """Tenant HTTP tools; headers are stored encrypted; `HttpTool.clean` checks the URL
-    template, the argument schema and the name."""
+class HttpToolForm(forms.ModelForm):  # type: ignore[type-arg]
+    """The headers (often an Authorization) are write-only: empty keeps the stored ones."""
 
+    headers_json = forms.CharField(
+        label=gettext_lazy("nuevas cabeceras (JSON)"),
+        required=False,
+        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text=gettext_lazy(
+            'Objeto JSON, p. ej. {"Authorization": "Bearer ..."}. Solo escritura: escriba todas '
+            "las cabeceras para reemplazarlas, o déjelo vacío para conservar las actuales."
+        ),
+    )
+    headers_json_clear = forms.BooleanField(
+        label=gettext_lazy("borrar las cabeceras"), required=False
+    )
+
+    class Meta:
+        model = HttpTool
+        fields = [
+            "tenant",
+            "name",
+            "description",
+            "method",
+            "url_template",
+            "headers_json",
+            "args_schema",
+            "timeout_ms",
+            "max_response_chars",
+            "is_active",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial.pop("headers_json", None)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        clear = bool(data.get("headers_json_clear"))
+        data["headers_json"] = keep_secret(self, "headers_json", clear=clear)
+        return data
+
+
+@admin.register(HttpTool)
+class HttpToolAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
+    """Tenant HTTP tools; headers are stored encrypted and write-only; `HttpTool.clean` checks
+    the URL template, the argument schema and the name."""
+
+    form = HttpToolForm
+    secret_fields = ("headers_json",)
     list_display = ["name", "method", "url_template", "is_active"]
     search_fields = ["name", "description"]
+
+    def secret_detail(self, name: str, obj: HttpTool) -> str:
+        try:
+            return ", ".join(obj.headers)  # the names only: the values are the secret
+        except (ValueError, AttributeError):
+            return ""
 
 
 class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -221,9 +279,9 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text=gettext_lazy("POST JSON firmado en cada escalación (opcional)."),
     )
     webhook_secret = forms.CharField(
-        label=gettext_lazy("secreto del webhook"),
+        label=gettext_lazy("nuevo secreto del webhook"),
         required=False,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        widget=WriteOnlyInput(),
         help_text=gettext_lazy(
             "Firma HMAC-SHA256 del cuerpo en X-Signature-256. Déjelo vacío para conservar el "
             "actual."
@@ -241,6 +299,7 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.initial["notify_emails"] = "\n".join(self.instance.notify_emails or [])
+        self.initial.pop("webhook_secret", None)
 
     def clean_notify_emails(self) -> list[str]:
         raw = self.cleaned_data.get("notify_emails") or ""
@@ -249,26 +308,19 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             validate_email(email)
         return list(dict.fromkeys(emails))
 
-    def save(self, commit: bool = True) -> Any:
-        instance = super().save(commit=False)
-        secret = self.cleaned_data.get("webhook_secret") or ""
-        if self.cleaned_data.get("webhook_secret_clear"):
-            instance.webhook_secret = ""
-        elif secret:
-            instance.webhook_secret = secret
-        elif instance.pk:
-            stored = HandoffSettings.objects.unscoped().filter(pk=instance.pk).first()
-            instance.webhook_secret = stored.webhook_secret if stored else ""
-        if commit:
-            instance.save()
-        return instance
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        clear = bool(data.get("webhook_secret_clear"))
+        data["webhook_secret"] = keep_secret(self, "webhook_secret", clear=clear)
+        return data
 
 
 @admin.register(HandoffSettings)
-class HandoffSettingsAdmin(TenantOwnedAdmin):
+class HandoffSettingsAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
     """Who hears about escalations (e-mail, signed webhook) and how long a claim lasts."""
 
     form = HandoffSettingsForm
+    secret_fields = ("webhook_secret",)
     list_display = ["__str__", "webhook_url", "claim_lease_minutes", "has_secret"]
 
     @admin.display(description=gettext_lazy("secreto"), boolean=True)

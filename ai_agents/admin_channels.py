@@ -18,16 +18,17 @@ from django.utils.translation import gettext_lazy as _
 from ai_agents.models import ChannelBinding
 from ai_agents.services import channels as services
 from erp.tenancy.admin_base import TenantOwnedAdmin
+from erp.tenancy.admin_secrets import SecretFieldsAdminMixin, WriteOnlyInput
 
 _request: ContextVar[HttpRequest | None] = ContextVar("channel_admin_request", default=None)
 
 
 class ChannelBindingForm(forms.ModelForm):  # type: ignore[type-arg]
     access_token = forms.CharField(
-        label=_("token de acceso"),
+        label=_("nuevo token de acceso"),
         required=False,
         strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        widget=WriteOnlyInput(),
         help_text=_("Solo WhatsApp. Solo escritura: déjelo vacío para conservar el actual."),
     )
     allowed_origins = forms.CharField(
@@ -100,8 +101,9 @@ class ChannelBindingForm(forms.ModelForm):  # type: ignore[type-arg]
                 self.add_error(target, message)
 
 
-class ChannelBindingAdmin(TenantOwnedAdmin):
+class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
     form = ChannelBindingForm
+    secret_fields = ("access_token",)
     list_display = ["__str__", "type", "agent", "is_active", "created_at"]
     list_filter = ["type", "is_active"]
     search_fields = ["name", "phone_number_id", "address"]

@@ -19,7 +19,11 @@ class AiAgentsConfig(AppConfig):
             {"task": "ai_agents.bulk_expire_conversations", "schedule": 15 * 60.0},
         )
         settings.CELERY_BEAT_SCHEDULE.setdefault(
-            SWEEP_BEAT_ENTRY, {"task": "ai_agents.channel_pending_sweep", "schedule": 60.0}
+            SWEEP_BEAT_ENTRY,
+            {
+                "task": "ai_agents.channel_pending_sweep",
+                "schedule": float(settings.CHANNEL_PENDING_SWEEP_SECONDS),
+            },
         )
         from ai_agents.demo import demo_agent_load, demo_knowledge_load, demo_webchat_load
         from erp.demo import DEMO_LOADERS

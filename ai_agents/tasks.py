@@ -4,13 +4,31 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
 
+# Every task has a soft time limit (SoftTimeLimitExceeded is raised inside it: the transaction
+# rolls back, the task records what it can) and a hard one (the worker process is replaced), so
+# a runaway task never keeps a worker busy. A reply runs at most 20 messages of a conversation
+# (RN-4), each bounded by its agent's total_timeout_ms (<= 300 s, 45 s by default).
+ANSWER_SOFT_S, ANSWER_HARD_S = 600, 660
+# A run starts no message that could end after this (each may take its agent's total_timeout_ms);
+# the rest goes to a new task, and the sends after the run keep the time that is left.
+ANSWER_RUN_S = 300
+NOTIFY_SOFT_S, NOTIFY_HARD_S = 60, 90  # an e-mail, a database read
+SEND_SOFT_S, SEND_HARD_S = 120, 150  # channel sends, retried with backoff (WhatsApp: 4 tries)
+SWEEP_SOFT_S, SWEEP_HARD_S = 45, 55  # every minute: done before the next one starts
+MAINTENANCE_SOFT_S, MAINTENANCE_HARD_S = 120, 150
+INGEST_SOFT_S = settings.KB_INGEST_TIME_LIMIT_SECONDS
+INGEST_HARD_S = INGEST_SOFT_S + 30  # the soft limit's failure is recorded on the document first
 
-@shared_task(name="ai_agents.bulk_ingest_document")
+
+@shared_task(
+    name="ai_agents.bulk_ingest_document", soft_time_limit=INGEST_SOFT_S, time_limit=INGEST_HARD_S
+)
 def bulk_ingest_document(document_id: str) -> str:
     """Ingests one document (bulk queue). Returns its final status; "" if it is gone."""
     from ai_agents.models import Document
@@ -23,7 +41,11 @@ def bulk_ingest_document(document_id: str) -> str:
         return document_ingest(document=document).status
 
 
-@shared_task(name="ai_agents.bulk_expire_conversations")
+@shared_task(
+    name="ai_agents.bulk_expire_conversations",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
 def bulk_expire_conversations() -> int:
     """Beat, every 15 minutes: RN-7, inactive conversations expire after 24 h."""
     from ai_agents.services.conversations import conversations_expire
@@ -34,7 +56,11 @@ def bulk_expire_conversations() -> int:
     return expired
 
 
-@shared_task(name="ai_agents.conversation_escalated_notify")
+@shared_task(
+    name="ai_agents.conversation_escalated_notify",
+    soft_time_limit=NOTIFY_SOFT_S,
+    time_limit=NOTIFY_HARD_S,
+)
 def conversation_escalated_notify(conversation_id: str) -> dict[str, object]:
     """Tells the human team a conversation needs them (real-time queue): e-mail to the
     tenant's handoff recipients and, when configured, the signed webhook (its own retrying
@@ -44,7 +70,9 @@ def conversation_escalated_notify(conversation_id: str) -> dict[str, object]:
     return _staff_notice_send(conversation_id, EVENT_ESCALATED, "")
 
 
-@shared_task(name="ai_agents.handoff_staff_notify")
+@shared_task(
+    name="ai_agents.handoff_staff_notify", soft_time_limit=NOTIFY_SOFT_S, time_limit=NOTIFY_HARD_S
+)
 def handoff_staff_notify(conversation_id: str, event: str, text: str = "") -> dict[str, object]:
     """`ai_agents.services.handoff.staff_notify`: any event a person must hear about."""
     return _staff_notice_send(conversation_id, event, text)
@@ -89,7 +117,13 @@ WEBHOOK_RETRY_BASE_SECONDS = 5.0
 WEBHOOK_MAX_RETRIES = 5
 
 
-@shared_task(bind=True, name="ai_agents.handoff_webhook_send", max_retries=WEBHOOK_MAX_RETRIES)
+@shared_task(
+    bind=True,
+    name="ai_agents.handoff_webhook_send",
+    max_retries=WEBHOOK_MAX_RETRIES,
+    soft_time_limit=NOTIFY_SOFT_S,
+    time_limit=NOTIFY_HARD_S,
+)
 def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
     """POSTs one notice to the tenant's webhook. Returns the answer's status (0: no webhook
     configured any more, or a permanent failure: 4xx are not retried)."""
@@ -115,7 +149,9 @@ def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
     return 0 if response is None else response.status
 
 
-@shared_task(name="ai_agents.handoff_reply_deliver")
+@shared_task(
+    name="ai_agents.handoff_reply_deliver", soft_time_limit=SEND_SOFT_S, time_limit=SEND_HARD_S
+)
 def handoff_reply_deliver(message_id: str) -> str:
     """Sends a staff member's stored reply on its conversation's channel (real-time queue)."""
     from ai_agents.channels.delivery import reply_deliver
@@ -132,7 +168,12 @@ def handoff_reply_deliver(message_id: str) -> str:
 
 # ignore_result: nobody waits on it, and with the Redis result backend every `delay()` would
 # also subscribe to the result channel (~1.7 ms more per webhook acknowledgement).
-@shared_task(name="ai_agents.channel_conversation_answer", ignore_result=True)
+@shared_task(
+    name="ai_agents.channel_conversation_answer",
+    ignore_result=True,
+    soft_time_limit=ANSWER_SOFT_S,
+    time_limit=ANSWER_HARD_S,
+)
 def channel_conversation_answer(conversation_id: str, message_id: str = "") -> list[str]:
     """Real-time queue: answers a conversation's stored channel messages in arrival order and
     sends the replies on its channel. Returns the delivery status of each reply sent."""
@@ -156,7 +197,7 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and conversation.agent.is_active
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
-        conversation_answer_pending(conversation=conversation)
+        conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.
         undelivered = (
@@ -168,33 +209,59 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             .order_by("created_at")
             .values_list("pk", flat=True)
         )
-        return [reply_deliver(pk) for pk in undelivered]
+        statuses = [reply_deliver(pk) for pk in undelivered]
+        left = (
+            Message.objects.filter(conversation_id=conversation.pk, role=Message.Role.USER)
+            .exclude(metadata__has_key="result")
+            .exists()
+        )
+    if left:  # the run stopped at its deadline (or a message arrived meanwhile)
+        channel_conversation_answer.delay(conversation_id)
+    return statuses
 
 
-@shared_task(name="ai_agents.channel_pending_sweep")
+@shared_task(
+    name="ai_agents.channel_pending_sweep", soft_time_limit=SWEEP_SOFT_S, time_limit=SWEEP_HARD_S
+)
 def channel_pending_sweep() -> int:
-    """Beat, every minute: channel messages stored but not answered after a minute (the broker
-    was down when they arrived, or a worker died) are queued again. Returns how many
-    conversations were queued."""
+    """Beat, every CHANNEL_PENDING_SWEEP_SECONDS (a minute): channel messages stored but not
+    answered after as long (the broker was down when they arrived, or a worker died) are queued
+    again, unless their conversation is being answered right now (its thread lock is held: that
+    run answers them, and another task would only keep a second worker waiting on the lock).
+    Returns how many conversations were queued."""
     from datetime import timedelta
 
+    from django.conf import settings
     from django.utils import timezone
 
     from ai_agents.models import Message
+    from ai_agents.pipeline.steps import thread_key, threads_being_answered
 
     now = timezone.now()
-    conversation_ids = list(
+    age = timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS)
+    found = list(
         Message.objects.unscoped()
         .filter(
             role=Message.Role.USER,
             created_at__gte=now - timedelta(hours=24),
-            created_at__lt=now - timedelta(minutes=1),
+            created_at__lt=now - age,
             conversation__binding__isnull=False,
         )
         .exclude(metadata__has_key="result")
-        .values_list("conversation_id", flat=True)
+        .values_list(
+            "conversation_id",
+            "conversation__agent_id",
+            "conversation__channel",
+            "conversation__channel_conversation_id",
+        )
         .distinct()[:500]
     )
+    keys = {
+        conversation_id: thread_key(agent_id=agent_id, channel=channel, thread_id=thread_id)
+        for conversation_id, agent_id, channel, thread_id in found
+    }
+    busy = threads_being_answered(list(keys.values()))
+    conversation_ids = [pk for pk, key in keys.items() if key not in busy]
     for conversation_id in conversation_ids:
         channel_conversation_answer.delay(str(conversation_id))
     if conversation_ids:
@@ -202,7 +269,11 @@ def channel_pending_sweep() -> int:
     return len(conversation_ids)
 
 
-@shared_task(name="ai_agents.conversation_history_summarize")
+@shared_task(
+    name="ai_agents.conversation_history_summarize",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
 def conversation_history_summarize(conversation_id: str, upto_message_id: str) -> int:
     """Real-time queue, after a reply: the summary of the history cut out of the prompt (see
     ai_agents/services/history_summary.py). Returns how many messages it covers."""

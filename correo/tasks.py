@@ -25,7 +25,7 @@ def connected_members() -> list[tuple[int, int]]:
     return [(c.owner_id, c.tenant_id) for c in connections if c.is_connected]
 
 
-@shared_task(name=DIGEST_ALL)
+@shared_task(name=DIGEST_ALL, soft_time_limit=60, time_limit=90)
 def bulk_correo_digest_all() -> int:
     """Daily (beat): one digest task per connected member. Returns how many were queued."""
     members = connected_members()
@@ -35,7 +35,15 @@ def bulk_correo_digest_all() -> int:
     return len(members)
 
 
-@shared_task(name=DIGEST_USER, bind=True, max_retries=2, default_retry_delay=600)
+# One member's digest: Zoho searches and reads, one model call (40 s per attempt, 2 attempts).
+@shared_task(
+    name=DIGEST_USER,
+    bind=True,
+    max_retries=2,
+    default_retry_delay=600,
+    soft_time_limit=300,
+    time_limit=330,
+)
 def bulk_correo_digest_user(self, user_id: int) -> str:  # type: ignore[no-untyped-def]
     """The digest of one member; retried later when Zoho or the model is unavailable."""
     connection = ZohoConnection.objects.unscoped().select_related("owner", "tenant")

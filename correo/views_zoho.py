@@ -98,7 +98,7 @@ def zoho_callback(request: HttpRequest) -> HttpResponse:
     if (
         not isinstance(pending, dict)
         or not state
-        or not hmac.compare_digest(str(pending.get("state", "")), state)
+        or not hmac.compare_digest(str(pending.get("state", "")).encode(), state.encode())
         or time.time() - float(pending.get("created", 0)) > STATE_MAX_AGE_SECONDS
     ):
         message = _("El enlace de conexión no es válido o ha caducado. Vuelve a intentarlo.")

@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "erp.middleware.JsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "erp.middleware.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -112,10 +113,25 @@ DATABASE_APP_PASSWORD = env_str("DATABASE_APP_PASSWORD") or ""
 # (CONN_MAX_AGE) are never reused and pile up until PostgreSQL refuses new clients. A psycopg
 # pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process.
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
+# A database that is down must cost a request seconds at most, never minutes: connecting gives
+# up after DB_CONNECT_TIMEOUT_SECONDS (libpq's minimum is 2), waiting for a pooled connection
+# after DB_POOL_TIMEOUT_SECONDS, and the pool abandons a failed reconnection after 2 s instead
+# of retrying with growing delays (it kept the web failing ~25 s after PostgreSQL was back).
+# While it is down, requests get 503 at once (erp/db_outage.py).
+DB_CONNECT_TIMEOUT_SECONDS = env_int("DB_CONNECT_TIMEOUT_SECONDS", 2)
+DB_POOL_TIMEOUT_SECONDS = env_int("DB_POOL_TIMEOUT_SECONDS", 5)
+DATABASES["default"]["OPTIONS"].setdefault(  # type: ignore[union-attr]
+    "connect_timeout", DB_CONNECT_TIMEOUT_SECONDS
+)
 if DB_POOL_MAX_SIZE > 0:
     DATABASES["default"]["OPTIONS"] = {  # type: ignore[index]
         **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
-        "pool": {"min_size": 1, "max_size": DB_POOL_MAX_SIZE, "timeout": 10},
+        "pool": {
+            "min_size": 1,
+            "max_size": DB_POOL_MAX_SIZE,
+            "timeout": DB_POOL_TIMEOUT_SECONDS,
+            "reconnect_timeout": 2.0,
+        },
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -133,6 +149,9 @@ CACHES = {
 CELERY_BROKER_URL = embedded.celery_url(REDIS_URL)
 CELERY_RESULT_BACKEND = CELERY_BROKER_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers and beat wait for a restarted broker however long it takes (Celery's default gives up
+# after 100 attempts and exits); `make run` and compose restart them if they die anyway.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -149,6 +168,14 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # our LOGGING (JSON lines, request ids) applies
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
+# Channel messages stored but still unanswered after this long (broker down when they arrived, a
+# worker killed mid-answer) are queued again by beat, which checks as often.
+CHANNEL_PENDING_SWEEP_SECONDS = env_int("CHANNEL_PENDING_SWEEP_SECONDS", 60)
+# Every task of ours declares its own limits (erp/tests/test_task_time_limits.py); these cover
+# Celery's built-in tasks and any task added without them. Soft: an exception inside the task;
+# hard: the worker process is replaced.
+CELERY_TASK_SOFT_TIME_LIMIT = 300
+CELERY_TASK_TIME_LIMIT = 360
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -195,6 +222,9 @@ KB_LEXICAL_WEIGHT = 0.3  # weight of the full-text list in the rank fusion (vect
 # Query words in about this many chunks or more (planner statistics) are ignored by full-text
 KB_LEXICAL_MAX_DF = 2000
 KB_QUERY_CACHE_SECONDS = 600  # query embeddings cache
+# One document's ingestion (parse, chunk, embed) is stopped after this many seconds and marked
+# failed with the reason (soft limit of ai_agents.bulk_ingest_document; hard limit 30 s later).
+KB_INGEST_TIME_LIMIT_SECONDS = env_int("KB_INGEST_TIME_LIMIT_SECONDS", 900)
 
 # --- Outbound HTTP --------------------------------------------------------------------------
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.
@@ -311,9 +341,11 @@ LOGGING = {
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Reverse proxies in front of the app that append to X-Forwarded-For (0: REMOTE_ADDR is the
 # client). Per-IP limits (web chat) read the client's address through `erp.http_request.client_ip`.
+# uvicorn runs with --no-proxy-headers (make run, Dockerfile, compose): this is the only place
+# forwarded headers are trusted, and only behind proxies.
 TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_HOPS > 0 else None
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True

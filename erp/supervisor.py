@@ -1,9 +1,17 @@
 """`make run`: one foreground command that supervises the whole embedded stack.
 
 Order: embedded PostgreSQL (unless DATABASE_URL) -> valkey (unless REDIS_URL) -> migrate ->
-demo_load -> uvicorn (ASGI, so SSE streams) + Celery worker + Celery beat. Children run in
-sessions of their own; the supervisor alone receives Ctrl-C / SIGTERM and stops them in
-reverse order. If a child dies, it says which and stops the rest with exit status 1.
+demo_load -> uvicorn (ASGI, so SSE streams) + a real-time Celery worker (queue `realtime`) + a
+bulk worker (queue `bulk`, so an upload never delays a customer's reply) + Celery beat.
+Children run in sessions of their own; the supervisor alone receives Ctrl-C / SIGTERM and
+stops them in reverse order.
+
+A child that dies is started again after a backoff (1 s, doubling up to 30 s; back to 1 s
+once it has run for a minute), and the supervisor says so; so is the embedded valkey or
+PostgreSQL. The workers and beat reconnect to a restarted broker by themselves. Everything
+stops (exit status 1) only when the web server or the database cannot come back: the web
+server exits WEB_GIVE_UP times in a row within its first seconds, or PostgreSQL does not
+start again.
 """
 
 from __future__ import annotations
@@ -21,6 +29,13 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT = 15.0
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 30.0
+STABLE_AFTER = 60.0  # a child that ran this long starts again from the first backoff
+WEB_GIVE_UP = 3  # the web server exiting this many times in a row, each within WEB_EARLY
+WEB_EARLY = 10.0
+SERVICE_CHECK_EVERY = 1.0
+PG_START_ATTEMPTS = 5
 
 
 @dataclass
@@ -30,6 +45,52 @@ class Child:
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    started_at: float = 0.0
+    restart_at: float | None = None  # when a dead child is due to start again
+    backoff: float = BACKOFF_FIRST
+    early_exits: int = 0  # exits in a row within WEB_EARLY of starting
+
+
+def web_command(port: int, host: str = "127.0.0.1") -> list[str]:
+    """uvicorn as `make run` starts it. `--no-proxy-headers`: uvicorn would otherwise take the
+    client's address from X-Forwarded-For on connections from loopback, i.e. from anyone on
+    this machine; the address behind proxies is read by `erp.http_request.client_ip`, as
+    TRUSTED_PROXY_HOPS says."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "erp.asgi:application",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--no-proxy-headers",
+        "--no-access-log",
+        "--lifespan",
+        "off",
+    ]
+
+
+def worker_command(queue: str, concurrency: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "erp",
+        "worker",
+        "-Q",
+        queue,
+        "-c",
+        concurrency,
+        "-l",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "-n",
+        f"{queue}@%h",
+    ]
 
 
 def say(message: str) -> None:
@@ -106,50 +167,16 @@ class Supervisor:
     def start_children(self) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        py = sys.executable
         concurrency = self.env.get("CELERY_WORKER_CONCURRENCY", "2")
+        bulk_concurrency = self.env.get("CELERY_BULK_CONCURRENCY", "1")
         self.children = [
-            Child(
-                "web",
-                [
-                    py,
-                    "-m",
-                    "uvicorn",
-                    "erp.asgi:application",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                    "--no-access-log",
-                    "--lifespan",
-                    "off",
-                ],
-            ),
-            Child(
-                "worker",
-                [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "erp",
-                    "worker",
-                    "-Q",
-                    "realtime,bulk",
-                    "-c",
-                    concurrency,
-                    "-l",
-                    "INFO",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "-n",
-                    "embedded@%h",
-                ],
-            ),
+            Child("web", web_command(self.port)),
+            Child("worker-realtime", worker_command("realtime", concurrency)),
+            Child("worker-bulk", worker_command("bulk", bulk_concurrency)),
             Child(
                 "beat",
                 [
-                    py,
+                    sys.executable,
                     "-m",
                     "celery",
                     "-A",
@@ -164,16 +191,22 @@ class Supervisor:
         ]
         for child in self.children:
             child.log = logs / f"{child.name}.log"
-            out = open(child.log, "ab")  # noqa: SIM115 - handed to the child
-            child.proc = subprocess.Popen(
-                child.argv,
-                cwd=BASE_DIR,
-                env={**self.env, **child.extra_env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            out.close()
+            self.spawn(child)
+
+    def spawn(self, child: Child) -> None:
+        assert child.log is not None
+        out = open(child.log, "ab")  # noqa: SIM115 - handed to the child
+        child.proc = subprocess.Popen(
+            child.argv,
+            cwd=BASE_DIR,
+            env={**self.env, **child.extra_env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        out.close()
+        child.started_at = time.monotonic()
+        child.restart_at = None
 
     def stop_children(self) -> None:
         for child in reversed(self.children):
@@ -214,6 +247,89 @@ class Supervisor:
                 pass
             time.sleep(0.1)
         return False
+
+    # --- keeping it running -------------------------------------------------------------------
+    def reap(self, child: Child, now: float) -> None:
+        """A child exited: plan its restart after a backoff, and say so."""
+        assert child.proc is not None
+        status = child.proc.returncode
+        # Its prefork pool or leftover processes must not hold the port or the queue.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.proc.pid, signal.SIGKILL)
+        ran = now - child.started_at
+        if ran >= STABLE_AFTER:
+            child.backoff = BACKOFF_FIRST
+        child.early_exits = child.early_exits + 1 if ran < WEB_EARLY else 0
+        child.proc = None
+        child.restart_at = now + child.backoff
+        say(
+            f"{child.name} exited with status {status} after {ran:.1f} s; restarting it in "
+            f"{child.backoff:.0f} s (log: {child.log})"
+        )
+        child.backoff = min(child.backoff * 2, BACKOFF_MAX)
+
+    def web_gave_up(self) -> bool:
+        web = next(child for child in self.children if child.name == "web")
+        return web.early_exits >= WEB_GIVE_UP
+
+    def keep_services(self) -> bool:
+        """Restarts the embedded valkey / PostgreSQL if they died. False: the database cannot
+        come back."""
+        from erp import embedded
+
+        if self.redis is not None and self.redis.poll() is not None:
+            say(f"valkey exited with status {self.redis.returncode}; restarting it")
+            redis_dir = self.data_dir / embedded.REDIS_DIRNAME
+            try:
+                self.redis = embedded.start_redis(redis_dir)
+            except RuntimeError as exc:
+                say(f"valkey did not start again: {exc}; retrying")
+            else:
+                say("valkey ready again (workers and beat reconnect by themselves)")
+        if self.pgdata is not None and not embedded.postgres_running(self.pgdata):
+            say("PostgreSQL is not running; starting it again")
+            # After a kill -9 its old backends may hold shared memory for a moment.
+            for attempt in range(1, PG_START_ATTEMPTS + 1):
+                if self.stopping:
+                    return True
+                try:
+                    embedded.start_postgres_detached(self.pgdata)
+                except (subprocess.SubprocessError, OSError) as exc:
+                    say(f"PostgreSQL start attempt {attempt} failed: {exc}")
+                    time.sleep(2)
+                    continue
+                say("PostgreSQL ready again")
+                return True
+            return False
+        return True
+
+    def supervise(self) -> int:
+        """Until Ctrl-C / SIGTERM (0), or until the web server or database cannot come back (1)."""
+        next_service_check = 0.0
+        while not self.stopping:
+            now = time.monotonic()
+            if now >= next_service_check:
+                next_service_check = now + SERVICE_CHECK_EVERY
+                if not self.keep_services():
+                    say("PostgreSQL cannot come back: stopping everything")
+                    return 1
+            for child in self.children:
+                if child.proc is not None and child.proc.poll() is not None:
+                    self.reap(child, now)
+                    if child.name == "web" and self.web_gave_up():
+                        say(
+                            f"web exited {WEB_GIVE_UP} times in a row within {WEB_EARLY:.0f} s "
+                            f"of starting: it cannot come back; stopping everything "
+                            f"(log: {child.log})"
+                        )
+                        return 1
+                elif (
+                    child.proc is None and child.restart_at is not None and now >= child.restart_at
+                ):
+                    self.spawn(child)
+                    say(f"{child.name} started again")
+            time.sleep(0.2)
+        return 0
 
     # --- main --------------------------------------------------------------------------------
     def request_stop(self, signum: int, _frame: object) -> None:
@@ -264,17 +380,7 @@ class Supervisor:
                 "  Ctrl-C para detener.\n",
                 flush=True,
             )
-            while not self.stopping:
-                child = self.dead_child()
-                if child is not None:
-                    assert child.proc is not None
-                    say(
-                        f"{child.name} exited with status {child.proc.returncode}; "
-                        f"stopping the rest (log: {child.log})"
-                    )
-                    status = 1
-                    break
-                time.sleep(0.2)
+            status = self.supervise()
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -9,14 +9,14 @@ from erp.logging import request_id_var
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="erp.echo_request_id")
+@shared_task(name="erp.echo_request_id", soft_time_limit=10, time_limit=20)
 def echo_request_id() -> str:
     """Returns the request id the worker sees (used by the health of the task pipeline)."""
     logger.info("echo_request_id")
     return request_id_var.get()
 
 
-@shared_task(name="erp.ping_database")
+@shared_task(name="erp.ping_database", soft_time_limit=10, time_limit=20)
 def ping_database(tenant_id: int) -> str:
     """Loads a tenant in the worker: proves the worker reaches the same database."""
     from erp.tenancy.models import Tenant

@@ -8,9 +8,11 @@ from django.http import HttpRequest, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
+from erp.db_outage import database_up, is_outage_error, outage_suspected
 from erp.embedded import redis_ping
 
 logger = logging.getLogger(__name__)
+HEALTHZ_DATABASE_SECONDS = 0.8
 
 
 @require_GET
@@ -23,11 +25,21 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 def _database_ok() -> bool:
+    """Within HEALTHZ_DATABASE_SECONDS: a load balancer must hear about an outage at once."""
+    if not database_up():
+        return False
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            return cursor.fetchone() == (1,)
-    except Exception:
+        pool = connection.pool
+        if pool is None:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                return cursor.fetchone() == (1,)
+        pool.open()
+        with pool.connection(timeout=HEALTHZ_DATABASE_SECONDS) as conn:
+            return conn.execute("SELECT 1").fetchone() == (1,)
+    except Exception as exc:
+        if is_outage_error(exc):
+            outage_suspected()
         logger.warning("healthz_database_failed", exc_info=True)
         return False
 

@@ -154,6 +154,7 @@ class AgentMessageView(TenantGenericAPIView):
 
     @extend_schema(request=MessageInputSerializer, responses={200: None})
     def post(self, request: Request, agent_id: Any) -> Response:
+        from ai_agents.channels.inbound import inbound_clean
         from ai_agents.pipeline.run import Inbound, message_process
 
         agent = access_agent(self.tenant, agent_id)
@@ -162,12 +163,14 @@ class AgentMessageView(TenantGenericAPIView):
         if not agent.is_active:
             raise exceptions.ValidationError({"agent": [_("El agente está inactivo.")]})
         data = form.validated_data
-        inbound = Inbound(
-            text=data["text"],
-            contact=data["contact"],
-            channel="api",
-            channel_message_id=data.get("channel_message_id"),
-            metadata=data.get("metadata"),
+        inbound = inbound_clean(
+            Inbound(
+                text=data["text"],
+                contact=data["contact"],
+                channel="api",
+                channel_message_id=data.get("channel_message_id"),
+                metadata=data.get("metadata"),
+            )
         )
         if sse.wants_stream(request):
             request.accepted_renderer = JSONRenderer()  # a JSON answer unless streaming

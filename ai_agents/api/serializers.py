@@ -72,6 +72,12 @@ class TextDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
     text = serializers.CharField(trim_whitespace=False)
 
 
+class UploadDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """The form fields beside an uploaded file (CharField refuses NUL and lone surrogates)."""
+
+    title = serializers.CharField(max_length=300, required=False, allow_blank=True)
+
+
 class UrlDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
     url = serializers.CharField(
         max_length=2000, validators=[URLValidator(schemes=["http", "https"])]

@@ -19,6 +19,7 @@ from ai_agents.api.serializers import (
     SearchHitSerializer,
     SearchSerializer,
     TextDocumentSerializer,
+    UploadDocumentSerializer,
     UrlDocumentSerializer,
 )
 from ai_agents.models import Document, KnowledgeBase
@@ -123,6 +124,13 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
     def post(self, request: Request, kb_id: Any) -> Response:
         kb = _access_kb(self.tenant, kb_id)
         upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+        sources = [name for name in ("file", "url", "text") if name in request.data]
+        if len(sources) > 1:
+            # One source per document: never fetch a URL the caller may not have meant.
+            message = _("Indique una sola fuente: file, url o text (recibidas: %(names)s).")
+            raise exceptions.ValidationError(
+                {"non_field_errors": [message % {"names": ", ".join(sources)}]}
+            )
         if upload is None and "url" in request.data:
             url_form = UrlDocumentSerializer(data=request.data)
             url_form.is_valid(raise_exception=True)
@@ -140,11 +148,13 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
                 raise exceptions.ValidationError({"url": [str(exc)]}) from None
             return _added_response(added)
         if upload is not None:
+            upload_form = UploadDocumentSerializer(data={"title": request.data.get("title", "")})
+            upload_form.is_valid(raise_exception=True)
             data = upload.read()
             args: dict[str, Any] = {
                 "filename": upload.name or "",
                 "mime_type": upload.content_type,
-                "title": str(request.data.get("title") or upload.name or ""),
+                "title": upload_form.validated_data["title"] or upload.name or "",
                 "source": Document.Source.UPLOAD,
             }
         else:

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from correo.html_text import html_to_text, truncate
+from erp.storable import storable_text
 
 TEXT_LIMIT = 8000
 MAX_REFERENCES = 50
@@ -109,14 +110,24 @@ class InvalidEmail(ValueError):
 def email_parse(raw: bytes) -> ParsedEmail:
     if not raw or not raw.strip():
         raise InvalidEmail(_("El cuerpo está vacío: se espera un mensaje RFC 5322 completo."))
-    message = BytesParser(policy=policy.default).parsebytes(raw)
+    try:
+        message = BytesParser(policy=policy.default).parsebytes(raw)
+        body, attachments = _body_and_attachments(message)
+    except RecursionError:
+        # MIME parts nested ~1,000 deep (a mail bomb, never a person's message): keep the
+        # headers, leave the body unread, and still store it instead of failing with a 500
+        # that the provider would retry forever.
+        message = BytesParser(policy=policy.default).parsebytes(_headers_only(raw))
+        body, attachments = (
+            _("(El contenido del mensaje no se ha leído: demasiadas partes anidadas.)"),
+            [],
+        )
     from_name, from_address = _address(message, "From")
     if not from_address:
         raise InvalidEmail(_("El mensaje no tiene un remitente (From) válido."))
     reply_name, reply_address = _address(message, "Reply-To")
     message_id = _ids(_header(message, "Message-ID"))
     subject = " ".join(_header(message, "Subject").split())
-    body, attachments = _body_and_attachments(message)
     text = reply_text_extract(body)
     machine = machine_reason(message, from_address)
     notes = [a.note() for a in attachments]
@@ -135,6 +146,19 @@ def email_parse(raw: bytes) -> ParsedEmail:
         machine=machine,
         bounced_ids=bounced_ids(raw, exclude=message_id) if machine == "bounce" else [],
     )
+
+
+def _headers_only(raw: bytes) -> bytes:
+    """The message's header block as a plain text message with an empty body."""
+    ends = [i for i in (raw.find(b"\r\n\r\n"), raw.find(b"\n\n")) if i >= 0]
+    head = raw[: min(ends)] if ends else raw
+    kept = [
+        line
+        for line in head.splitlines()
+        if not line.lower().startswith((b"content-type:", b"content-transfer-encoding:"))
+        and not (line[:1] in (b" ", b"\t") and b"boundary" in line.lower())
+    ]
+    return b"\r\n".join([*kept, b"Content-Type: text/plain; charset=utf-8", b"", b""])
 
 
 def bounced_ids(raw: bytes, *, exclude: list[str]) -> list[str]:
@@ -249,7 +273,7 @@ def _body_and_attachments(message: EmailMessage) -> tuple[str, list[Attachment]]
             continue  # the other alternative of the body, or an inline image without a name
         attachments.append(
             Attachment(
-                filename=" ".join(str(filename or _("sin nombre")).split())[:200],
+                filename=storable_text(" ".join(str(filename or _("sin nombre")).split())[:200]),
                 content_type=part.get_content_type(),
                 size=_payload_size(part),
             )
@@ -263,7 +287,8 @@ def _content(part: Any) -> str:
     except (LookupError, ValueError, AssertionError):
         payload = part.get_payload(decode=True) or b""
         value = payload.decode("utf-8", errors="replace")
-    return value if isinstance(value, str) else ""
+    # `=00` in quoted-printable or a raw NUL decode to U+0000, which PostgreSQL cannot store.
+    return storable_text(value) if isinstance(value, str) else ""
 
 
 def _payload_size(part: Any) -> int:
@@ -311,7 +336,8 @@ def _header(message: EmailMessage, name: str) -> str:
         value = message.get(name)
     except Exception:  # a malformed header: treat as absent rather than 500
         return ""
-    return str(value) if value is not None else ""
+    # Encoded words may decode to NUL; undecodable 8-bit bytes stay as lone surrogates.
+    return storable_text(str(value)) if value is not None else ""
 
 
 def _address(message: EmailMessage, name: str) -> tuple[str, str]:

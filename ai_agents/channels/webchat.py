@@ -25,6 +25,7 @@ from django.core import signing
 from django.utils.translation import gettext as _
 from django.utils.translation import override
 
+from ai_agents.channels.inbound import inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.pipeline import limits
 from ai_agents.pipeline.run import Inbound
@@ -78,11 +79,17 @@ def binding_by_key(key: str) -> ChannelBinding | None:
 
 
 def origin_normalize(origin: str) -> str:
-    parts = urlsplit(origin.strip().rstrip("/").lower())
+    """`scheme://host[:port]`, or "" for anything that is not an origin (a browser never sends
+    a port over 65535 or a malformed host: such a header is refused, not a 500)."""
+    try:
+        parts = urlsplit(origin.strip().rstrip("/").lower())
+        given_port = parts.port
+    except ValueError:
+        return ""
     if not parts.scheme or not parts.hostname:
         return ""
     default = {"http": 80, "https": 443}.get(parts.scheme)
-    port = f":{parts.port}" if parts.port and parts.port != default else ""
+    port = f":{given_port}" if given_port and given_port != default else ""
     return f"{parts.scheme}://{parts.hostname}{port}"
 
 
@@ -208,14 +215,16 @@ def visitor_inbound(session: Session, text: str, client_message_id: str = "") ->
     message_id = None
     if client_message_id:
         message_id = f"webchat:{session.visitor_id}:{client_message_id[:80]}"
-    return Inbound(
-        text=text,
-        contact=session.contact,
-        channel=CHANNEL,
-        thread_id=session.thread_id,
-        channel_message_id=message_id,
-        metadata={"binding_id": str(session.binding.pk)},
-        binding=session.binding,
+    return inbound_clean(
+        Inbound(
+            text=text,
+            contact=session.contact,
+            channel=CHANNEL,
+            thread_id=session.thread_id,
+            channel_message_id=message_id,
+            metadata={"binding_id": str(session.binding.pk)},
+            binding=session.binding,
+        )
     )
 
 

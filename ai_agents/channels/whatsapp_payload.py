@@ -25,8 +25,9 @@ MEDIA_TYPES = frozenset({"image", "audio", "document", "video", "sticker"})
 
 def signature_valid(raw_body: bytes, header: str | None, secret: str) -> bool:
     """`X-Hub-Signature-256` over the raw bytes Meta sent (escaped unicode, `\\/`), compared in
-    constant time. Meta sends lowercase hex; anything else (no prefix, uppercase, SHA-1) fails."""
-    if not header or not header.startswith(SIGNATURE_PREFIX):
+    constant time. Meta sends lowercase hex; anything else (no prefix, uppercase, SHA-1,
+    non-ASCII: `compare_digest` only compares ASCII strings) fails."""
+    if not header or not header.startswith(SIGNATURE_PREFIX) or not header.isascii():
         return False
     expected = hmac.new(secret.encode(), raw_body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, header[len(SIGNATURE_PREFIX) :])

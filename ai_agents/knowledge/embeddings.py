@@ -35,6 +35,16 @@ logger = logging.getLogger(__name__)
 
 LOCAL_BATCH = 16
 REMOTE_BATCH = 64
+# A search query is embedded (and matched in full text) on its first 2,000 characters, the
+# limit of the search API's `query`: a 200,000-character message would otherwise keep the
+# local model busy for minutes (it windows long text in 512-token slices).
+QUERY_MAX_CHARS = 2000
+
+
+def query_text(text: str) -> str:
+    """What of `text` a search uses: stripped, at most QUERY_MAX_CHARS characters."""
+    return text.strip()[:QUERY_MAX_CHARS].strip()
+
 
 _model: Any = None
 _model_lock = threading.Lock()
@@ -191,7 +201,9 @@ def embed_query(
 ) -> list[float]:
     """The query's vector: from this process's LRU, the shared cache, the local model or the
     knowledge base's paid model (bounded by `timeout_s` when given: one retry at most, within
-    it; its usage row carries `usage`'s agent and conversation)."""
+    it; its usage row carries `usage`'s agent and conversation). `text` is cut by
+    `query_text`."""
+    text = query_text(text)
     key = query_key(kb.embedding_space, text)
     local = _query_lru.get(key)
     if local is not None:
@@ -238,7 +250,7 @@ def _executor() -> ThreadPoolExecutor:
 def query_prefetch(text: str) -> None:
     """Starts the local model's vector of `text` in the background, unless it is cached in
     this process or already started."""
-    text = text.strip()
+    text = query_text(text)
     key = query_key(LOCAL_MODEL, text)
     if _query_lru.get(key) is not None:
         return

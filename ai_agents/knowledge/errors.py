@@ -34,3 +34,10 @@ class UnsupportedDocument(DocumentError):
 class CorruptDocument(DocumentError):
     code = "document_corrupt"
     default_message = _("El archivo está dañado o su contenido no corresponde a su tipo.")
+
+
+class DocumentTooComplex(DocumentError):
+    """Over one of the parser's budgets (pages, content, time, text): refused, never half-read."""
+
+    code = "document_too_complex"
+    default_message = _("El documento es demasiado grande o complejo para indexarlo.")

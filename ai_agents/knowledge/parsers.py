@@ -9,13 +9,19 @@ Conventions the rest of the knowledge pipeline relies on:
   lines (list items, table rows) by a single newline; table cells are joined with " | ".
 - Sections with no text are dropped; a document with no text at all raises `EmptyDocument`.
 - Pure function of the input: no network, no files, no database.
+- Bounded (`ParseBudget`): pages, decoded PDF page content (a stream shared by many pages counts
+  once per page that draws it), seconds and characters of text. Over a budget the document is
+  refused with `DocumentTooComplex` and a readable reason. `checkpoint` (optional) is called
+  between pages and sections, so the caller can stop the work (a deleted document).
 """
 
 from __future__ import annotations
 
 import io
 import re
+import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,14 +30,18 @@ from django.utils.translation import gettext_lazy as _
 from ai_agents.knowledge.errors import (
     CorruptDocument,
     DocumentError,
+    DocumentTooComplex,
     EmptyDocument,
     UnsupportedDocument,
 )
+from erp.storable import storable_text
 
 __all__ = [
     "CorruptDocument",
     "DocumentError",
+    "DocumentTooComplex",
     "EmptyDocument",
+    "ParseBudget",
     "ParsedDocument",
     "Section",
     "UnsupportedDocument",
@@ -88,6 +98,53 @@ _MAX_DOCX_UNCOMPRESSED = 300 * 1024 * 1024  # a zip bomb stops here, long before
 
 
 @dataclass(frozen=True)
+class ParseBudget:
+    """What reading one document may cost. pypdf reads about 1 MB of page content per second
+    (less on a busy machine), so 32 MB stays well inside two minutes."""
+
+    max_pages: int = 1000
+    max_pdf_content_bytes: int = 32 * 1024 * 1024
+    max_seconds: float = 120.0
+    max_text_chars: int = 5_000_000  # ~2,500 chunks: about 6 minutes of offline embedding
+
+
+class _Meter:
+    """The budget being spent: `tick()` checks the time (and calls the checkpoint)."""
+
+    def __init__(self, budget: ParseBudget, checkpoint: Callable[[], None] | None) -> None:
+        self.budget = budget
+        self.deadline = time.monotonic() + budget.max_seconds
+        self.checkpoint = checkpoint
+        self.chars = 0
+
+    def tick(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise DocumentTooComplex(
+                _(
+                    "El documento tardó demasiado en leerse (más de %(seconds)s s). Divídalo en "
+                    "partes más pequeñas."
+                )
+                % {"seconds": f"{self.budget.max_seconds:g}"}
+            )
+        if self.checkpoint is not None:
+            self.checkpoint()
+
+    def add_text(self, chars: int) -> None:
+        self.chars += chars
+        self.check_text(self.chars)
+
+    def check_text(self, chars: int) -> None:
+        if chars > self.budget.max_text_chars:
+            raise DocumentTooComplex(
+                _(
+                    "El documento tiene más de %(chars)d caracteres de texto. Divídalo en partes "
+                    "más pequeñas."
+                )
+                % {"chars": self.budget.max_text_chars}
+            )
+
+
+@dataclass(frozen=True)
 class Section:
     heading_path: list[str]
     text: str
@@ -100,25 +157,45 @@ class ParsedDocument:
     mime_type: str = MIME_TEXT
 
 
-def parse_document(data: bytes, *, filename: str, mime_type: str | None) -> ParsedDocument:
-    """Detect the type (magic bytes, then mime type, then extension) and extract sections."""
+def parse_document(
+    data: bytes,
+    *,
+    filename: str,
+    mime_type: str | None,
+    budget: ParseBudget | None = None,
+    checkpoint: Callable[[], None] | None = None,
+) -> ParsedDocument:
+    """Detect the type (magic bytes, then mime type, then extension) and extract sections,
+    within `budget` (default `ParseBudget()`)."""
     if not data or not data.strip():
         raise EmptyDocument()
+    meter = _Meter(budget or ParseBudget(), checkpoint)
     kind = _detect(data, filename=filename, mime_type=mime_type)
     if kind == MIME_PDF:
-        sections = _parse_pdf(data)
+        sections = _parse_pdf(data, meter)
     elif kind == MIME_DOCX:
         sections = _parse_docx(data)
     else:
         text = decode_text(data)
+        if kind != MIME_HTML:  # refused before parsing (HTML's markup is not its text)
+            meter.check_text(len(text.strip()))
         if kind == MIME_HTML:
             sections = _parse_html(text)
         elif kind == MIME_MARKDOWN:
             sections = _parse_markdown(text)
         else:
             sections = _sections_from_blocks([([], _normalize_block(text))])
+    meter.tick()
+    if kind != MIME_PDF:  # a PDF's text was counted page by page
+        meter.add_text(sum(len(section.text) for section in sections))
     if not sections:
         raise EmptyDocument()
+    # A PDF's text layer or a UTF-16 file may hold U+0000 (or a lone surrogate), which
+    # PostgreSQL refuses in a chunk: the document would fail instead of being searchable.
+    sections = [
+        Section(heading_path=[storable_text(h) for h in s.heading_path], text=storable_text(s.text))
+        for s in sections
+    ]
     return ParsedDocument(text=_full_text(sections), sections=sections, mime_type=kind)
 
 
@@ -529,21 +606,42 @@ def _parse_html(text: str) -> list[Section]:
 # -- PDF -------------------------------------------------------------------------------------
 
 
-def _parse_pdf(data: bytes) -> list[Section]:
+def _parse_pdf(data: bytes, meter: _Meter) -> list[Section]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    budget = meter.budget
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
             raise UnsupportedDocument(
                 _("El PDF está protegido con contraseña; quite la protección y vuelva a subirlo.")
             )
+        pages = len(reader.pages)
+        if pages > budget.max_pages:
+            raise DocumentTooComplex(
+                _("El PDF tiene %(pages)d páginas; el máximo es %(max)d.")
+                % {"pages": pages, "max": budget.max_pages}
+            )
+        _pdf_content_check(reader, budget)  # before any page is read
         outline = _pdf_outline_paths(reader)
         blocks = []
+        operators = 0
+
+        def every_operator(*_args: Any) -> None:
+            # A page that draws a form (or the same one many times) is parsed as it goes:
+            # the clock is read every 1,024 operators.
+            nonlocal operators
+            operators += 1
+            if not operators % 1024:
+                meter.tick()
+
         for number, page in enumerate(reader.pages, start=1):
+            meter.tick()
             path = outline.get(number - 1) or [str(_("Página %(n)d") % {"n": number})]
-            blocks.append((path, page.extract_text() or ""))
+            text = page.extract_text(visitor_operand_before=every_operator) or ""
+            meter.add_text(len(text))
+            blocks.append((path, text))
     except DocumentError:
         raise
     except (PyPdfError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
@@ -557,6 +655,48 @@ def _parse_pdf(data: bytes) -> list[Section]:
             )
         )
     return sections
+
+
+def _pdf_content_check(reader: Any, budget: ParseBudget) -> None:
+    """Refuses a PDF whose pages draw more content than the budget, all pages summed."""
+    sizes: dict[Any, int] = {}  # decoded size of each content stream, decoded once
+    content = 0
+    pages = len(reader.pages)
+    for number, page in enumerate(reader.pages, start=1):
+        content += _pdf_content_bytes(page, sizes)
+        if content > budget.max_pdf_content_bytes:
+            raise DocumentTooComplex(
+                _(
+                    "El PDF es demasiado complejo: sus páginas suman más de %(mb)d MB de "
+                    "contenido (página %(page)d de %(pages)d). Divídalo o expórtelo de nuevo "
+                    "como PDF de texto."
+                )
+                % {
+                    "mb": budget.max_pdf_content_bytes // (1024 * 1024),
+                    "page": number,
+                    "pages": pages,
+                }
+            )
+
+
+def _pdf_content_bytes(page: Any, sizes: dict[Any, int]) -> int:
+    """Decoded bytes of the page's content streams; a stream is decoded once (`sizes`) however
+    many pages draw it, but counted for each of them (each page parses it again)."""
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    if "/Contents" not in page:
+        return 0
+    raw = page.raw_get("/Contents")
+    resolved = raw.get_object()
+    items = list(resolved) if isinstance(resolved, ArrayObject) else [raw]
+    total = 0
+    for item in items:
+        key = (item.idnum, item.generation) if isinstance(item, IndirectObject) else id(item)
+        if key not in sizes:
+            stream = item.get_object()
+            sizes[key] = len(stream.get_data()) if hasattr(stream, "get_data") else 0
+        total += sizes[key]
+    return total
 
 
 def _pdf_outline_paths(reader: Any) -> dict[int, list[str]]:

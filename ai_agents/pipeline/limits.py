@@ -14,6 +14,10 @@ at least 1.
 - `notice_once(key, window_s)`: True only the first time in the window (SET NX), so the pipeline
   sends at most one polite notice per window.
 Keys live under the cache's KEY_PREFIX: `rl:<key>` for counters, `notice:<key>` for notices.
+
+Input bounds (no Redis): `input_bound(text, channel)` cuts a customer message to the characters
+the pipeline uses of it (`INPUT_MAX_CHARS`, per channel) before any expensive work: trigger
+matching, the query embedding, full-text search, the prompt. The stored message stays whole.
 """
 
 from __future__ import annotations
@@ -25,6 +29,26 @@ from typing import Any
 from django.core.cache import cache
 
 CONVERSATION_MESSAGES_PER_MINUTE = 20  # RN-4
+
+# Characters of one customer message the pipeline works with, per channel. REST and web chat
+# refuse longer texts (400), e-mail keeps the first 8,000 of the body; WhatsApp cannot refuse a
+# message (Meta would redeliver it for days), so its text is cut at its own 4,096 (the limit
+# WhatsApp gives a text message). The history of earlier messages is cut the same way.
+INPUT_MAX_CHARS: dict[str, int] = {"api": 8000, "webchat": 4000, "email": 8000, "whatsapp": 4096}
+INPUT_MAX_CHARS_DEFAULT = 4000  # channels registered without a limit of their own
+
+
+def input_max_chars(channel: str) -> int:
+    return INPUT_MAX_CHARS.get(channel, INPUT_MAX_CHARS_DEFAULT)
+
+
+def input_bound(text: str, channel: str) -> tuple[str, int | None]:
+    """`text` cut to the channel's limit, and its full length when it was cut (else None)."""
+    limit = input_max_chars(channel)
+    if len(text) <= limit:
+        return text, None
+    return text[:limit], len(text)
+
 
 _HIT = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')

@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 RATE_LIMIT_NOTICE = gettext_lazy(
     "Está enviando mensajes muy rápido. Espere un momento y le respondo."
 )
+# Told to the model (after the kept part) when a customer message was cut to its channel's limit.
+INPUT_CUT_NOTE = gettext_lazy(
+    "[Mensaje recortado: tenía %(chars)s caracteres; se muestran los primeros %(kept)s.]"
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def message_process(
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without)."""
     timer = _Timer()
-    steps.retrieval_prefetch(agent=agent, text=inbound.text)
+    steps.retrieval_prefetch(agent=agent, text=seams.input_bound(inbound.text, inbound.channel)[0])
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     with (
         tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
@@ -210,17 +214,24 @@ def conversation_answer_pending(
     conversation_id: Any = None,
     conversation: Conversation | None = None,
     on_delta: Callable[[str], None] | None = None,
+    deadline_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """Answers the conversation's stored, not yet answered messages one at a time in arrival
     order, under the thread's lock (so concurrent tasks for one conversation queue up and the
     later ones find nothing left). Returns the results, oldest first. Takes the conversation
-    as `conversation_load` gives it, or its id."""
+    as `conversation_load` gives it, or its id.
+
+    `deadline_s`: after the first message, no message is started that could end (its agent's
+    total_timeout_ms) more than this many seconds after the call; those stay pending for the
+    next run, and the answers given are committed (a task's time limit would roll them back)."""
+    started = time.monotonic()
     if conversation is None:
         conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
     agent = conversation.agent
-    results = []
+    results: list[dict[str, Any]] = []
+    message_budget_s = int(agent.processing["total_timeout_ms"]) / 1000
     with (
         tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
         rows.survive_rollback(),
@@ -239,6 +250,12 @@ def conversation_answer_pending(
             .order_by("created_at")
         )
         for user_message in pending:
+            if (
+                deadline_s is not None
+                and results
+                and time.monotonic() - started + message_budget_s > deadline_s
+            ):
+                break  # the rest waits for the next run
             # Read after the lock (and again per message): a person may have claimed or
             # closed it; the previous answer may have escalated it.
             conversation.refresh_from_db(
@@ -284,6 +301,13 @@ def _run(
         # A human has it: the message is stored, the bot stays silent, no model call.
         return _finish(conversation, user_message, None, None, retrieval, meta, timer)
 
+    # Everything below works on the message cut to its channel's limit (stored whole).
+    text, full_length = seams.input_bound(user_message.content, conversation.channel)
+    prompt_text = text
+    if full_length is not None:
+        meta["input_truncated"] = {"chars": full_length, "kept": len(text)}
+        prompt_text = f"{text}\n{INPUT_CUT_NOTE % {'chars': full_length, 'kept': len(text)}}"
+
     limited = seams.conversation_message_limit(
         conversation.pk, limit=int(processing["messages_per_minute"])
     )
@@ -302,13 +326,13 @@ def _run(
         before=None if user_message._state.adding else user_message.created_at,
         found=thread.history_found if thread is not None else None,
     )
-    early = seams.keyword_intent(user_message.content, rules)
+    early = seams.keyword_intent(text, rules)
     early_intent = early.intent if early else None
     if early_intent:
         meta["intent_detected"] = early_intent
     escalation = seams.evaluate_escalation(
         rules,
-        text=user_message.content,
+        text=text,
         sentiment=None,
         intent=early_intent,
         confidence=None,
@@ -331,14 +355,14 @@ def _run(
     )
     retrieval = steps.retrieve(
         agent=agent,
-        query=user_message.content,
+        query=text,
         processing=processing,
         knowledge_bases=thread.knowledge_bases if thread is not None else None,
         usage=context,
     )
     timer.mark("retrieve")
     estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
-    estimate += estimate_tokens(user_message.content)
+    estimate += estimate_tokens(prompt_text)
     estimate += sum(estimate_tokens(h.content) for h in retrieval.hits)
     budget = seams.tenant_tokens_reserve(
         agent.tenant_id, estimate, limit=int(processing["tokens_per_minute"])
@@ -364,7 +388,7 @@ def _run(
                 agent=agent,
                 system=system,
                 history=history,
-                text=user_message.content,
+                text=prompt_text,
                 hits=retrieval.hits,
                 processing=processing,
                 actions=offered,
@@ -434,7 +458,7 @@ def _run(
     confidence = steps.number_field(parsed, "confidence", 0, 1)
     llm_intent = parsed.fields.get("intent")
     intent = seams.final_intent(
-        user_message.content,
+        text,
         rules,
         keyword=early,
         llm_intent=llm_intent if isinstance(llm_intent, str) else None,
@@ -453,7 +477,7 @@ def _run(
     )
     escalation = seams.evaluate_escalation(
         rules,
-        text=user_message.content,
+        text=text,
         sentiment=sentiment,
         intent=intent,
         confidence=confidence,

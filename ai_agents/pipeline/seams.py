@@ -28,6 +28,8 @@ __all__ = [
     "evaluate_escalation",
     "failure_decision",
     "final_intent",
+    "input_bound",
+    "input_max_chars",
     "intent_prompt",
     "keyword_intent",
     "notice_once",
@@ -206,6 +208,15 @@ def tenant_tokens_settle(tenant_id: Any, difference: int) -> None:
     """Corrects the window with real usage minus the estimate."""
     if difference:
         limits.tenant_tokens_add(tenant_id, difference)
+
+
+def input_bound(text: str, channel: str) -> tuple[str, int | None]:
+    """The part of a customer message the pipeline uses, and its full length if it was cut."""
+    return limits.input_bound(text, channel)
+
+
+def input_max_chars(channel: str) -> int:
+    return limits.input_max_chars(channel)
 
 
 def notice_once(key: str, window_s: float) -> bool:

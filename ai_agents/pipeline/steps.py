@@ -149,10 +149,36 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     return _contact_settle(tenant, data, found)
 
 
+def thread_key(*, agent_id: Any, channel: str, thread_id: str) -> str:
+    """The name of a contact thread's advisory lock (hashed to a bigint by PostgreSQL)."""
+    return f"{agent_id}:{channel}:{thread_id}"
+
+
 def _lock_statement(*, agent_id: Any, channel: str, thread_id: str) -> rows.Statement:
     return "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [
-        f"{agent_id}:{channel}:{thread_id}"
+        thread_key(agent_id=agent_id, channel=channel, thread_id=thread_id)
     ]
+
+
+# A bigint advisory lock shows in pg_locks as its high half (classid) and low half (objid),
+# with objsubid 1.
+_LOCKED_THREADS = """
+SELECT k FROM unnest(%s::text[]) AS k
+WHERE hashtextextended(k, 0) IN (
+    SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)
+"""
+
+
+def threads_being_answered(keys: Sequence[str]) -> set[str]:
+    """Of these `thread_key`s, those whose lock a transaction holds right now: a message of
+    the thread is being answered. Reads pg_locks; takes no lock itself."""
+    if not keys:
+        return set()
+    (outcome,) = rows.run_together([(_LOCKED_THREADS, [list(keys)])])
+    return {row[0] for row in outcome.rows or []}
 
 
 def thread_lock(*, agent_id: Any, channel: str, thread_id: str) -> None:
@@ -248,6 +274,7 @@ def thread_open(
         conversation_params=[agent.tenant_id, *conversation_params],
         limit=history_limit(agent.history),
         with_first=agent.history["truncation_strategy"] == "smart",
+        max_chars=seams.input_max_chars(channel),
     )
     _lock, conversation, contact, history, kbs = rows.run_together(
         [
@@ -303,9 +330,11 @@ def _history_statement(
     limit: int,
     before: Any = None,
     with_first: bool = False,
+    max_chars: int,
 ) -> rows.Statement:
     """The latest `limit` messages, newest first; `with_first` (the `smart` strategy keeps the
-    conversation's first message) adds the very first when it is older than those."""
+    conversation's first message) adds the very first when it is older than those. Each text
+    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt)."""
     where = (
         f"tenant_id = %s AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
     )
@@ -319,7 +348,10 @@ def _history_statement(
     if with_first:
         sql = f"({sql}) UNION ({select} ORDER BY created_at LIMIT 1)"
         params += where_params
-    return f"SELECT id, role, content FROM ({sql}) h ORDER BY created_at DESC", params  # noqa: S608
+    return (
+        f"SELECT id, role, left(content, %s) FROM ({sql}) h ORDER BY created_at DESC",  # noqa: S608
+        [max_chars, *params],
+    )
 
 
 def history_load(
@@ -353,6 +385,7 @@ def history_load(
                     limit=history_limit(config),
                     before=before,
                     with_first=config["truncation_strategy"] == "smart",
+                    max_chars=seams.input_max_chars(conversation.channel),
                 )
             ]
         )

@@ -320,7 +320,7 @@ def knowledge_bases_search(
     left. `usage`:
     who the embedding's usage row is for (agent, conversation)."""
     started = time.monotonic()
-    query = (query or "").strip()
+    query = embeddings.query_text(query or "")  # bounded before any embedding or SQL
     kbs = [kb for kb in kbs if kb.tenant_id == tenant.pk]
     for kb in kbs:
         kb.tenant = tenant  # a paid embedding's usage row and credit check need it: no query

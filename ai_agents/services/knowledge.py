@@ -3,7 +3,8 @@
 Ingestion runs in `document_ingest` (called by the bulk task, or in-process by `kb_ingest`):
 parse -> chunk -> embed in batches (progress saved as it goes) -> replace the document's chunks
 in one transaction -> `ready`. Any failure leaves `failed` with a readable reason and the
-previous chunks untouched (none for a new document).
+previous chunks untouched (none for a new document). Deleting the document stops its ingestion
+at the next page, section or embedding batch (`IngestCancelled`, nothing written).
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import mimetypes
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
@@ -39,6 +42,10 @@ class KnowledgeError(Exception):
 
 class DocumentTooLarge(KnowledgeError):
     pass
+
+
+class IngestCancelled(Exception):
+    """The document was deleted while it was being ingested."""
 
 
 class InvalidDocument(KnowledgeError):
@@ -293,7 +300,9 @@ def document_delete(*, document: Document) -> None:
 
 
 def _progress(document: Document, **fields: Any) -> None:
-    Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).update(**fields)
+    """Saves the fields; raises IngestCancelled when the document is gone."""
+    if not Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).update(**fields):
+        raise IngestCancelled()
     for name, value in fields.items():
         setattr(document, name, value)
     listener = getattr(document, "_on_progress", None)
@@ -301,18 +310,36 @@ def _progress(document: Document, **fields: Any) -> None:
         listener(document.progress)
 
 
+def _still_there(document: Document, every_s: float = 1.0) -> Callable[[], None]:
+    """A parser checkpoint: raises IngestCancelled once the document is deleted (one query a
+    second at most)."""
+    checked = time.monotonic()
+
+    def check() -> None:
+        nonlocal checked
+        if time.monotonic() - checked < every_s:
+            return
+        checked = time.monotonic()
+        if not Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).exists():
+            raise IngestCancelled()
+
+    return check
+
+
 @acts_for("document")
 def document_ingest(
     *, document: Document, on_progress: Callable[[int], None] | None = None
 ) -> Document:
-    """Parse, chunk, embed and store. Never raises for a bad document: it ends `failed`.
-    `on_progress(percent)` is called as the saved progress changes (command-line bars)."""
+    """Parse, chunk, embed and store. Never raises for a bad document: it ends `failed`
+    (also when the task's time limit stops it). A document deleted meanwhile stops at the next
+    checkpoint and nothing more is written. `on_progress(percent)` is called as the saved
+    progress changes (command-line bars)."""
     document._on_progress = on_progress  # type: ignore[attr-defined]
     from ai_agents.knowledge.parsers import DocumentError
 
     kb = document.knowledge_base
-    _progress(document, status=Document.Status.PROCESSING, progress=1, error="")
     try:
+        _progress(document, status=Document.Status.PROCESSING, progress=1, error="")
         from ai_agents.knowledge.chunking import chunk_sections
         from ai_agents.knowledge.parsers import parse_document
 
@@ -321,6 +348,7 @@ def document_ingest(
             data,
             filename=document.original_filename or document.title,
             mime_type=document.mime_type or None,
+            checkpoint=_still_there(document),
         )
         drafts = chunk_sections(
             parsed.sections, chunk_size=kb.chunk_size, chunk_overlap=kb.chunk_overlap
@@ -336,8 +364,20 @@ def document_ingest(
 
         vectors = embeddings.embed_passages(kb, texts, on_batch=on_batch)
         _replace_chunks(document, kb, drafts, vectors)
+    except IngestCancelled:
+        logger.info("kb.ingest_cancelled", extra={"document_id": str(document.pk)})
+        return document
     except (DocumentError, KnowledgeError, LlmError) as exc:
         return _fail(document, str(exc))
+    except SoftTimeLimitExceeded:
+        return _fail(
+            document,
+            _(
+                "La indexación superó el tiempo máximo (%(seconds)s s). Divida el documento en "
+                "partes más pequeñas."
+            )
+            % {"seconds": settings.KB_INGEST_TIME_LIMIT_SECONDS},
+        )
     except Exception as exc:
         logger.exception("kb.ingest_crashed", extra={"document_id": str(document.pk)})
         return _fail(
@@ -358,7 +398,10 @@ def _embedding_text(title: str, heading_path: list[str], content: str) -> str:
 
 
 def _fail(document: Document, reason: str) -> Document:
-    _progress(document, status=Document.Status.FAILED, error=reason[:2000], progress=0)
+    try:
+        _progress(document, status=Document.Status.FAILED, error=reason[:2000], progress=0)
+    except IngestCancelled:
+        return document  # deleted meanwhile: nothing to record
     logger.info("kb.ingest_failed", extra={"document_id": str(document.pk)})
     return document
 
@@ -384,6 +427,16 @@ def _replace_chunks(
         for draft, vector in zip(drafts, vectors, strict=True)
     ]
     with transaction.atomic():
+        # Locked first: a delete arriving now waits for this transaction (then removes the
+        # chunks with the document); one that came first leaves nothing to lock.
+        locked = (
+            Document.objects.for_tenant(document.tenant_id)
+            .select_for_update()
+            .filter(pk=document.pk)
+            .values_list("pk", flat=True)
+        )
+        if not locked:
+            raise IngestCancelled()
         Chunk.objects.for_tenant(document.tenant_id).filter(document=document).delete()
         Chunk.objects.for_tenant(document.tenant_id).bulk_create(rows, batch_size=500)
         _progress(

@@ -112,7 +112,8 @@ def test_empty_upload_is_400(api_a: APIClient, name: str, data: bytes, ctype: st
     kb = _create_kb(api_a)
     response = _upload(api_a, kb["id"], name, data, ctype)
     assert response.status_code == 400
-    assert "vacío" in response.json()["error"]["message"] or response.json()["error"]
+    assert response.json()["error"]["code"] == "validation_error"
+    assert response.json()["error"]["message"] == "detail: El documento está vacío."
     assert Document.objects.unscoped().count() == 0
 
 
@@ -130,14 +131,11 @@ def test_bad_files_end_failed_with_reason_and_no_chunks(
     kb = _create_kb(api_a)
     with run_tasks():
         response = _upload(api_a, kb["id"], name, data, ctype)
-    assert response.status_code in (202, 400, 415), response.content
-    if response.status_code == 202:
-        doc = api_a.get(
-            f"/api/v1/knowledge-bases/{kb['id']}/documents/{response.json()['id']}"
-        ).json()
-        assert doc["status"] == "failed"
-        assert len(doc["error"]) > 5
-        assert doc["chunk_count"] == 0
+    assert response.status_code == 202, response.content  # accepted, then read and refused
+    doc = api_a.get(f"/api/v1/knowledge-bases/{kb['id']}/documents/{response.json()['id']}").json()
+    assert doc["status"] == "failed"
+    assert len(doc["error"]) > 5
+    assert doc["chunk_count"] == 0
     assert Chunk.objects.unscoped().count() == 0
 
 
@@ -160,6 +158,12 @@ def test_missing_file_and_bad_search_are_400(api_a: APIClient) -> None:
         f"/api/v1/knowledge-bases/{kb['id']}/search", {"query": "x", "k": 0}, format="json"
     )
     assert bad_k.status_code == 400
+    assert [r.json()["error"]["field"] for r in (no_file, no_query, bad_k)] == [
+        "file",
+        "query",
+        "k",
+    ]
+    assert Document.objects.unscoped().count() == 0
 
 
 def test_outsider_gets_404_everywhere_and_changes_nothing(

@@ -118,14 +118,32 @@ def test_webchat_binding_answers_with_public_key_and_snippet(api_a: Any, agent_a
         ({"type": "email", "agent": "not-a-uuid", "address": "a@b.es"}, "agent"),
         ({"type": "email", "agent": "AGENT"}, "address"),
         ({"type": "email", "agent": "AGENT", "address": "no es un correo"}, "address"),
-        ({"type": "email", "agent": "AGENT", "address": "a@b.es", "phone_number_id": "1"}, ""),
+        (
+            {"type": "email", "agent": "AGENT", "address": "a@b.es", "phone_number_id": "1"},
+            "phone_number_id",
+        ),
         ({"type": "whatsapp", "agent": "AGENT", "phone_number_id": "123456"}, "access_token"),
-        ({"type": "whatsapp", "agent": "AGENT", "phone_number_id": "abc", "access_token": "t"}, ""),
+        (
+            {"type": "whatsapp", "agent": "AGENT", "phone_number_id": "abc", "access_token": "t"},
+            "phone_number_id",
+        ),
         ({"type": "webchat", "agent": "AGENT", "allowed_origins": []}, "allowed_origins"),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": "https://a.es"}, ""),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://a.es/path"]}, ""),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": ["http://tienda.es"]}, ""),
-        ({"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://*.tienda.es"]}, ""),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": "https://a.es"},
+            "allowed_origins",
+        ),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://a.es/path"]},
+            "allowed_origins",
+        ),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["http://tienda.es"]},
+            "allowed_origins",
+        ),
+        (
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://*.tienda.es"]},
+            "allowed_origins",
+        ),
         (
             {
                 **{"type": "whatsapp", "agent": "AGENT", "phone_number_id": "123456"},
@@ -143,9 +161,9 @@ def test_invalid_bindings_get_readable_400s(
     error = _error(api_a.post(URL, body, format="json"))
 
     assert error["code"] == "validation_error"
-    assert error["message"]
-    if field:
-        assert error["field"] == field
+    assert error["field"] == field
+    assert error["message"].startswith(f"{field}: ")
+    assert ChannelBinding.objects.unscoped().count() == 0  # nothing created
 
 
 @pytest.mark.django_db
@@ -189,6 +207,9 @@ def test_tenants_never_see_or_bind_each_others_channels(
     moved = _error(api_a.patch(f"{URL}/{mine['id']}", {"agent": str(agent_b.pk)}, format="json"))
     assert moved["field"] == "agent"
     assert api_a.get(f"{URL}/{mine['id']}").status_code == 200
+    # Nothing B tried changed A's binding or created one of B's on A's agent.
+    [row] = ChannelBinding.objects.unscoped().all()
+    assert (str(row.pk), row.name, row.agent_id) == (mine["id"], mine["name"], agent_a.pk)
 
 
 @pytest.mark.django_db
@@ -212,7 +233,10 @@ def test_list_is_paginated_and_delete_removes(api_a: Any, agent_a: Any) -> None:
 def test_members_read_but_do_not_write(member_client: Any, agent_a: Any) -> None:
     assert member_client.get(URL).status_code == 200
     body = {"type": "email", "agent": str(agent_a.pk), "address": "a@t.es"}
-    assert member_client.post(URL, body, format="json").status_code == 403
+    refused = member_client.post(URL, body, format="json")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "permission_denied"
+    assert ChannelBinding.objects.unscoped().count() == 0
 
 
 @pytest.mark.django_db

@@ -52,7 +52,6 @@ def test_kb_ingest_unknown_tenant(db: Any, tmp_path: Path) -> None:
         call_command("kb_ingest", "nadie", "Ayuda", str(tmp_path), stdout=StringIO())
 
 
-@pytest.mark.skipif(not EVAL_FILE.exists(), reason="evaluation set not merged yet")
 def test_demo_load_then_kb_eval_meets_the_quality_goal() -> None:
     login = demo_load()
     kb = KnowledgeBase.objects.for_tenant(login.tenant).get(name=DEMO_KB_NAME)

@@ -87,3 +87,67 @@ def test_bad_url_is_400(api_a, tenant_a):
     )
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "url"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"text": "Abrimos a las 8."}, {"text": "Abrimos a las 8.", "title": "Horario"}],
+    ids=["text", "text-and-title"],
+)
+def test_url_and_text_together_are_refused_without_fetching(api_a, tenant_a, site, settings, extra):
+    settings.HTTP_ALLOW_PRIVATE_NETWORKS = True
+    kb = knowledge_base_create(tenant=tenant_a, name="Web")
+
+    response = api_a.post(
+        f"/api/v1/knowledge-bases/{kb.pk}/documents",
+        {"url": url_of(site, "/horarios.html"), **extra},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["code"] == "validation_error"
+    assert set(response.json()["error"]["fields"]) == {"non_field_errors"}
+    assert site.requests_snapshot() == []
+    assert Document.objects.for_tenant(tenant_a).count() == 0
+
+
+def test_a_file_with_a_url_is_refused_without_fetching(api_a, tenant_a, site, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.HTTP_ALLOW_PRIVATE_NETWORKS = True
+    kb = knowledge_base_create(tenant=tenant_a, name="Web")
+    upload = SimpleUploadedFile("horario.txt", b"Abrimos a las 8.", content_type="text/plain")
+
+    response = api_a.post(
+        f"/api/v1/knowledge-bases/{kb.pk}/documents",
+        {"url": url_of(site, "/horarios.html"), "file": upload},
+        format="multipart",
+    )
+
+    assert response.status_code == 400, response.json()
+    assert set(response.json()["error"]["fields"]) == {"non_field_errors"}
+    assert site.requests_snapshot() == []
+    assert Document.objects.for_tenant(tenant_a).count() == 0
+
+
+def test_a_multipart_title_with_a_nul_byte_is_a_400_not_a_500(api_a, tenant_a):
+    kb = knowledge_base_create(tenant=tenant_a, name="Web")
+    body = (
+        b"--XX\r\n"
+        b'Content-Disposition: form-data; name="title"\r\n\r\nHo\x00rario\r\n'
+        b"--XX\r\n"
+        b'Content-Disposition: form-data; name="file"; filename="h.txt"\r\n'
+        b"Content-Type: text/plain\r\n\r\nAbrimos a las 8.\r\n"
+        b"--XX--\r\n"
+    )
+
+    response = api_a.generic(
+        "POST",
+        f"/api/v1/knowledge-bases/{kb.pk}/documents",
+        body,
+        content_type="multipart/form-data; boundary=XX",
+    )
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["field"] == "title"
+    assert Document.objects.for_tenant(tenant_a).count() == 0

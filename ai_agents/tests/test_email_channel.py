@@ -17,6 +17,7 @@ from ai_agents.channels.email_parse import email_parse, reply_subject, reply_tex
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.services.agents import agent_create
 from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "email"
@@ -389,6 +390,8 @@ def test_unknown_inactive_and_wrong_type_tokens_are_404(
     with tenant_scope(tenant_a):
         ChannelBinding.objects.filter(pk=binding.pk).update(is_active=True, type="webchat")
     assert post(client, binding, eml("plain")).status_code == 404
+    assert (Conversation.objects.unscoped().count(), Message.objects.unscoped().count()) == (0, 0)
+    assert mail.outbox == []
 
 
 @pytest.mark.django_db
@@ -550,8 +553,7 @@ def test_the_same_mail_posted_concurrently_is_stored_and_answered_once(
         threads = [threading.Thread(target=deliver) for _ in range(8)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        deadlines.threads_join(threads)
     finally:
         app.conf.task_always_eager = previous
 
@@ -561,3 +563,34 @@ def test_the_same_mail_posted_concurrently_is_stored_and_answered_once(
     with tenant_scope(tenant_a):
         assert Message.objects.filter(role="user").count() == 1
         assert Conversation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_mail_nested_a_thousand_parts_deep_is_stored_with_its_headers(
+    client: Any, binding: ChannelBinding, fake_google: FakeGoogle, run_tasks: Any
+) -> None:
+    depth = 1000
+    raw = (
+        b"From: Ana <ana@cliente.es>\r\nTo: ayuda@tienda.es\r\nSubject: Anidado\r\n"
+        b"Message-ID: <deep-1@cliente.es>\r\nMIME-Version: 1.0\r\n"
+        + b"".join(
+            b"Content-Type: multipart/mixed; boundary=b%d\r\n\r\n--b%d\r\n" % (i, i)
+            for i in range(depth)
+        )
+        + b"Content-Type: text/plain\r\n\r\nhola\r\n"
+        + b"".join(b"--b%d--\r\n" % i for i in reversed(range(depth)))
+    )
+    respond(fake_google, "Recibido.")
+
+    with run_tasks():
+        response = post(client, binding, raw)
+    with run_tasks():
+        again = post(client, binding, raw)
+
+    assert response.status_code == 200, response.content
+    assert (response.json()["status"], again.json()["status"]) == ("accepted", "duplicate")
+    with tenant_scope(binding.tenant):
+        message = Message.objects.get(role="user")
+        assert message.content.startswith("Asunto: Anidado\n\n(El contenido del mensaje no")
+        assert message.channel_message_id == "<deep-1@cliente.es>"
+        assert Message.objects.filter(role="assistant").count() == 1

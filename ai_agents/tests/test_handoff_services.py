@@ -26,6 +26,7 @@ from ai_agents.tests.handoff_helpers import (  # noqa: F401  (fixture)
     fresh,
 )
 from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fixtures import Persona
 
@@ -202,7 +203,7 @@ def test_an_unclaimed_escalated_conversation_may_be_released_or_closed_by_any_me
 
 
 def _claim_race(conversation: Conversation, users: list[Any]) -> list[str]:
-    barrier = threading.Barrier(len(users))
+    barrier = deadlines.barrier(len(users))
     outcomes: list[str] = []
     lock = threading.Lock()
 
@@ -221,8 +222,7 @@ def _claim_race(conversation: Conversation, users: list[Any]) -> list[str]:
     threads = [threading.Thread(target=attempt, args=(u,)) for u in users]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    deadlines.threads_join(threads)
     return outcomes
 
 

@@ -166,3 +166,23 @@ def test_search_falls_back_to_full_text_when_the_embedding_provider_fails(
         tenant=tenant_a, knowledge_base_ids=[kb.pk, "no-es-un-uuid"], query="producto número 23"
     )
     assert hits and "número 23" in hits[0].content
+
+
+@pytest.mark.django_db
+def test_a_text_with_nul_characters_is_ingested_with_them_replaced(
+    api_a: APIClient, tenant_a: Tenant
+) -> None:
+    # UTF-16 text (its BOM says NUL bytes are expected) holding a U+0000 character.
+    text = "# Horario\n\nAbrimos a las 8\u0000 y cerramos a las 20."
+    kb = knowledge_base_create(tenant=tenant_a, name="Ayuda")
+    upload = SimpleUploadedFile("horario.txt", text.encode("utf-16"), content_type="text/plain")
+    response = api_a.post(
+        f"/api/v1/knowledge-bases/{kb.pk}/documents", {"file": upload}, format="multipart"
+    )
+    assert response.status_code == 202, response.json()
+
+    document = document_ingest(document=Document.objects.for_tenant(tenant_a).get())
+
+    assert (document.status, document.error) == ("ready", "")
+    contents = list(Chunk.objects.for_tenant(tenant_a).values_list("content", flat=True))
+    assert any("Abrimos a las 8\ufffd y cerramos" in c for c in contents)

@@ -510,3 +510,26 @@ def test_client_ip_reads_only_the_trusted_hops(settings: Any) -> None:
     assert client_ip(request) == "203.0.113.7"
     settings.TRUSTED_PROXY_HOPS = 5  # fewer entries than proxies: the nearest known address
     assert client_ip(request) == "10.0.0.2"
+
+
+def test_without_trusted_proxies_a_forwarded_scheme_is_ignored() -> None:
+    from django.test import RequestFactory
+
+    request = RequestFactory().get("/", HTTP_X_FORWARDED_PROTO="https")
+    assert request.is_secure() is False  # TRUSTED_PROXY_HOPS=0: the client speaks for itself
+
+
+@pytest.mark.django_db
+def test_an_origin_with_an_impossible_port_is_refused_not_a_500(binding: ChannelBinding) -> None:
+    visitor = Visitor(binding, origin="https://shop.example:99999")
+
+    preflight = visitor.client.options(
+        f"/api/webchat/{binding.token}/sessions", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"
+    )
+    session = visitor.start()
+
+    assert preflight.status_code == 403
+    assert session.status_code == 403
+    assert session.json()["error"]["code"] == "origin_not_allowed"
+    assert "Access-Control-Allow-Origin" not in session
+    assert visitor.token == ""

@@ -28,6 +28,7 @@ from ai_agents.tests.whatsapp_support import (
     with_number,
 )
 from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 
@@ -114,13 +115,16 @@ def test_signature_cases_of_the_reference_vectors(
 
 
 @pytest.mark.django_db
-def test_a_signed_body_that_is_not_json_is_a_400(client: Client, wa_binding: Any) -> None:
+def test_a_signed_body_that_is_not_json_is_a_400(
+    client: Client, wa_binding: Any, tenant_a: Any
+) -> None:
     body = b"not json"
     response = client.post(
         URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256=sign(body)
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_json"
+    assert _stored(tenant_a) == []
 
 
 # --- batches and redeliveries ---------------------------------------------------------------
@@ -210,7 +214,7 @@ def test_ten_concurrent_posts_of_one_payload_get_one_reply_and_one_model_call(
 
     respond(fake_google, "Una sola respuesta.")
     body = raw(payload("text"))
-    barrier = threading.Barrier(10)
+    barrier = deadlines.barrier(10)
     statuses: list[int] = []
 
     def deliver() -> None:
@@ -231,8 +235,7 @@ def test_ten_concurrent_posts_of_one_payload_get_one_reply_and_one_model_call(
         threads = [threading.Thread(target=deliver) for _ in range(10)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        deadlines.threads_join(threads)
     finally:
         app.conf.task_always_eager = False
 
@@ -497,3 +500,15 @@ def test_an_agent_switched_off_stores_messages_but_never_answers(
     assert fake_graph.requests == []  # not even the read mark with "typing…"
     with tenant_scope(tenant_a):
         assert not Message.objects.filter(role="assistant").exists()
+
+
+@pytest.mark.django_db
+def test_a_non_ascii_signature_header_is_refused_with_403(client: Client, wa_binding: Any) -> None:
+    body = raw(text_payload("hola", "wamid.sig"))
+    response = client.post(
+        URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256="sha256=ñandú"
+    )
+
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "invalid_signature"
+    assert _stored(wa_binding.tenant) == []

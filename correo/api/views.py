@@ -27,6 +27,7 @@ from erp.api.schema import StaffSessionScheme, error_serializer
 from erp.api.views import TenantAPIView
 from erp.llm.errors import LlmError, NoCredits, NotConfigured, Timeout
 from erp.llm.gateway import default_provider_name
+from erp.storable import storable_text
 from erp.tenancy.authentication import StaffSessionAuthentication
 
 logger = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ def _validate(data: Any) -> tuple[str, list[HistoryMessage]] | Response:
         return _error(400, "validation_error", _("Falta la pregunta."), field="question")
     if not isinstance(question, str):
         return _error(400, "validation_error", _("La pregunta debe ser texto."), field="question")
-    question = question.strip()
+    # NUL and lone surrogates (JSON allows both) can be neither stored nor sent to the model.
+    question = storable_text(question.strip())
     if not question:
         return _error(400, "validation_error", _("La pregunta está vacía."), field="question")
     if len(question) > QUESTION_MAX_CHARS:
@@ -122,7 +124,10 @@ def _validate(data: Any) -> tuple[str, list[HistoryMessage]] | Response:
         message = _("El historial debe ser una lista de mensajes.")
         return _error(400, "validation_error", message, field="history")
     history = [
-        HistoryMessage(role=item["role"], content=item["content"].strip()[:HISTORY_ITEM_MAX_CHARS])
+        HistoryMessage(
+            role=item["role"],
+            content=storable_text(item["content"].strip()[:HISTORY_ITEM_MAX_CHARS]),
+        )
         for item in raw_history
         if isinstance(item, dict)
         and item.get("role") in HISTORY_ROLES

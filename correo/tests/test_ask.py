@@ -282,14 +282,19 @@ def test_invalid_input_is_400_naming_the_field(
     assert fake_google.generate_requests == []
 
 
-@pytest.mark.parametrize("raw", ["[]", "no json", '"texto"'])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [("[]", "validation_error"), ("no json", "parse_error"), ('"texto"', "validation_error")],
+)
 def test_a_body_that_is_not_an_object_is_400(
-    owner_client: Any, fake_mailbox: FakeMailbox, raw: str
+    owner_client: Any, fake_mailbox: FakeMailbox, raw: str, code: str
 ):
     response = owner_client.post(URL, data=raw, content_type="application/json")
 
     assert response.status_code == 400
-    assert "error" in response.json()
+    assert response.json()["error"]["code"] == code
+    assert ChatQuery.objects.unscoped().count() == 0
+    assert fake_mailbox.calls == []
 
 
 def test_question_of_2000_characters_is_accepted_and_500_are_stored(
@@ -302,6 +307,25 @@ def test_question_of_2000_characters_is_accepted_and_500_are_stored(
 
     stored = ChatQuery.objects.for_tenant(owner.tenant).get().question
     assert stored == question[:500]
+
+
+def test_unstorable_characters_in_the_question_and_history_are_replaced(
+    owner_client: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
+):
+    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Vale."}))
+    body = (
+        '{"question": "¿Ho\\u0000la \\ud800?",'
+        ' "history": [{"role": "user", "content": "an\\udc00tes"}]}'
+    )
+
+    response = owner_client.post(URL, body, content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["answer"] == "Vale."
+    prompt = prompt_of(fake_google.generate_requests[0])
+    assert "¿Ho\ufffdla \ufffd?" in prompt and "an\ufffdtes" in prompt
+    stored = ChatQuery.objects.for_tenant(owner.tenant).get().question
+    assert stored == "¿Ho\ufffdla \ufffd?"
 
 
 def test_history_is_filtered_to_the_last_12_valid_messages(

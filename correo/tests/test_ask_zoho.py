@@ -1,9 +1,9 @@
-"""The secretary over the real Zoho adapter and the real HTML-to-text (branch correo-zoho).
+"""The secretary over the real Zoho adapter and the real HTML-to-text.
 
-Skipped until `correo.zoho.client` and `correo.html_text` are merged. The Zoho client itself
-is replaced by a stub with its interface (`search`, `read_html`, `list_recent`), so what is
-tested here is our side: error translation and that only visible text reaches the model,
-inside the delimiters.
+The Zoho client itself is replaced by a stub with its interface (`search`, `read_html`,
+`list_recent`), so what is tested here is our side: error translation and that only visible
+text reaches the model, inside the delimiters. The end-to-end tests at the bottom drive the
+real client against the fake Zoho server.
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ from typing import Any
 
 import pytest
 
+from correo import html_text, secretary
+from correo import mailbox as mailbox_module
+from correo.tests import fake_zoho as fake_zoho_module
 from correo.tests.fakes import clean_cache, fake_mailbox  # noqa: F401
-
-zoho = pytest.importorskip("correo.zoho.client", reason="needs the Zoho client (correo-zoho)")
-html_text = pytest.importorskip("correo.html_text", reason="needs html_to_text (correo-zoho)")
-
-from correo import mailbox as mailbox_module  # noqa: E402
-from correo import secretary  # noqa: E402
-from erp.llm.gateway import RetryPolicy  # noqa: E402
-from erp.testing.fake_google import FakeGoogle  # noqa: E402
+from correo.zoho import client as zoho
+from erp.llm.gateway import RetryPolicy
+from erp.testing.fake_google import FakeGoogle
 
 DATA = Path(__file__).parent / "data"
 MALICIOUS = json.loads((DATA / "zoho_message_content.json").read_text())["data"]["content"]
@@ -114,14 +112,11 @@ def test_zoho_errors_become_502_or_503(
     assert response.json()["error"]["code"] == code
 
 
-# --- end to end: the real Zoho client against the fake Zoho server (after the merge) --------
+# --- end to end: the real Zoho client against the fake Zoho server --------------------------
 
 
 @pytest.fixture
 def zoho_e2e(monkeypatch: pytest.MonkeyPatch) -> Any:
-    fake_zoho_module = pytest.importorskip(
-        "correo.tests.fake_zoho", reason="needs the fake Zoho server (correo-zoho)"
-    )
     monkeypatch.setattr(secretary, "RETRY", RetryPolicy(timeout_s=2, attempts=2, base_delay_s=0))
     return fake_zoho_module
 

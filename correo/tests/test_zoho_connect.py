@@ -104,7 +104,7 @@ def test_state_is_single_use(fake_zoho: FakeZoho, browser: Client, owner):
     assert len(fake_zoho.token_requests("authorization_code")) == 1
 
 
-@pytest.mark.parametrize("state", ["", "wrong-state"])
+@pytest.mark.parametrize("state", ["", "wrong-state", "estado-ñ"])
 def test_bad_state_is_refused_without_calling_zoho(
     fake_zoho: FakeZoho, browser: Client, owner, state
 ):
@@ -134,11 +134,13 @@ def test_refused_code_is_a_clear_page(fake_zoho: FakeZoho, browser: Client, owne
     assert connection_of(owner.user) is None
 
 
-def test_user_denied_consent(fake_zoho: FakeZoho, browser: Client):
+def test_user_denied_consent(fake_zoho: FakeZoho, browser: Client, owner):
     state = start(browser)["state"][0]
     response = browser.get("/correo/zoho/callback", {"state": state, "error": "access_denied"})
     assert response.status_code == 400
     assert "no ha concedido" in response.content.decode()
+    assert connection_of(owner.user) is None
+    assert fake_zoho.token_requests() == []
 
 
 def test_zoho_down_during_exchange_is_502(fake_zoho: FakeZoho, browser: Client, owner):
@@ -175,3 +177,31 @@ def test_non_staff_refused(fake_zoho: FakeZoho, owner):
 
 def test_post_not_allowed(fake_zoho: FakeZoho, browser: Client):
     assert browser.post("/correo/zoho/connect").status_code == 405
+
+
+def _age_the_state(browser: Client, seconds: float) -> None:
+    """The pending connection as if started `seconds` ago (the session is server-side)."""
+    session = browser.session
+    pending = session["correo_zoho_oauth"]
+    session["correo_zoho_oauth"] = {**pending, "created": pending["created"] - seconds}
+    session.save()
+
+
+def test_the_state_is_valid_for_10_minutes(fake_zoho: FakeZoho, browser: Client, owner):
+    """The production lifetime (nothing patched): 9 min 50 s old works, 10 min 10 s does not."""
+    state = start(browser)["state"][0]
+    _age_the_state(browser, 10 * 60 + 10)
+    fake_zoho.add_code("code-1", NEW_REFRESH)
+
+    late = browser.get("/correo/zoho/callback", {"state": state, "code": "code-1"})
+
+    assert late.status_code == 400
+    assert "no es válido o ha caducado" in late.content.decode()
+    assert connection_of(owner.user) is None
+    assert fake_zoho.token_requests() == []
+
+    state = start(browser)["state"][0]
+    _age_the_state(browser, 10 * 60 - 10)
+    in_time = browser.get("/correo/zoho/callback", {"state": state, "code": "code-1"})
+    assert in_time.status_code == 302
+    assert connection_of(owner.user).refresh_token == NEW_REFRESH

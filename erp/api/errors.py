@@ -9,7 +9,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.conf import settings
+from django.core.exceptions import (
+    PermissionDenied,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.http import Http404, HttpRequest, JsonResponse
 from django.utils.translation import gettext as _
 from rest_framework import exceptions
@@ -63,13 +70,32 @@ def default_message(status: int) -> str:
     }.get(status, _("Error."))
 
 
+def suspicious_error(exc: SuspiciousOperation) -> tuple[int, dict[str, Any]]:
+    """Django's refusals of a request's shape (DATA_UPLOAD_MAX_NUMBER_FIELDS and _FILES,
+    DATA_UPLOAD_MAX_MEMORY_SIZE, a forged session...) as a status and the error body: the
+    client's fault, so a 4xx, never a 500."""
+    logger.warning("request.refused", extra={"reason": type(exc).__name__})
+    if isinstance(exc, RequestDataTooBig):
+        return 413, error_body("payload_too_large", default_message(413))
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        message = _("Demasiados campos o parámetros (máximo %(n)s).") % {"n": limit}
+        return 400, error_body("too_many_fields", message, limit=limit)
+    if isinstance(exc, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        message = _("Demasiados archivos (máximo %(n)s).") % {"n": limit}
+        return 400, error_body("too_many_files", message, limit=limit)
+    return 400, error_body("bad_request", default_message(400))
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(default_message(404))
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
-    elif isinstance(exc, RequestDataTooBig):
-        return Response(error_body("payload_too_large", default_message(413)), status=413)
+    elif isinstance(exc, SuspiciousOperation):
+        status, body = suspicious_error(exc)
+        return Response(body, status=status)
     if not isinstance(exc, exceptions.APIException):
         return None  # a real bug: let Django log it and JsonErrorsMiddleware shape the 500
 

@@ -10,8 +10,9 @@ from django.utils.translation import gettext_lazy as _
 from erp.tenancy.admin_base import (
     TenantAdminMixin,
     TenantOwnedAdmin,
-    managed_tenant_ids,
     member_tenant_ids,
+    owned_tenant_ids,
+    role_in,
 )
 from erp.tenancy.models import ApiKey, Membership, Tenant
 from erp.tenancy.services import apikey_create, apikey_revoke
@@ -19,6 +20,7 @@ from erp.tenancy.services import apikey_create, apikey_revoke
 
 @admin.register(Tenant)
 class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    tenant_lookup = "pk"
     list_display = ["name", "slug", "timezone", "language", "ai_credit_balance_usd", "is_active"]
     search_fields = ["name", "slug"]
 
@@ -39,16 +41,12 @@ class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return bool(request.user.is_superuser)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        if request.user.is_superuser:
-            return True
-        if obj is None:
-            return bool(managed_tenant_ids(request))
-        return obj.pk in managed_tenant_ids(request)
-
 
 @admin.register(Membership)
 class MembershipAdmin(TenantOwnedAdmin):
+    """Only owners change or remove memberships (roles included), and never their own: an
+    admin cannot promote itself, an owner cannot lock itself out by mistake."""
+
     list_display = ["user", "role", "created_at"]
     list_select_related = ["user", "tenant"]
     search_fields = ["user__username", "user__email"]
@@ -60,27 +58,31 @@ class MembershipAdmin(TenantOwnedAdmin):
         return bool(request.user.is_superuser)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [] if request.user.is_superuser else ["user"]
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else [*fields, "user"]
+
+    def can_write(self, request: HttpRequest, obj: Any = None) -> bool:
+        if request.user.is_superuser:
+            return True
+        if obj is None:
+            return bool(owned_tenant_ids(request))
+        own = obj.user_id == request.user.pk
+        return role_in(request, obj.tenant_id) == Membership.Role.OWNER and not own
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantOwnedAdmin):
     list_display = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke_keys"]
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
-        allowed = managed_tenant_ids(request)
-        tenant_id = obj.tenant_id or (allowed[0] if len(allowed) == 1 else None)
-        if not request.user.is_superuser and tenant_id not in allowed:
-            from django.http import Http404
-
-            raise Http404
+        self.check_target_tenant(request, obj, change)
         created = apikey_create(
-            tenant=Tenant.objects.get(pk=tenant_id), name=obj.name, created_by=request.user
+            tenant=Tenant.objects.get(pk=obj.tenant_id), name=obj.name, created_by=request.user
         )
         obj.pk = created.api_key.pk
         obj.prefix = created.api_key.prefix
@@ -91,7 +93,7 @@ class ApiKeyAdmin(TenantOwnedAdmin):
             messages.WARNING,
         )
 
-    @admin.action(description=_("Revocar las claves seleccionadas"))
+    @admin.action(description=_("Revocar las claves seleccionadas"), permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: models.QuerySet[ApiKey]) -> None:
         for api_key in queryset:
             apikey_revoke(api_key=api_key)

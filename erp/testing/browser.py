@@ -33,16 +33,20 @@ CHROMIUM_ARGS = [
 TIMEOUT_MS = 15_000
 PASSWORD = "pass-1234"  # erp.testing.fixtures personas
 
-BROWSER_TEST = [
-    pytest.mark.slow,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
-]
+# No skip without Chromium: a browser test that cannot run fails (erp/testing/skip_guard.py).
+BROWSER_TEST = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: `apt-get install chromium` (.ci/run does) "
+            "or set CHROMIUM_PATH",
+            pytrace=False,
+        )
+    from playwright import sync_api
+
     # The sync API runs an event loop in this thread, so Django's ORM would refuse to run here
     # (browser-tests.md pitfall 6); allowed only while the browser lives.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")

@@ -34,6 +34,7 @@ class FakeRequest:
     headers: dict[str, str]
     body: bytes
     params: dict[str, str] = field(default_factory=dict)
+    received_at: float = field(default_factory=time.monotonic)  # when its body was read
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")

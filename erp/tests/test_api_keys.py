@@ -100,5 +100,8 @@ def test_owner_revokes_key(owner_client, owner):
 
 
 def test_agent_role_and_api_keys_cannot_manage_keys(member_client, api_a):
+    before = list(ApiKey.objects.unscoped().values_list("pk", "name", "revoked_at"))
+    assert len(before) == 1  # api_a's own key
     assert member_client.get("/api/v1/api-keys").status_code == 403
     assert api_a.post("/api/v1/api-keys", {"name": "x"}, format="json").status_code == 403
+    assert list(ApiKey.objects.unscoped().values_list("pk", "name", "revoked_at")) == before

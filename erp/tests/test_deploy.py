@@ -240,8 +240,12 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
     web = command(services["web"])
     if web[:2] != ["uvicorn", "erp.asgi:application"]:
         problems.append(f"web runs {web[:2]}, not uvicorn erp.asgi:application")
-    if option(web, "--host") != "0.0.0.0" or "--proxy-headers" not in web:
-        problems.append("web must listen on 0.0.0.0 with --proxy-headers")
+    if option(web, "--host") != "0.0.0.0":
+        problems.append("web must listen on 0.0.0.0")
+    # uvicorn's X-Forwarded-For handling trusts what any allowed peer sends; the app reads the
+    # client's address itself, as TRUSTED_PROXY_HOPS says.
+    if "--no-proxy-headers" not in web or {"--proxy-headers", "--forwarded-allow-ips"} & set(web):
+        problems.append("web must run with --no-proxy-headers")
     if option(web, "--port") != "${PORT:-8000}":
         problems.append(f"web listens on {option(web, '--port')}, not ${{PORT:-8000}}")
     if "healthz" not in str(services["web"].get("healthcheck", {}).get("test")):
@@ -256,9 +260,11 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
             continue
         worker_queues[name] = set(queues.split(","))
     if worker_queues.get("worker-realtime") != {"realtime"}:
-        problems.append(f"worker-realtime consumes {worker_queues.get('worker-realtime')}")
+        problems.append(
+            f"worker-realtime consumes {sorted(worker_queues.get('worker-realtime', []))}"
+        )
     if worker_queues.get("worker-bulk") != {"bulk"}:
-        problems.append(f"worker-bulk consumes {worker_queues.get('worker-bulk')}")
+        problems.append(f"worker-bulk consumes {sorted(worker_queues.get('worker-bulk', []))}")
     consumed = set().union(*worker_queues.values()) if worker_queues else set()
     if consumed != declared_queues():
         problems.append(f"workers consume {consumed}, Celery declares {declared_queues()}")
@@ -329,8 +335,10 @@ def dockerfile_problems(text: str, compose: dict[str, Any]) -> list[str]:
     if not cmds:
         return [*problems, "no CMD"]
     cmd_text = " ".join(cmds)
-    if "uvicorn erp.asgi:application" not in cmd_text or "--proxy-headers" not in cmd_text:
+    if "uvicorn erp.asgi:application" not in cmd_text:
         problems.append(f"CMD does not serve erp.asgi with uvicorn: {cmd_text}")
+    if "--no-proxy-headers" not in cmd_text or re.search(r"(?<!-no)-proxy-headers", cmd_text):
+        problems.append("CMD must run uvicorn with --no-proxy-headers")
     port = re.search(r"--port\s+\\?\"?\$\{PORT:-(\d+)\}", cmd_text) or re.search(
         r"--port\s+\"?,?\s*\"?(\d+)", cmd_text
     )
@@ -418,9 +426,7 @@ def test_wrong_commands_and_wiring_are_reported():
     services["web"]["environment"] = env
     services["worker-realtime"]["depends_on"] = {"db": {"condition": "service_started"}}
     problems = compose_problems(compose)
-    assert "worker-bulk consumes {'bulk', 'realtime'}" in problems or (
-        "worker-bulk consumes {'realtime', 'bulk'}" in problems
-    )
+    assert "worker-bulk consumes ['bulk', 'realtime']" in problems  # sorted: no set order
     assert "beat runs ['celery', '-A', 'erp', 'worker']" in problems
     assert "web runs ['gunicorn', 'erp.wsgi'], not uvicorn erp.asgi:application" in problems
     assert "web: REDIS_URL does not point at the redis service" in problems
@@ -456,6 +462,19 @@ def test_dockerfile_disagreements_are_reported():
     assert as_root == ["the image runs as root"]
     wsgi = dockerfile_problems(text.replace("uvicorn erp.asgi", "uvicorn erp.wsgi"), compose)
     assert len(wsgi) == 1 and wsgi[0].startswith("CMD does not serve erp.asgi")
+    trusting = dockerfile_problems(text.replace("--no-proxy-headers", "--proxy-headers"), compose)
+    assert trusting == ["CMD must run uvicorn with --no-proxy-headers"]
+
+
+def test_a_web_server_trusting_forwarded_headers_is_reported():
+    compose = load_compose()
+    web = compose["services"]["web"]
+    web["command"] = [
+        "--proxy-headers" if arg == "--no-proxy-headers" else arg for arg in web["command"]
+    ]
+    assert compose_problems(compose) == ["web must run with --no-proxy-headers"]
+    web["command"] = [*web["command"], "--no-proxy-headers", "--forwarded-allow-ips", "*"]
+    assert compose_problems(compose) == ["web must run with --no-proxy-headers"]
 
 
 @pytest.mark.parametrize(

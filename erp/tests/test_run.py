@@ -1,10 +1,12 @@
 """`make run` end to end: healthy, demo login opens the admin, Ctrl-C leaves no process,
-data survives a restart, a dead child stops everything with a non-zero status."""
+data survives a restart; a crashed worker, beat or valkey comes back, and only a web server
+that cannot come back stops everything with a non-zero status."""
 
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,9 +17,11 @@ import pytest
 import requests
 
 from erp.embedded import free_port
+from erp.testing.processes import healthy, wait_until
 from erp.testing.supervised import BASE_DIR, stack_leftovers, start_stack
 
-pytestmark = pytest.mark.slow
+# Two cold starts of the whole stack (start_stack allows 180 s each) and their shutdowns.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture
@@ -94,6 +98,7 @@ def test_make_run_lifecycle(data_dir):
             capture_output=True,
             text=True,
             check=True,
+            timeout=120,
         )
         assert created.stdout.strip().isdigit()
         assert requests.get(f"{stack.base_url}/healthz", timeout=5).status_code == 200
@@ -114,6 +119,7 @@ def test_make_run_lifecycle(data_dir):
             capture_output=True,
             text=True,
             check=True,
+            timeout=120,
         )
         assert out.stdout.strip() == created.stdout.strip()  # same row: data survived
     finally:
@@ -122,15 +128,111 @@ def test_make_run_lifecycle(data_dir):
     assert wait_gone(data_dir, port) == []
 
 
-def test_a_dead_child_stops_everything_with_non_zero_status(data_dir):
+def by_role(stack) -> dict[str, psutil.Process]:
+    """The supervisor's direct children by what they run (the prefork pools are below them)."""
+    roles = {}
+    for p in psutil.Process(stack.proc.pid).children():
+        try:
+            cmdline = " ".join(p.cmdline())
+        except psutil.Error:  # exited, not reaped yet
+            continue
+        for role, marker in ROLES.items():
+            if marker in cmdline:
+                roles[role] = p
+    return roles
+
+
+ROLES = {
+    "web": "uvicorn erp.asgi:application",
+    "worker-realtime": "worker -Q realtime -c",
+    "worker-bulk": "worker -Q bulk -c",
+    "beat": "celery -A erp beat",
+}
+
+
+def test_crashes_are_restarted_and_only_a_web_server_that_cannot_come_back_stops_all(data_dir):
+    from celery import Celery
+
+    from erp import embedded
+
     port = free_port()
     stack = start_stack(data_dir, port)
-    beat = [p for p in stack.processes() if "beat" in " ".join(p.cmdline())]
-    assert beat
-    beat[0].kill()
-    status = stack.proc.wait(timeout=60)
+    try:
+        first = by_role(stack)
+        # Real-time replies and bulk work in separate processes, as in compose.
+        assert set(first) == set(ROLES), [p.cmdline() for p in first.values()]
+        valkey = [p for p in stack.processes() if "valkey-server" in " ".join(p.cmdline())]
+        assert len(valkey) == 1
+
+        for victim in (first["worker-realtime"], first["beat"], valkey[0]):
+            victim.kill()
+
+        def restarted() -> bool:
+            now = by_role(stack)
+            return (
+                set(now) == set(ROLES)
+                and now["worker-realtime"].pid != first["worker-realtime"].pid
+                and now["beat"].pid != first["beat"].pid
+            )
+
+        wait_until("worker-realtime and beat restarted", restarted, timeout=60, every=0.2)
+        output = "\n".join(stack.lines)
+        for name in ("worker-realtime", "beat", "valkey"):
+            assert f"[run] {name} exited with status" in output, output
+        assert by_role(stack)["worker-bulk"].pid == first["worker-bulk"].pid  # untouched
+        wait_until("healthy again", lambda: healthy(stack.base_url), timeout=30, every=0.2)
+
+        # Both workers consume from the restarted broker: the new one, and the bulk worker
+        # that lived through the broker's death and reconnected by itself.
+        broker = Celery(broker=embedded.celery_url(embedded.redis_url(data_dir / "redis")))
+        host = os.uname().nodename
+        for queue in ("realtime", "bulk"):
+            wait_until(
+                f"{queue} worker answers on the new broker",
+                lambda q=queue: broker.control.ping(timeout=0.5, destination=[f"{q}@{host}"]),
+                timeout=90,
+                every=0.5,
+            )
+        assert stack.proc.poll() is None
+
+        # PostgreSQL killed -9: started again, and the web serves again.
+        postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        wait_until(
+            "PostgreSQL started again",
+            lambda: "[run] PostgreSQL ready again" in stack.lines,
+            timeout=90,
+            every=0.2,
+        )
+        wait_until("healthy after PostgreSQL", lambda: healthy(stack.base_url), timeout=30)
+        assert stack.proc.poll() is None
+
+        # A crashed web server comes back on its port.
+        web = by_role(stack)["web"]
+        web.kill()
+        wait_until(
+            "web restarted",
+            lambda: by_role(stack).get("web") not in (None, web) and healthy(stack.base_url),
+            timeout=60,
+            every=0.2,
+        )
+
+        # The web server cannot come back (its port is taken): everything stops, status 1.
+        web = by_role(stack)["web"]
+        web.kill()
+        web.wait(timeout=10)
+        with socket.socket() as squatter:
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+            status = stack.proc.wait(timeout=120)
+    finally:
+        if stack.proc.poll() is None:
+            stack.stop(signal.SIGTERM)
     assert status == 1
-    assert any("beat exited" in line for line in stack.lines), stack.lines
+    output = "\n".join(stack.lines)
+    assert "[run] web exited with status" in output
+    assert "web exited 3 times in a row" in output and "cannot come back" in output, output
     assert wait_gone(data_dir, port) == []
 
 

@@ -15,6 +15,25 @@ def boom(request):
     raise RuntimeError("kaboom with secret sk-should-not-leak")
 
 
+def database_gone(request):
+    from django.db import OperationalError
+
+    raise OperationalError("server closed the connection unexpectedly")
+
+
+def statement_timeout(request):
+    import psycopg
+    from django.db import OperationalError
+
+    raise OperationalError("canceling statement") from psycopg.errors.QueryCanceled("canceling")
+
+
+def redis_gone(request):
+    import redis
+
+    raise redis.ConnectionError("Error 111 connecting to /x/valkey.sock. Connection refused.")
+
+
 @require_POST
 def plain_webhook(request):
     return HttpResponse("ok")
@@ -37,6 +56,10 @@ class TenantBoom(TenantAPIView):
 urlpatterns = [
     path("api/v1/tenant-boom", TenantBoom.as_view()),
     path("api/v1/boom", boom),
+    path("api/v1/database-gone", database_gone),
+    path("database-gone", database_gone),
+    path("api/v1/redis-gone", redis_gone),
+    path("api/v1/statement-timeout", statement_timeout),
     path("webhooks/boom", boom),
     path("webhooks/plain", plain_webhook),
     path("api/v1/echo", echo),

@@ -231,11 +231,11 @@ def test_secret_key_is_not_in_error_messages(fake_openai: FakeOpenAI) -> None:
 
 
 def test_hung_server_times_out_within_the_request_timeout(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(fake_openai.hang(3.0))
+    fake_openai.script(fake_openai.hang(30.0))
     started = time.monotonic()
     with pytest.raises(errors.Timeout):
         provider().generate(ask(timeout_s=0.3))
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 5  # the server would take 30 s
 
 
 def test_stream_that_stalls_times_out(fake_openai: FakeOpenAI) -> None:

@@ -14,6 +14,7 @@ from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.usage import credits_ensure, usage_record
 from erp.tenancy.models import Tenant
+from erp.testing import deadlines
 from erp.testing.factories import TenantFactory
 
 
@@ -199,12 +200,12 @@ def test_twenty_concurrent_calls_debit_exactly_twenty_times(settings: Any) -> No
         input_per_million_usd=Decimal("250000"),  # 2 tokens -> 0.5 USD
         output_per_million_usd=Decimal("0"),
     )
-    barrier = threading.Barrier(20)
+    barrier = deadlines.barrier(20)
     failures: list[BaseException] = []
 
     def call() -> None:
         try:
-            barrier.wait(timeout=10)
+            barrier.wait()
             usage_record(
                 tenant=tenant, operation="llm_request", provider="openai", model="m", input_tokens=2
             )
@@ -216,8 +217,7 @@ def test_twenty_concurrent_calls_debit_exactly_twenty_times(settings: Any) -> No
     threads = [threading.Thread(target=call) for _ in range(20)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    deadlines.threads_join(threads)
 
     assert failures == []
     assert UsageLog.objects.for_tenant(tenant).count() == 20
