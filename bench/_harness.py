@@ -110,3 +110,40 @@ class Scratch:
                 self.redis.kill()
         if self.redis_dir is not None:
             shutil.rmtree(self.redis_dir, ignore_errors=True)
+
+
+def connect_as(user: str, password: str = "") -> None:
+    """The default database's next connections use this role (open ones are closed)."""
+    from django.conf import settings
+    from django.db import connections
+
+    connection = connections["default"]
+    connection.close()
+    if connection.settings_dict["OPTIONS"].get("pool"):
+        connection.close_pool()  # the pool keeps the role it was opened with
+    for entry in (connection.settings_dict, settings.DATABASES["default"]):
+        entry["USER"], entry["PASSWORD"] = user, password
+
+
+def connect_as_app_role() -> tuple[str, str]:
+    """From here on the bench connects as the application's role, as the web and worker
+    processes do, so row-level security is part of what it measures (setup, COPY and cleanup
+    ran as the owner). Returns the owner's (user, password), for `connect_as` afterwards."""
+    from django.conf import settings
+    from django.db import connections
+
+    owner = connections["default"].settings_dict
+    previous = (str(owner["USER"]), str(owner["PASSWORD"]))
+    connect_as(settings.DATABASE_APP_ROLE, settings.DATABASE_APP_PASSWORD)
+    return previous
+
+
+def app_role_url() -> str:
+    """DATABASE_URL with the application's role, for the bench's child processes."""
+    from django.conf import settings
+
+    from erp.env import database_url_as
+
+    return database_url_as(
+        str(settings.DATABASE_URL), settings.DATABASE_APP_ROLE, settings.DATABASE_APP_PASSWORD
+    )

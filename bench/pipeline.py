@@ -65,7 +65,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _harness import percentile
+from _harness import app_role_url, connect_as, connect_as_app_role, percentile
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 import django
@@ -364,7 +364,7 @@ def load_run(args: argparse.Namespace, agent: Agent, run_id: str) -> None:
     # Children are spawned (no inherited connections or pool threads) and attach to the same
     # services; each gets a pool as large as its conversations.
     os.environ.update(
-        DATABASE_URL=str(settings.DATABASE_URL),
+        DATABASE_URL=app_role_url(),
         REDIS_URL=str(settings.REDIS_URL),
         ERP_EMBEDDED="1",
         DB_POOL_MAX_SIZE=str(max(shares) + 2),
@@ -462,6 +462,7 @@ def main() -> None:
         slug="bench-pipeline", name="Bench", ai_credit_balance_usd=100_000
     )
     original = _provider_install(FixedLatencyProvider(latency, args.embedding_latency_ms / 1000))
+    owner = None
     try:
         if args.embedding == "remote":
             kb = knowledge_base_create(
@@ -485,6 +486,7 @@ def main() -> None:
             },
         )
 
+        owner = connect_as_app_role()  # measured as the web and workers run: under row security
         for i in range(10):  # warm up: connections, embedder, caches
             send(agent, f"warm-{i}", uncached(f"¿A qué hora abren? ({i})"))
 
@@ -556,6 +558,8 @@ def main() -> None:
             load_run(args, agent, run_id)
     finally:
         _provider_install(original)
+        if owner is not None:
+            connect_as(*owner)
         Tenant.objects.filter(slug="bench-pipeline").delete()
         if redis_proc is not None:
             redis_proc.terminate()

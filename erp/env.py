@@ -7,7 +7,7 @@ typo in a deployment never turns silently into a default.
 from __future__ import annotations
 
 import os
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 
 class ImproperlyConfiguredEnv(RuntimeError):
@@ -62,7 +62,8 @@ def database_from_url(url: str) -> dict[str, object]:
     port = parts.port or (query.get("port", [""])[0])
     options = {k: v[0] for k, v in query.items() if k not in {"host", "port"}}
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        # Django's PostgreSQL backend + the tenant scope of each transaction (row-level security).
+        "ENGINE": "erp.tenancy.postgres",
         "NAME": unquote(parts.path.lstrip("/")) or "postgres",
         "USER": unquote(parts.username or "postgres"),
         "PASSWORD": unquote(parts.password or ""),
@@ -72,6 +73,14 @@ def database_from_url(url: str) -> dict[str, object]:
         # Persistent connections are the caller's choice (settings: a pool, or CONN_MAX_AGE).
         "CONN_MAX_AGE": 0,
     }
+
+
+def database_url_as(url: str, user: str, password: str = "") -> str:
+    """The same database URL with another role (the application's, beside the owner's)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
+    return urlunsplit(parts._replace(netloc=f"{auth}@{host}"))
 
 
 def email_from_url(url: str) -> dict[str, object]:

@@ -104,6 +104,11 @@ if DATABASE_URL is None:
     # Standalone manage.py in the embedded setup: attach to (or start) var/postgres.
     DATABASE_URL = embedded.ensure_postgres(DATA_DIR / "postgres")
 DATABASES = {"default": database_from_url(DATABASE_URL)}
+# Row-level security (erp/tenancy/rls.py): web, workers and beat connect as this role (never
+# superuser, never BYPASSRLS, owns nothing); `migrate` runs as the owner, creates the role if
+# missing (with this password, if given) and grants it the data rights.
+DATABASE_APP_ROLE = env_str("DATABASE_APP_ROLE") or "erp_app"
+DATABASE_APP_PASSWORD = env_str("DATABASE_APP_PASSWORD") or ""
 # Under ASGI every request runs in a thread of its own, so Django's persistent connections
 # (CONN_MAX_AGE) are never reused and pile up until PostgreSQL refuses new clients. A psycopg
 # pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process.

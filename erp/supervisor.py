@@ -348,6 +348,13 @@ class Supervisor:
                 return 0
             say("applying migrations")
             self.manage("migrate", "--noinput", "-v", "0")
+            if self.pgdata is not None:
+                # Migrations ran as the embedded server's superuser; everything else connects
+                # as the application's role, so row-level security applies (erp/tenancy/rls.py).
+                from erp.env import database_url_as
+
+                role = self.env.get("DATABASE_APP_ROLE") or "erp_app"
+                self.env["DATABASE_URL"] = database_url_as(self.env["DATABASE_URL"], role)
             login = self.manage("demo_load").splitlines()[-1]
             if self.stopping:
                 return 0

@@ -36,6 +36,7 @@ from erp.llm.types import LlmResult
 from erp.llm.types import Message as LlmMessage
 from erp.llm.usage import cost_usd
 from erp.tenancy import rows
+from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,12 @@ def message_process(
     timer = _Timer()
     steps.retrieval_prefetch(agent=agent, text=seams.input_bound(inbound.text, inbound.channel)[0])
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
-    with rows.survive_rollback(), transaction.atomic(), rows.deferred_writes():
+    with (
+        tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
+        rows.survive_rollback(),
+        transaction.atomic(),
+        rows.deferred_writes(),
+    ):
         thread = steps.thread_open(
             agent=agent,
             channel=inbound.channel,
@@ -144,6 +150,11 @@ def message_receive(
     Takes no thread lock: a webhook never waits for a model call in progress. Five statements
     for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
     by the failed INSERT, not by a SELECT before every new message)."""
+    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
+        return _message_receive(agent=agent, inbound=inbound, answer=answer)
+
+
+def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
     contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
     thread_id = inbound.thread_id or contact.external_id
     binding = inbound.binding
@@ -221,7 +232,12 @@ def conversation_answer_pending(
     agent = conversation.agent
     results: list[dict[str, Any]] = []
     message_budget_s = int(agent.processing["total_timeout_ms"]) / 1000
-    with rows.survive_rollback(), transaction.atomic(), rows.deferred_writes():
+    with (
+        tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
+        rows.survive_rollback(),
+        transaction.atomic(),
+        rows.deferred_writes(),
+    ):
         steps.thread_lock(
             agent_id=agent.pk,
             channel=conversation.channel,

@@ -28,6 +28,7 @@ from erp.llm.errors import LlmError
 from erp.llm.gateway import CallContext
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import acts_for
 
 logger = logging.getLogger(__name__)
 
@@ -89,15 +90,9 @@ def document_list(*, kb: KnowledgeBase) -> QuerySet[Document]:
 # missing from the statistics are rare by definition and kept; small tables never drop any.
 # The frequent lexemes are read once per process every FREQUENT_TTL_S (joining pg_stats in
 # every search cost more planning than the search itself).
-FREQUENT_SQL = """
-SELECT coalesce(array_agg(e.lexeme), '{}')
-FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
-JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
-CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs)
-    AS e(lexeme, freq)
-WHERE s.schemaname = current_schema() AND s.tablename = 'ai_agents_chunk'
-  AND s.attname = 'search_vector' AND e.lexeme IS NOT NULL AND e.freq * c.reltuples >= %s
-"""
+# Through a function of the owner's (erp/migrations/0002_row_level_security.py): pg_stats hides
+# a table under row security from the application's role.
+FREQUENT_SQL = "SELECT chunk_frequent_lexemes(%s)"
 FREQUENT_TTL_S = 300.0
 _frequent: tuple[float, list[str]] = (0.0, [])
 _frequent_lock = threading.Lock()
@@ -251,6 +246,7 @@ def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> li
         return cursor.fetchall()
 
 
+@acts_for("tenant")
 def knowledge_search(
     *,
     tenant: Tenant,
@@ -306,6 +302,7 @@ def _left_ms(started: float, timeout_ms: int) -> int:
     return max(1, int(timeout_ms - (time.monotonic() - started) * 1000))
 
 
+@acts_for("tenant")
 def knowledge_bases_search(
     *,
     tenant: Tenant,

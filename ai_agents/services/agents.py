@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, KnowledgeBase
 from erp.tenancy.models import Tenant
-from erp.tenancy.scoping import tenant_scope
+from erp.tenancy.scoping import acts_for, tenant_scope
 
 EDITABLE = (
     "name",
@@ -70,6 +70,7 @@ def _apply(agent: Agent, data: Mapping[str, Any]) -> None:
         agent.full_clean(exclude=["tenant", "knowledge_bases"])
 
 
+@acts_for("tenant")
 @transaction.atomic
 def agent_create(*, tenant: Tenant, data: Mapping[str, Any]) -> Agent:
     agent = Agent(tenant=tenant)
@@ -80,6 +81,7 @@ def agent_create(*, tenant: Tenant, data: Mapping[str, Any]) -> Agent:
     return agent
 
 
+@acts_for("agent")
 @transaction.atomic
 def agent_update(*, agent: Agent, data: Mapping[str, Any]) -> Agent:
     _apply(agent, data)
@@ -90,5 +92,6 @@ def agent_update(*, agent: Agent, data: Mapping[str, Any]) -> Agent:
     return agent
 
 
+@acts_for("agent")
 def agent_delete(*, agent: Agent) -> None:
     agent.delete()

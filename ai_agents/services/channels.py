@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, ChannelBinding
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import acts_for
 
 COMMON_FIELDS = ("agent", "name", "is_active")
 TYPE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -42,6 +43,7 @@ class PhoneNumberTaken(ValidationError):
     webhooks before any tenant is known, so they are unique on the platform."""
 
 
+@acts_for("tenant")
 def channel_create(*, tenant: Tenant, data: Mapping[str, Any]) -> ChannelBinding:
     kind = data.get("type")
     if not kind:
@@ -55,6 +57,7 @@ def channel_create(*, tenant: Tenant, data: Mapping[str, Any]) -> ChannelBinding
     return _save(binding)
 
 
+@acts_for("binding")
 def channel_update(*, binding: ChannelBinding, data: Mapping[str, Any]) -> ChannelBinding:
     if "type" in data and data["type"] != binding.type:
         raise ValidationError(
@@ -64,6 +67,7 @@ def channel_update(*, binding: ChannelBinding, data: Mapping[str, Any]) -> Chann
     return _save(binding)
 
 
+@acts_for("binding")
 def channel_delete(*, binding: ChannelBinding) -> None:
     binding.delete()
 

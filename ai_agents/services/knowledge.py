@@ -28,6 +28,7 @@ from ai_agents.knowledge.spaces import INDEXED_SPACES, LOCAL_DIMENSIONS, LOCAL_M
 from ai_agents.models import Chunk, Document, KnowledgeBase
 from erp.llm.errors import LlmError
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import acts_for
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def _check_embedding(provider: str, model: str, dimensions: int) -> None:
         raise KnowledgeError(_("Indique el modelo de embeddings."))
 
 
+@acts_for("tenant")
 def knowledge_base_create(
     *,
     tenant: Tenant,
@@ -120,6 +122,7 @@ def _check_chunking(size: int, overlap: int) -> None:
         raise KnowledgeError(_("El solapamiento debe ser menor que la mitad del tamaño."))
 
 
+@acts_for("kb")
 def knowledge_base_update(*, kb: KnowledgeBase, **fields: Any) -> KnowledgeBase:
     """Name, description and chunking; the embedding model is fixed once created (changing
     it would need every document re-embedded)."""
@@ -129,10 +132,12 @@ def knowledge_base_update(*, kb: KnowledgeBase, **fields: Any) -> KnowledgeBase:
     return _save_checked(kb)
 
 
+@acts_for("kb")
 def knowledge_base_delete(*, kb: KnowledgeBase) -> None:
     kb.delete()
 
 
+@acts_for("tenant")
 def knowledge_base_get_or_create(
     *, tenant: Tenant, name: str, **fields: Any
 ) -> tuple[KnowledgeBase, bool]:
@@ -142,6 +147,7 @@ def knowledge_base_get_or_create(
     return knowledge_base_create(tenant=tenant, name=name, **fields), True
 
 
+@acts_for("kb")
 def document_add_and_ingest(
     *,
     kb: KnowledgeBase,
@@ -170,6 +176,7 @@ def guess_mime_type(filename: str, declared: str | None) -> str | None:
     return guessed or declared
 
 
+@acts_for("kb")
 def document_add(
     *,
     kb: KnowledgeBase,
@@ -230,6 +237,7 @@ class DocumentFetchFailed(KnowledgeError):
     """The URL of a document could not be fetched (refused, unreachable, error status)."""
 
 
+@acts_for("kb")
 def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> DocumentAdded:
     """Fetches a public web page or file (SSRF guard on, redirects re-checked, size capped)
     and adds it like an upload, with source `url`."""
@@ -276,6 +284,7 @@ def _enqueue(document: Document) -> None:
     transaction.on_commit(lambda: bulk_ingest_document.delay(document_id))
 
 
+@acts_for("document")
 def document_reindex(*, document: Document) -> Document:
     Document.objects.for_tenant(document.tenant_id).filter(pk=document.pk).update(
         status=Document.Status.PENDING, progress=0, error=""
@@ -285,6 +294,7 @@ def document_reindex(*, document: Document) -> Document:
     return document
 
 
+@acts_for("document")
 def document_delete(*, document: Document) -> None:
     document.delete()
 
@@ -316,6 +326,7 @@ def _still_there(document: Document, every_s: float = 1.0) -> Callable[[], None]
     return check
 
 
+@acts_for("document")
 def document_ingest(
     *, document: Document, on_progress: Callable[[int], None] | None = None
 ) -> Document:

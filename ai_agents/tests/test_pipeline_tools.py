@@ -10,7 +10,7 @@ import pytest
 from ai_agents.models import Contact, Conversation
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
-from erp.tenancy.scoping import tenant_scope
+from erp.tenancy.scoping import all_tenants, tenant_scope
 from erp.testing.fake_google import FakeGoogle
 
 pytestmark = pytest.mark.django_db
@@ -168,7 +168,7 @@ def test_tenant_http_tool_round_trip_with_encrypted_headers(
         assert request.path == "/orders/A-17"
         assert request.header("authorization") == "Bearer tienda-secreta"
     assert "enviado" in str(fake_google.generate_requests[1]["contents"])
-    with connection.cursor() as cursor:
+    with all_tenants(), connection.cursor() as cursor:
         cursor.execute("SELECT headers_json FROM ai_agents_httptool")
         (stored,) = cursor.fetchone()
     assert "tienda-secreta" not in stored  # encrypted at rest

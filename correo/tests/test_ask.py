@@ -19,7 +19,7 @@ from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_i
 from erp.llm.gateway import RetryPolicy
 from erp.llm.models import UsageLog
 from erp.testing.fake_google import FakeGoogle
-from erp.testing.fixtures import Persona, session_client_for
+from erp.testing.fixtures import Persona, owner_connection, session_client_for
 
 URL = "/api/correo/ask"
 FAST = RetryPolicy(timeout_s=0.5, attempts=2, base_delay_s=0.01, factor=2, deadline_s=5)
@@ -413,17 +413,22 @@ def test_rate_limit_holds_when_telemetry_is_failing(
 
 @pytest.fixture
 def broken_telemetry(db: Any) -> Any:
-    """Every INSERT into the telemetry table fails in PostgreSQL itself."""
+    """Every INSERT into the telemetry table fails in PostgreSQL itself: a trigger (DDL, so
+    the owner creates it; the application's role may not), armed for this test's transaction
+    only (its rollback disarms it; the trigger stays for the session, inert)."""
     table = ChatQuery._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "CREATE FUNCTION correo_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$ BEGIN RAISE EXCEPTION 'telemetria rota'; END $$"
+    with owner_connection() as owner:
+        owner.execute(
+            "CREATE OR REPLACE FUNCTION correo_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN IF current_setting('test.refuse_telemetry', true) = 'on' THEN "
+            "RAISE EXCEPTION 'telemetria rota'; END IF; RETURN NEW; END $$"
         )
-        cursor.execute(
-            f"CREATE TRIGGER correo_test_refuse BEFORE INSERT ON {table} "
+        owner.execute(
+            f"CREATE OR REPLACE TRIGGER correo_test_refuse BEFORE INSERT ON {table} "
             "FOR EACH ROW EXECUTE FUNCTION correo_test_refuse()"
         )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('test.refuse_telemetry', 'on', false)")
     return None
 
 

@@ -13,6 +13,7 @@ from django.db import connection
 from correo import secretary
 from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
 from erp.llm.gateway import RetryPolicy
+from erp.tenancy.scoping import all_tenants
 from erp.testing.fake_google import FakeGoogle
 
 MARKER = "MARCADOR-CUERPO-5e1f0c9a"
@@ -20,8 +21,9 @@ TEXT_TYPES = ("text", "character varying", "character", "json", "jsonb")
 
 
 def rows_containing(marker: str) -> list[str]:
-    """Every text-like column of every table in the public schema that holds `marker`."""
-    with connection.cursor() as cursor:
+    """Every text-like column of every table in the public schema that holds `marker` (every
+    tenant's rows: the explicit bypass of row-level security)."""
+    with all_tenants(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT table_name, column_name FROM information_schema.columns "
             "WHERE table_schema = 'public' AND data_type = ANY(%s)",

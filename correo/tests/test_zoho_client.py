@@ -23,6 +23,7 @@ from correo.zoho import (
     build_search_key,
 )
 from correo.zoho.client import reset_token_cache
+from erp.tenancy.scoping import all_tenants
 from erp.testing.fake_http import FakeResponse
 
 pytestmark = pytest.mark.django_db
@@ -166,7 +167,7 @@ def test_access_token_stored_encrypted(fake_zoho: FakeZoho, zoho_connection):
     ZohoMailClient(zoho_connection).search(query="a")
     token = reload(zoho_connection).access_token
     assert token.startswith("1000.fake-access-")
-    with db.cursor() as cursor:
+    with all_tenants(), db.cursor() as cursor:
         cursor.execute(
             "SELECT access_token, refresh_token FROM correo_zohoconnection WHERE id = %s",
             [zoho_connection.pk],

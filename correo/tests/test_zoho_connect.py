@@ -11,6 +11,7 @@ from django.test import Client
 
 from correo.models import ZohoConnection
 from correo.tests.fake_zoho import ACCOUNT_ID, CLIENT_ID, FakeZoho
+from erp.tenancy.scoping import all_tenants
 
 pytestmark = pytest.mark.django_db
 
@@ -81,7 +82,7 @@ def test_callback_exchanges_the_code_and_stores_the_token_encrypted(
     ]
     # The access token from the exchange served the account lookup: no refresh needed.
     assert fake_zoho.token_requests("refresh_token") == []
-    with db.cursor() as cursor:
+    with all_tenants(), db.cursor() as cursor:
         cursor.execute("SELECT * FROM correo_zohoconnection WHERE id = %s", [conn.pk])
         row = " ".join(str(v) for v in cursor.fetchone())
     assert NEW_REFRESH not in row

@@ -59,6 +59,7 @@ from erp.http import (
     HttpTimeout,
     parse_retry_after,
 )
+from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger("correo.zoho")
 
@@ -158,7 +159,7 @@ class ZohoMailClient(HttpClient):
         if account.email and not self.connection.email:
             self.connection.email = account.email
             fields.append("email")
-        self.connection.save(update_fields=fields)
+        self._save(fields)
         return account.account_id
 
     def search(
@@ -302,7 +303,7 @@ class ZohoMailClient(HttpClient):
         if conn.last_error:
             conn.last_error, conn.last_error_at = "", None
             fields += ["last_error", "last_error_at"]
-        conn.save(update_fields=fields)
+        self._save(fields)
         self._remember(fingerprint, grant.access_token, expires_at)
         logger.info("correo.zoho.token_refreshed", extra={"zoho_connection": conn.pk})
         return grant.access_token
@@ -334,6 +335,11 @@ class ZohoMailClient(HttpClient):
                 return row.access_token
         return ""
 
+    def _save(self, fields: list[str]) -> None:
+        """The connection row is its tenant's, whoever uses the client (row-level security)."""
+        with tenant_scope(self.connection.tenant_id):
+            self.connection.save(update_fields=fields)
+
     def _remember(self, fingerprint: str, token: str, expires_at: datetime) -> None:
         with _tokens_lock:
             _tokens[self.connection.pk] = _CachedToken(fingerprint, token, expires_at)
@@ -347,9 +353,7 @@ class ZohoMailClient(HttpClient):
         conn.access_token_expires_at = None
         conn.last_error = f"{message} ({code})" if code else message
         conn.last_error_at = timezone.now()
-        conn.save(
-            update_fields=["access_token", "access_token_expires_at", "last_error", "last_error_at"]
-        )
+        self._save(["access_token", "access_token_expires_at", "last_error", "last_error_at"])
         logger.warning(
             "correo.zoho.auth_failed", extra={"zoho_connection": conn.pk, "zoho_code": code}
         )

@@ -18,6 +18,7 @@ from correo.zoho.oauth import (
     mail_host_for,
 )
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import tenant_scope
 
 
 def _connection_for(*, owner: Any, tenant: Tenant) -> ZohoConnection:
@@ -25,6 +26,12 @@ def _connection_for(*, owner: Any, tenant: Tenant) -> ZohoConnection:
     # tenants so that reconnecting for another tenant moves it instead of failing.
     conn = ZohoConnection.objects.unscoped().filter(owner=owner).first()
     return conn or ZohoConnection(owner=owner, tenant=tenant)
+
+
+def _moving(conn: ZohoConnection, tenant: Tenant) -> Any:
+    """The scope of a (re)connection: the tenant the row leaves and the one it joins (row
+    security checks the row before and after the UPDATE)."""
+    return tenant_scope(*{conn.tenant_id or tenant.pk, tenant.pk})
 
 
 def _reset(
@@ -55,11 +62,17 @@ def zoho_connect_with_refresh_token(
         dc = data_centre.strip().lower()
     with transaction.atomic():
         conn = _connection_for(owner=owner, tenant=tenant)
-        _reset(
-            conn, tenant=tenant, refresh_token=refresh_token, accounts=accounts, mail=mail, dc=dc
-        )
-        conn.scopes = SCOPES
-        conn.save()
+        with _moving(conn, tenant):
+            _reset(
+                conn,
+                tenant=tenant,
+                refresh_token=refresh_token,
+                accounts=accounts,
+                mail=mail,
+                dc=dc,
+            )
+            conn.scopes = SCOPES
+            conn.save()
         ZohoMailClient(conn).account_id()  # refreshes once, then resolves and stores the id
     return conn
 
@@ -75,18 +88,19 @@ def zoho_connect_with_code(
     configured = accounts == settings.ZOHO_ACCOUNTS_BASE_URL.rstrip("/")
     with transaction.atomic():
         conn = _connection_for(owner=owner, tenant=tenant)
-        _reset(
-            conn,
-            tenant=tenant,
-            refresh_token=grant.refresh_token,
-            accounts="" if configured else accounts,
-            mail="" if configured else mail_host_for(accounts),
-            dc=_data_centre_of(accounts),
-        )
-        conn.scopes = grant.scope.replace(" ", ",") or SCOPES
-        conn.access_token = grant.access_token
-        conn.access_token_expires_at = timezone.now() + timedelta(seconds=grant.expires_in)
-        conn.save()
+        with _moving(conn, tenant):
+            _reset(
+                conn,
+                tenant=tenant,
+                refresh_token=grant.refresh_token,
+                accounts="" if configured else accounts,
+                mail="" if configured else mail_host_for(accounts),
+                dc=_data_centre_of(accounts),
+            )
+            conn.scopes = grant.scope.replace(" ", ",") or SCOPES
+            conn.access_token = grant.access_token
+            conn.access_token_expires_at = timezone.now() + timedelta(seconds=grant.expires_in)
+            conn.save()
         ZohoMailClient(conn).account_id()
     return conn
 

@@ -18,6 +18,7 @@ from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import tenant_scope
 
 MILLION = Decimal(1_000_000)
 QUANT = Decimal("0.000001")
@@ -121,10 +122,12 @@ def usage_record(
     # statement goes with the reply's (`rows.deferred_writes`).
     # Durable: the tokens were spent, so the row (and the debit) stay even when the message's
     # transaction fails after the call (RN-6).
-    if not cost or settings.AI_CREDITS_MODE == "off":
-        rows.write(rows.insert_statement([log]), durable=True)
-    else:
-        rows.write(_insert_and_debit_statement(log), durable=True)
+    # The row is the tenant's whoever calls: written in its scope (row-level security).
+    with tenant_scope(tenant):
+        if not cost or settings.AI_CREDITS_MODE == "off":
+            rows.write(rows.insert_statement([log]), durable=True)
+        else:
+            rows.write(_insert_and_debit_statement(log), durable=True)
     rows.inserted([log])
     return log
 

@@ -2,14 +2,16 @@ from __future__ import annotations
 
 import zoneinfo
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models.signals import class_prepared
 from django.utils.translation import gettext_lazy as _
 
-from erp.tenancy.scoping import TenantManager
+from erp.tenancy.scoping import TenantBaseManager, TenantManager, current_scope, tenant_scope
 
 slug_validator = RegexValidator(
     r"^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$",
@@ -60,6 +62,43 @@ class TenantOwnedModel(models.Model):
 
     class Meta:
         abstract = True
+
+    # Row-level security: code that runs with no scope at all (a webhook before it knows the
+    # tenant, a task, a command) and saves, deletes or reloads a row it holds acts for that
+    # row's tenant, as `.for_tenant()` does. Inside a scope, only the scope's tenants: the
+    # database refuses a row of another tenant.
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if current_scope() is not None:
+            return super().save(*args, **kwargs)
+        with tenant_scope(self.tenant_id):
+            return super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        if current_scope() is not None:
+            return super().delete(*args, **kwargs)
+        with tenant_scope(self.tenant_id):
+            return super().delete(*args, **kwargs)
+
+    def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
+        if current_scope() is not None:
+            return super().refresh_from_db(*args, **kwargs)
+        with tenant_scope(self.tenant_id):
+            return super().refresh_from_db(*args, **kwargs)
+
+
+def _base_manager_install(sender: type[models.Model], **kwargs: Any) -> None:
+    """Every tenant-owned model's base manager is a `TenantBaseManager` (set on its options
+    rather than declared, so migrations see no manager change)."""
+    if issubclass(sender, TenantOwnedModel) and not sender._meta.abstract:
+        manager = TenantBaseManager()
+        manager.name = "_base_manager"
+        manager.model = sender
+        manager.auto_created = True
+        sender._meta.base_manager = manager  # type: ignore[misc]
+
+
+class_prepared.connect(_base_manager_install)
 
 
 class Membership(TenantOwnedModel):

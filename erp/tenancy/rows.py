@@ -10,7 +10,9 @@ statements can travel in one round trip (`run_together`, psycopg's client-side b
 
 Tenant isolation stays structural: `select_statement` and `update_statement` take `tenant_id`
 and always put it first in the WHERE clause; `insert_statement` takes instances that carry
-their tenant.
+their tenant. Row-level security checks it again: the statements run in the transaction's
+tenant scope (`tenant_scope`, sent by erp/tenancy/postgres); the one-statement helpers
+`select`, `update` and `insert` are scoped by their tenant argument, as `.for_tenant()` is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Model
+
+from erp.tenancy.scoping import Scope, current_scope, reset_scope, set_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +136,8 @@ def select_statement(
 
 def select(model: type[M], **options: Any) -> list[M]:
     """The instances `select_statement(model, **options)` finds."""
-    (outcome,) = run_together([select_statement(model, **options)])
+    with tenant_scope(options["tenant_id"]):
+        (outcome,) = run_together([select_statement(model, **options)])
     return instances(model, outcome)
 
 
@@ -159,7 +164,8 @@ def inserted(objs: Sequence[Model]) -> None:
 def insert(objs: Sequence[Model]) -> None:
     """INSERT these new instances (one model) in one statement."""
     if objs:
-        run_together([insert_statement(objs)])
+        with tenant_scope(*{obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]
+            run_together([insert_statement(objs)])
         inserted(objs)
 
 
@@ -206,7 +212,8 @@ def update_statement(
 
 def update(model: type[Model], **options: Any) -> int:
     """Runs `update_statement(model, **options)`; the number of rows changed."""
-    (outcome,) = run_together([update_statement(model, **options)])
+    with tenant_scope(options["tenant_id"]):
+        (outcome,) = run_together([update_statement(model, **options)])
     return outcome.rowcount
 
 
@@ -219,11 +226,13 @@ class _Pending:
     the block's failure (`write(durable=True)`)."""
 
     statements: list[Statement]
-    durable: list[Statement]
+    durable: list[tuple[Statement, Scope | None]]  # with the scope it was written in
 
 
 _deferred: ContextVar[_Pending | None] = ContextVar("rows_deferred", default=None)
-_survivors: ContextVar[list[Statement] | None] = ContextVar("rows_survivors", default=None)
+_survivors: ContextVar[list[tuple[Statement, Scope | None]] | None] = ContextVar(
+    "rows_survivors", default=None
+)
 
 
 @contextmanager
@@ -253,16 +262,19 @@ def survive_rollback() -> Iterator[None]:
     """Around a transaction block with `deferred_writes`: the durable writes it had not sent
     when it failed are sent after its rollback, each in its own autocommit statement (a model
     call's usage row: tokens spent are recorded whatever happened after)."""
-    kept: list[Statement] = []
+    kept: list[tuple[Statement, Scope | None]] = []
     token = _survivors.set(kept)
     try:
         yield
     except BaseException:
-        for statement in kept:
+        for statement, scope in kept:
+            scope_token = set_scope(scope)
             try:
                 run_together([statement])
             except DatabaseError as exc:
                 logger.warning("rows.durable_write_lost", extra={"error": type(exc).__name__})
+            finally:
+                reset_scope(scope_token)
         raise
     finally:
         _survivors.reset(token)
@@ -275,7 +287,7 @@ def write(statement: Statement, *, durable: bool = False) -> None:
     if pending is not None and connection.in_atomic_block:
         pending.statements.append(statement)
         if durable:
-            pending.durable.append(statement)
+            pending.durable.append((statement, current_scope()))
     else:
         run_together([statement])
 

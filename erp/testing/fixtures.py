@@ -6,6 +6,8 @@ owner of tenant B. Every API test checks that the outsider gets 404 and changes 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,3 +117,57 @@ def _fresh_price_table() -> Any:
     price_cache_clear()
     yield
     price_cache_clear()
+
+
+_owner: list[str] = []
+
+
+@contextmanager
+def owner_connection() -> Iterator[Any]:
+    """A psycopg connection (autocommit) to the test database as its owner, for what the
+    application's role may not do (DDL, ANALYZE); it sees only committed rows."""
+    import psycopg
+    from django.db import connection
+
+    s = connection.settings_dict
+    with psycopg.connect(
+        host=s["HOST"] or None,
+        port=s["PORT"] or None,
+        dbname=s["NAME"],
+        user=_owner[0],
+        password=_owner[1] or None,
+        autocommit=True,
+    ) as owner:
+        yield owner
+
+
+def _connect_as(user: str, password: str) -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    for alias in connections:
+        connection = connections[alias]
+        connection.close()
+        for entry in (connection.settings_dict, settings.DATABASES[alias]):
+            entry["USER"], entry["PASSWORD"] = user, password
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
+    """The suite runs as the application's role, so row-level security really applies; the
+    owner (DATABASE_URL) created and migrated the test database, and drops it at the end."""
+    from django.conf import settings
+    from django.db import connection
+
+    role = settings.DATABASE_APP_ROLE
+    with django_db_blocker.unblock():
+        owner = (connection.settings_dict["USER"], connection.settings_dict["PASSWORD"])
+        _owner[:] = owner
+        with connection.cursor() as cursor:
+            # Test teardown (TransactionTestCase) empties the tables with TRUNCATE, which row
+            # security does not filter: a right the role has in tests only.
+            cursor.execute(f"GRANT TRUNCATE ON ALL TABLES IN SCHEMA public TO {role}")
+        _connect_as(role, settings.DATABASE_APP_PASSWORD)
+    yield
+    with django_db_blocker.unblock():
+        _connect_as(*owner)

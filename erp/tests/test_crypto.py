@@ -6,6 +6,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from erp.crypto import PREFIX, DecryptionError
+from erp.tenancy.scoping import all_tenants
 from erp.testing.testapp.models import SecretHolder
 
 OLD_KEY = "old-key-0123456789abcdefghijklmnopqrstuv"
@@ -14,13 +15,14 @@ PLAINTEXT = "EAAG-whatsapp-token-1234567890"
 
 
 def _stored(pk: int) -> str:
-    with connection.cursor() as cursor:
+    with all_tenants(), connection.cursor() as cursor:
         cursor.execute("SELECT secret FROM erp_testapp_secretholder WHERE id = %s", [pk])
         return cursor.fetchone()[0]
 
 
 def _reload(pk: int) -> SecretHolder:
-    return SecretHolder._base_manager.get(pk=pk)
+    with all_tenants():
+        return SecretHolder._base_manager.get(pk=pk)
 
 
 @pytest.fixture

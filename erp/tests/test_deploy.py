@@ -221,6 +221,14 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
     if len(images) != 1:
         problems.append(f"app services run different images: {sorted(map(str, images))}")
 
+    # Row-level security: only migrate connects as the owner; the others as the app's role.
+    owner = default_of(str((db.get("environment") or {}).get("POSTGRES_USER", "")))
+    for name in sorted(APP_SERVICES):
+        url = (services[name].get("environment") or {}).get("DATABASE_URL", "")
+        user = database_from_url(default_of(url))["USER"] if url else None
+        if (name == "migrate") != (user == owner):
+            problems.append(f"{name} connects as {user!r} (owner: {owner!r})")
+
     migrate = services["migrate"]
     if command(migrate) != ["python", "manage.py", "migrate", "--noinput"]:
         problems.append(f"migrate runs {command(migrate)}")
@@ -367,11 +375,27 @@ def test_the_web_command_names_a_real_asgi_application():
 
 
 def test_database_url_defaults_resolve_to_the_db_service():
-    env = load_compose()["x-app-env"]
-    url = interpolate(env["DATABASE_URL"], {"POSTGRES_PASSWORD": "s3cret"})
-    assert url == "postgresql://erp:s3cret@db:5432/erp"
+    compose = load_compose()
+    env = {"POSTGRES_PASSWORD": "s3cret", "DATABASE_APP_PASSWORD": "app"}
+    url = interpolate(compose["x-app-env"]["DATABASE_URL"], env)
+    assert url == "postgresql://erp_app:app@db:5432/erp"
+    migrate = compose["services"]["migrate"]["environment"]
+    assert interpolate(migrate["DATABASE_URL"], env) == "postgresql://erp:s3cret@db:5432/erp"
+    assert migrate["DATABASE_APP_PASSWORD"] == compose["x-app-env"]["DATABASE_APP_PASSWORD"]
+    with pytest.raises(ValueError, match="DATABASE_APP_PASSWORD"):
+        interpolate(compose["x-app-env"]["DATABASE_URL"], {"POSTGRES_PASSWORD": "s3cret"})
     with pytest.raises(ValueError, match="POSTGRES_PASSWORD"):
-        interpolate(env["DATABASE_URL"], {})
+        interpolate(migrate["DATABASE_URL"], {"DATABASE_APP_PASSWORD": "app"})
+
+
+def test_an_app_service_connecting_as_the_owner_is_reported():
+    compose = load_compose()
+    owner_url = compose["services"]["migrate"]["environment"]["DATABASE_URL"]
+    compose["services"]["web"]["environment"] = {
+        **compose["x-app-env"],
+        "DATABASE_URL": owner_url,
+    }
+    assert compose_problems(compose) == ["web connects as 'erp' (owner: 'erp')"]
 
 
 # --- the checks do fail ------------------------------------------------------------------------

