@@ -3,10 +3,7 @@ is a readable reason on the document, and deleting a document stops its ingestio
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +17,8 @@ from ai_agents.knowledge import parsers
 from ai_agents.knowledge.errors import DocumentError
 from ai_agents.models import Chunk, Document
 from ai_agents.tests.pdf_samples import pdf_shared_stream
-from erp.celery import app
 from erp.tasks import ping_database
-from erp.testing.celery_worker import BASE_DIR, _database_url
+from erp.testing.celery_worker import worker_running
 
 # Two 22 KB PDFs whose 40 pages all draw one 5 MB content stream: ~10 minutes of pypdf each.
 HOSTILE = pdf_shared_stream(pages=40, stream_bytes=5 * 1024 * 1024)
@@ -174,40 +170,10 @@ def test_deleting_a_document_stops_its_ingestion(
 def prefork_worker(transactional_db: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A real worker with Celery's prefork pool (the one that enforces time limits; `make run`
     and compose use it) and a 2-second ingestion limit."""
-    name = f"limits{os.getpid()}-{time.monotonic_ns()}@%h"
-    env = dict(
-        os.environ,
-        DATABASE_URL=_database_url(),
-        LOG_FORMAT="json",
-        KB_INGEST_TIME_LIMIT_SECONDS="2",
-    )
-    log_path = tmp_path / "worker.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "celery", "-A", "erp", "worker"),
-                *("-Q", "realtime,bulk", "-P", "prefork", "-c", "1", "-l", "INFO"),
-                *("--without-gossip", "--without-mingle", "--without-heartbeat", "-n", name),
-            ],
-            cwd=BASE_DIR,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    destination = name.replace("%h", os.uname().nodename)
-    deadline = time.monotonic() + 30
-    while not app.control.ping(timeout=0.3, destination=[destination]):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
-    proc.log_path = log_path  # type: ignore[attr-defined]
-    yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    limit = {"KB_INGEST_TIME_LIMIT_SECONDS": "2"}
+    pool = ("-P", "prefork", "-c", "1")
+    with worker_running(tmp_path, pool=pool, prefix="limits", **limit) as proc:
+        yield proc
 
 
 @pytest.mark.slow

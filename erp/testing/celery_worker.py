@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,53 +32,50 @@ def _database_url() -> str:
     return f"postgresql://{s['USER']}{password}@{host}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-@pytest.fixture
-def celery_worker_process(
-    transactional_db: Any, tmp_path: Path
+@contextmanager
+def worker_running(
+    tmp_path: Path, *, pool: tuple[str, ...] = ("-P", "solo"), prefix: str = "test", **env: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    name = f"test{os.getpid()}-{time.monotonic_ns()}@%h"
-    env = dict(os.environ, DATABASE_URL=_database_url(), LOG_FORMAT="json")
+    """A `celery worker` consuming both queues until the block ends; `proc.log_path` is its
+    log. `pool` picks the pool (prefork enforces time limits); `env` adds variables."""
+    name = f"{prefix}{os.getpid()}-{time.monotonic_ns()}@%h"
+    environ = dict(os.environ, DATABASE_URL=_database_url(), LOG_FORMAT="json", **env)
     log_path = tmp_path / "worker.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "erp",
-                "worker",
-                "-Q",
-                "realtime,bulk",
-                "-P",
-                "solo",
-                "-l",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                name,
+                *(sys.executable, "-m", "celery", "-A", "erp", "worker", "-Q", "realtime,bulk"),
+                *pool,
+                *("-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"),
+                *("-n", name),
             ],
             cwd=BASE_DIR,
-            env=env,
+            env=environ,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
     destination = name.replace("%h", os.uname().nodename)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"worker exited early:\n{log_path.read_text()}")
-        if app.control.ping(timeout=0.3, destination=[destination]):
-            break
-    else:
-        proc.kill()
-        raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
+    while not app.control.ping(timeout=0.3, destination=[destination]):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait(timeout=10)
+            raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
     proc.log_path = log_path  # type: ignore[attr-defined]
-    yield proc
-    proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def celery_worker_process(
+    transactional_db: Any, tmp_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    with worker_running(tmp_path) as proc:
+        yield proc
