@@ -5,6 +5,24 @@ from __future__ import annotations
 import io
 
 
+def pdf_serialize(objects: list[bytes], *, header: bytes = b"%PDF-1.4\n") -> bytes:
+    """A PDF file of these objects (numbered from 1, the first the catalog) with its xref."""
+    out = io.BytesIO()
+    out.write(header)
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(
+        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    )
+    return out.getvalue()
+
+
 def pdf_bytes(pages: list[list[str]]) -> bytes:
     """A minimal valid PDF: one Helvetica text line per entry, WinAnsi (latin-1) encoded."""
     objects: list[bytes] = []
@@ -28,20 +46,7 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
         ops.append(b"ET")
         stream = b"\n".join(ops)
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
-    out.write(
-        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    )
-    return out.getvalue()
+    return pdf_serialize(objects, header=b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
 
 
 def docx_bytes() -> bytes:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import io
 import zlib
+
+from ai_agents.tests.knowledge_samples import pdf_serialize
 
 
 def pdf_shared_stream(*, pages: int, stream_bytes: int, text: str = "Hola mundo") -> bytes:
@@ -26,17 +27,4 @@ def pdf_shared_stream(*, pages: int, stream_bytes: int, text: str = "Hola mundo"
         ).encode()
     ] * pages
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
-    out.write(
-        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    )
-    return out.getvalue()
+    return pdf_serialize(objects)
