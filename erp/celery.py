@@ -45,3 +45,16 @@ def _carry_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
     request_id = request_id_var.get()
     if headers is not None and "request_id" not in headers and request_id != "-":
         headers["request_id"] = request_id
+
+
+def enqueue(name: str, *args: Any, countdown: float | None = None) -> None:
+    """Queues the task registered under its stable `name` (e.g.
+    "ai_agents.channel_conversation_answer") with positional `args`.
+
+    Services and the engine enqueue through here instead of importing the tasks module, which
+    imports them back: the task is looked up by name in the app's registry (which loads the
+    tasks modules on first use), so the import graph stays free of cycles. Honours
+    CELERY_TASK_ALWAYS_EAGER and the queue routes like `task.delay` does."""
+    if name not in app.tasks:
+        app.loader.import_default_modules()  # autodiscovery: every installed app's tasks module
+    app.tasks[name].apply_async(args=args, countdown=countdown)
