@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES
+from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 
 
 class ConfigError(ValidationError):
@@ -56,11 +56,11 @@ def processing_defaults() -> dict[str, Any]:
 
 
 def intent_defaults() -> dict[str, Any]:
-    """The spec's default intents (`ai_agents.pipeline.intent.DEFAULT_INTENT_CONFIG`: the
+    """The spec's default intents (`ai_agents.rules.intent.DEFAULT_INTENT_CONFIG`: the
     spec's keywords, plus the excludes that keep "agente de envíos" from reading as "agente")."""
     import copy
 
-    from ai_agents.pipeline.intent import DEFAULT_INTENT_CONFIG
+    from ai_agents.rules.intent import DEFAULT_INTENT_CONFIG
 
     return copy.deepcopy(DEFAULT_INTENT_CONFIG)
 
@@ -168,8 +168,8 @@ def _string_list(v: Any) -> bool:
 
 def validate_intent_detection(value: Any) -> dict[str, Any]:
     """The spec's shape (`method`, `keyword_intents`, `known_intents`) or the units' shape
-    (`mode`, `intents`), checked by `ai_agents.pipeline.intent.parse_intent_config`."""
-    from ai_agents.pipeline.intent import parse_intent_config
+    (`mode`, `intents`), checked by `ai_agents.rules.intent.parse_intent_config`."""
+    from ai_agents.rules.intent import parse_intent_config
 
     if value is None or value == {}:
         return intent_defaults()
@@ -179,9 +179,9 @@ def validate_intent_detection(value: Any) -> dict[str, Any]:
 
 
 def validate_escalation_triggers(value: Any) -> list[dict[str, Any]]:
-    """Checked by `ai_agents.pipeline.escalation.parse_escalation_triggers` (every problem
+    """Checked by `ai_agents.rules.escalation.parse_escalation_triggers` (every problem
     listed, naming the trigger and the key)."""
-    from ai_agents.pipeline.escalation import parse_escalation_triggers
+    from ai_agents.rules.escalation import parse_escalation_triggers
 
     if value is None:
         return escalation_defaults()

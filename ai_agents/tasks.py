@@ -154,7 +154,7 @@ def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
 )
 def handoff_reply_deliver(message_id: str) -> str:
     """Sends a staff member's stored reply on its conversation's channel (real-time queue)."""
-    from ai_agents.channels.delivery import reply_deliver
+    from ai_agents.conversations.delivery import reply_deliver
     from ai_agents.models import Message
 
     tenant_id = (
@@ -178,9 +178,9 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
     """Real-time queue: answers a conversation's stored channel messages in arrival order and
     sends the replies on its channel. Returns the delivery status of each reply sent."""
     from ai_agents.channels import adapter_for
-    from ai_agents.channels.delivery import reply_deliver
+    from ai_agents.conversations.delivery import reply_deliver
+    from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
     from ai_agents.models import Conversation, Message
-    from ai_agents.pipeline.run import conversation_answer_pending, conversation_load
 
     conversation = conversation_load(conversation_id)
     if conversation is None:
@@ -234,8 +234,8 @@ def channel_pending_sweep() -> int:
     from django.conf import settings
     from django.utils import timezone
 
+    from ai_agents.conversations.store import thread_key, threads_being_answered
     from ai_agents.models import Message
-    from ai_agents.pipeline.steps import thread_key, threads_being_answered
 
     now = timezone.now()
     age = timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS)

@@ -38,8 +38,8 @@ from hypothesis import HealthCheck, Phase, given, strategies
 from hypothesis import settings as hypothesis_settings
 from schemathesis.generation import GenerationMode
 
+from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import ChannelBinding, Conversation
-from ai_agents.pipeline.run import Inbound, message_receive
 from ai_agents.services.agents import agent_create
 from ai_agents.services.knowledge import document_add, knowledge_base_create
 from correo.tests.factories import zoho_connection_create

@@ -25,8 +25,8 @@ from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
 from rest_framework.renderers import BaseRenderer
 
+from ai_agents.conversations.engine import Inbound, message_process
 from ai_agents.models import Agent
-from ai_agents.pipeline.run import Inbound, message_process
 
 logger = logging.getLogger(__name__)
 

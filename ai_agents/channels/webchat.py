@@ -25,10 +25,9 @@ from django.core import signing
 from django.utils.translation import gettext as _
 from django.utils.translation import override
 
-from ai_agents.channels.inbound import inbound_clean
+from ai_agents.conversations.inbound import Inbound, inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.pipeline import limits
-from ai_agents.pipeline.run import Inbound
 
 CHANNEL = "webchat"
 SESSION_SALT = "ai_agents.webchat.session"

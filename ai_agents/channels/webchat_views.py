@@ -256,7 +256,7 @@ def _message_post(request: HttpRequest, session: webchat.Session) -> HttpRespons
     present = functools.partial(webchat.reply_present, session)
     if sse.wants_stream(request) and agent.processing["streaming_enabled"]:
         return sse.stream_response(agent, inbound, present)
-    from ai_agents.pipeline.run import message_process
+    from ai_agents.conversations.engine import message_process
 
     body = present(message_process(agent=agent, inbound=inbound))
     limited_body = body.pop("rate_limited", None)

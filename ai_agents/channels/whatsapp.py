@@ -24,8 +24,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.channels import adapter_register
-from ai_agents.channels.delivery import delivery_status_summary
-from ai_agents.channels.inbound import inbound_accept
 from ai_agents.channels.whatsapp_graph import (
     TYPING_TIMEOUT,
     GraphClient,
@@ -33,8 +31,9 @@ from ai_agents.channels.whatsapp_graph import (
     messages_post_with_retries,
 )
 from ai_agents.channels.whatsapp_payload import WaMessage, WaStatus, batch_parse
+from ai_agents.conversations.delivery import delivery_status_summary
+from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
-from ai_agents.pipeline.run import Inbound
 
 logger = logging.getLogger(__name__)
 

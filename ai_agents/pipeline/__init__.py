@@ -1,2 +1,1 @@
-"""Pure units of the message pipeline (no database access): text, intent, escalation, history,
-prompt, limits."""
+"""The conversation engine's limits (per conversation, per tenant, message size)."""

@@ -4,7 +4,7 @@ channel, releases it back to the bot or closes it.
 Every write is one conditional UPDATE, so two people acting at once never both win: the row
 lock makes the second UPDATE re-read the first one's result and match nothing. While a person
 holds a conversation (or it is escalated and waits for one) the bot stays silent; see
-`ai_agents.channels.delivery.bot_may_speak` and the pipeline's escalated branch.
+`ai_agents.conversations.delivery.bot_may_speak` and the pipeline's escalated branch.
 
 A lease that ran out needs no sweeper: `claim_expires_at` in the past simply means "unclaimed"
 (shown so in the inbox, claimable by anyone); the conversation stays escalated, so the bot keeps

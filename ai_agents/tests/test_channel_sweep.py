@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import Message
-from ai_agents.pipeline.run import Inbound, message_receive
 from ai_agents.tasks import channel_conversation_answer, channel_pending_sweep
 from ai_agents.tests.whatsapp_support import WA_ID
 from erp.tenancy.scoping import tenant_scope
@@ -119,7 +119,7 @@ def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
     """Each message may take the agent's total_timeout_ms: a run stops taking messages when the
     next one could end past its deadline, keeps what it answered (its transaction commits) and
     queues the rest, instead of being killed by the time limit with every answer rolled back."""
-    from ai_agents.pipeline.run import conversation_answer_pending
+    from ai_agents.conversations.engine import conversation_answer_pending
 
     agent = wa_binding.agent
     agent.processing_config = {

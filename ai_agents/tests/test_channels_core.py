@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from ai_agents.channels import adapter_register
-from ai_agents.channels.delivery import reply_deliver
-from ai_agents.channels.inbound import inbound_accept
+from ai_agents.conversations.delivery import reply_deliver
+from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Message
-from ai_agents.pipeline.run import Inbound
 from ai_agents.services.agents import agent_create
 from ai_agents.tasks import channel_conversation_answer
 from erp.tenancy.scoping import tenant_scope
@@ -123,7 +122,7 @@ def test_a_reply_is_not_sent_once_a_person_holds_the_conversation(
 ) -> None:
     _respond(fake_google, "Respuesta del bot.")
     message, _ = inbound_accept(binding=binding, inbound=_inbound("hola", "m-1"))
-    from ai_agents.pipeline.run import conversation_answer_pending
+    from ai_agents.conversations.engine import conversation_answer_pending
 
     results = conversation_answer_pending(conversation_id=message.conversation_id)
     with tenant_scope(binding.tenant):

@@ -13,8 +13,8 @@ from django.core import mail
 from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 
 from ai_agents.channels import email as email_channel
-from ai_agents.channels.delivery import reply_deliver
 from ai_agents.channels.email_parse import email_parse, reply_subject, reply_text_extract
+from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.services.agents import agent_create
 from erp.tenancy.scoping import tenant_scope

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from ai_agents.channels import webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
-from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES
+from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 from ai_agents.tasks import bulk_expire_conversations
 from ai_agents.tests.test_webchat_api import ORIGIN, Visitor, _binding
 from ai_agents.tests.test_whatsapp_outbound import Line

@@ -3,7 +3,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from ai_agents.pipeline.prompt import (
+from ai_agents.rules.prompt import (
     format_spanish_datetime,
     render_system_prompt,
     validate_prompt_template,

@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from ai_agents.pipeline.intent import (
+from ai_agents.rules.intent import (
     IntentMatch,
     default_intent_config,
     detect_keyword_intent,

@@ -16,25 +16,43 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from ai_agents.conversations.context import (
+    build_request,
+    final_intent,
+    history_load,
+    keyword_intent,
+    rules_for,
+    system_prompt,
+)
+from ai_agents.conversations.inbound import Inbound, inbound_message_row
+from ai_agents.conversations.model import (
+    BASE_ACTIONS,
+    actions_for,
+    llm_call,
+    number_field,
+    retry_policy,
+    tool_run,
+)
+from ai_agents.conversations.retrieval import Retrieval, citations, retrieval_prefetch, retrieve
+from ai_agents.conversations.store import Thread, message_by_channel_id, thread_lock, thread_open
+from ai_agents.conversations.turn import Spent, Timer
 from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Contact, Conversation, Message
-from ai_agents.pipeline import seams, steps
+from ai_agents.pipeline import limits
+from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation, failure_decision
+from ai_agents.selectors.knowledge import SearchHit
+from erp.celery import enqueue
 from erp.llm.errors import LlmError, NoCredits, Timeout
 from erp.llm.gateway import CallContext
-from erp.llm.types import LlmResult
 from erp.llm.types import Message as LlmMessage
-from erp.llm.usage import cost_usd
 from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
@@ -49,39 +67,6 @@ INPUT_CUT_NOTE = gettext_lazy(
 )
 
 
-@dataclass(frozen=True)
-class Inbound:
-    text: str
-    contact: Mapping[str, Any]  # external_id, name?, email?, phone?
-    channel: str = "api"
-    thread_id: str | None = None  # channel conversation id; default: the contact's id
-    channel_message_id: str | None = None
-    metadata: Mapping[str, Any] | None = None
-    binding: Any = None  # the ChannelBinding it came through (replies go out through it)
-
-
-class _Timer:
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.last = self.started
-        self.steps: dict[str, int] = {}
-
-    def mark(self, name: str, *, within: Mapping[str, int] | None = None) -> None:
-        """The time since the last mark is `name`'s, less the parts measured `within` it
-        (recorded as their own steps: the tools run between the model's calls)."""
-        now = time.monotonic()
-        spent = int((now - self.last) * 1000)
-        for part, ms in (within or {}).items():
-            self.steps[part] = ms
-            spent -= ms
-        self.steps[name] = max(spent, 0)
-        self.last = now
-
-    @property
-    def elapsed_s(self) -> float:
-        return time.monotonic() - self.started
-
-
 def message_process(
     *, agent: Agent, inbound: Inbound, on_delta: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
@@ -89,8 +74,8 @@ def message_process(
 
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without)."""
-    timer = _Timer()
-    steps.retrieval_prefetch(agent=agent, text=seams.input_bound(inbound.text, inbound.channel)[0])
+    timer = Timer()
+    retrieval_prefetch(agent=agent, text=limits.input_bound(inbound.text, inbound.channel)[0])
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     with (
         tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
@@ -98,7 +83,7 @@ def message_process(
         transaction.atomic(),
         rows.deferred_writes(),
     ):
-        thread = steps.thread_open(
+        thread = thread_open(
             agent=agent,
             channel=inbound.channel,
             thread_id=thread_id,
@@ -107,96 +92,16 @@ def message_process(
         )
         conversation = thread.conversation
         if inbound.channel_message_id:
-            existing = steps.message_by_channel_id(
+            existing = message_by_channel_id(
                 agent=agent, channel_message_id=inbound.channel_message_id
             )
             if existing is not None:
                 return _stored_result(existing)
         # Inserted with the reply at the end (one INSERT); its id is known now so usage rows
         # can name it.
-        user_message = _inbound_message(agent, conversation, inbound, created_at=timezone.now())
+        user_message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
         timer.mark("receive")
         return _run(agent, conversation, thread.contact, user_message, timer, on_delta, thread)
-
-
-def _inbound_message(
-    agent: Agent, conversation: Conversation, inbound: Inbound, *, created_at: Any
-) -> Message:
-    """The customer's message as a row (not saved)."""
-    return Message(
-        tenant_id=agent.tenant_id,
-        conversation=conversation,
-        agent=agent,
-        role=Message.Role.USER,
-        content=inbound.text,
-        channel_message_id=inbound.channel_message_id or None,
-        metadata={"channel_metadata": dict(inbound.metadata or {})},
-        created_at=created_at,
-    )
-
-
-def message_receive(
-    *,
-    agent: Agent,
-    inbound: Inbound,
-    answer: bool = True,
-) -> tuple[Message, bool]:
-    """Stores one inbound channel message before it is acknowledged; the model runs later
-    (`conversation_answer_pending`, on the real-time queue). Returns the message and whether it
-    is new: a redelivered `channel_message_id` meets the unique constraint and returns the
-    first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
-    already handled, so it is never answered.
-
-    Takes no thread lock: a webhook never waits for a model call in progress. Five statements
-    for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
-    by the failed INSERT, not by a SELECT before every new message)."""
-    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        return _message_receive(agent=agent, inbound=inbound, answer=answer)
-
-
-def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
-    contact = steps.contact_upsert(tenant=agent.tenant, data=inbound.contact)
-    thread_id = inbound.thread_id or contact.external_id
-    binding = inbound.binding
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            conversation = steps.conversation_open(
-                agent=agent,
-                channel=inbound.channel,
-                thread_id=thread_id,
-                contact=contact,
-                binding=binding,
-            )
-            message = _inbound_message(agent, conversation, inbound, created_at=now)
-            if not answer:
-                message.metadata["result"] = {
-                    "conversation_id": str(conversation.pk),
-                    "reply": None,
-                    "ignored": True,
-                }
-            message.save(force_insert=True)
-            changes: dict[str, Any] = {
-                "message_count": F("message_count") + 1,
-                "last_message_at": now,
-                "last_inbound_at": now,
-            }
-            if binding is not None and conversation.binding_id is None:
-                changes["binding"] = binding
-            Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
-                **changes
-            )
-    except IntegrityError:
-        if not inbound.channel_message_id:
-            raise
-        # Redelivered: the first copy was stored (everything above was rolled back).
-        existing = steps.message_by_channel_id(
-            agent=agent, channel_message_id=inbound.channel_message_id
-        )
-        if existing is None:
-            raise
-        return existing, False
-    return message, True
 
 
 def conversation_load(conversation_id: Any) -> Conversation | None:
@@ -238,7 +143,7 @@ def conversation_answer_pending(
         transaction.atomic(),
         rows.deferred_writes(),
     ):
-        steps.thread_lock(
+        thread_lock(
             agent_id=agent.pk,
             channel=conversation.channel,
             thread_id=conversation.channel_conversation_id,
@@ -261,7 +166,7 @@ def conversation_answer_pending(
             conversation.refresh_from_db(
                 fields=["status", "assigned_to", "session_variables", "claim_expires_at"]
             )
-            timer = _Timer()
+            timer = Timer()
             # A closed conversation, or an agent switched off in the admin: stored, unanswered.
             if conversation.status not in Conversation.OPEN_STATUSES or not agent.is_active:
                 if not agent.is_active:
@@ -270,7 +175,7 @@ def conversation_answer_pending(
                         extra={"agent_id": str(agent.pk), "conversation_id": str(conversation.pk)},
                     )
                 results.append(
-                    _finish(conversation, user_message, None, None, steps.Retrieval(), {}, timer)
+                    _finish(conversation, user_message, None, None, Retrieval(), {}, timer)
                 )
                 continue
             timer.mark("receive")
@@ -285,16 +190,16 @@ def _run(
     conversation: Conversation,
     contact: Contact,
     user_message: Message,
-    timer: _Timer,
+    timer: Timer,
     on_delta: Callable[[str], None] | None = None,
-    thread: steps.Thread | None = None,
+    thread: Thread | None = None,
 ) -> dict[str, Any]:
-    """`thread`: what `steps.thread_open` already read (history, knowledge bases)."""
+    """`thread`: what `thread_open` already read (history, knowledge bases)."""
     processing = agent.processing
     reply_text: str | None
-    escalation: seams.Decision | None = None
+    escalation: EscalationDecision | None = None
     meta: dict[str, Any] = {}
-    retrieval = steps.Retrieval()
+    retrieval = Retrieval()
     result = None
 
     if conversation.status == Conversation.Status.ESCALATED:
@@ -302,36 +207,36 @@ def _run(
         return _finish(conversation, user_message, None, None, retrieval, meta, timer)
 
     # Everything below works on the message cut to its channel's limit (stored whole).
-    text, full_length = seams.input_bound(user_message.content, conversation.channel)
+    text, full_length = limits.input_bound(user_message.content, conversation.channel)
     prompt_text = text
     if full_length is not None:
         meta["input_truncated"] = {"chars": full_length, "kept": len(text)}
         prompt_text = f"{text}\n{INPUT_CUT_NOTE % {'chars': full_length, 'kept': len(text)}}"
 
-    limited = seams.conversation_message_limit(
-        conversation.pk, limit=int(processing["messages_per_minute"])
+    limited = limits.hit(
+        f"conv-msgs:{conversation.pk}", limit=int(processing["messages_per_minute"]), window_s=60
     )
     if not limited.allowed:
         # RN-4: stored, no model call, at most one polite notice per window.
         meta["rate_limited"] = {"retry_after_s": limited.retry_after_s}
         notice = None
-        if seams.notice_once(f"conv-msgs:{conversation.pk}", limited.retry_after_s):
+        if limits.notice_once(f"conv-msgs:{conversation.pk}", limited.retry_after_s):
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
-    rules = seams.rules_for(agent)
-    history, recent = steps.history_load(
+    rules = rules_for(agent)
+    history, recent = history_load(
         conversation=conversation,
         config=agent.history,
         before=None if user_message._state.adding else user_message.created_at,
         found=thread.history_found if thread is not None else None,
     )
-    early = seams.keyword_intent(text, rules)
+    early = keyword_intent(text, rules)
     early_intent = early.intent if early else None
     if early_intent:
         meta["intent_detected"] = early_intent
-    escalation = seams.evaluate_escalation(
-        rules,
+    escalation = evaluate_escalation(
+        rules.triggers,
         text=text,
         sentiment=None,
         intent=early_intent,
@@ -345,7 +250,7 @@ def _run(
         reply_text = escalation.message or agent.escalation_message
         return _finish(conversation, user_message, reply_text, escalation, retrieval, meta, timer)
 
-    system = steps.system_prompt(agent=agent, conversation=conversation, contact=contact)
+    system = system_prompt(agent=agent, conversation=conversation, contact=contact)
     timer.mark("context")
     context = CallContext(
         tenant=agent.tenant,
@@ -353,7 +258,7 @@ def _run(
         conversation_id=conversation.pk,
         message_id=user_message.pk,
     )
-    retrieval = steps.retrieve(
+    retrieval = retrieve(
         agent=agent,
         query=text,
         processing=processing,
@@ -364,27 +269,27 @@ def _run(
     estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
     estimate += estimate_tokens(prompt_text)
     estimate += sum(estimate_tokens(h.content) for h in retrieval.hits)
-    budget = seams.tenant_tokens_reserve(
-        agent.tenant_id, estimate, limit=int(processing["tokens_per_minute"])
+    budget = limits.tenant_token_limit(
+        agent.tenant_id, estimate, int(processing["tokens_per_minute"])
     )
     if not budget.allowed:
         # The tenant's tokens per minute are spent: stored, no model call, one notice.
         meta["rate_limited"] = {"retry_after_s": budget.retry_after_s, "scope": "tenant_tokens"}
         notice = None
-        if seams.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
+        if limits.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
-    actions = steps.actions_for(agent)
+    actions = actions_for(agent)
     max_rounds = int(processing["max_tool_rounds"])
     exchange: list[LlmMessage] = []
     tool_calls: list[dict[str, Any]] = []
-    tool_found: list[steps.SearchHit] = []  # passages knowledge_search gave the model
-    spent = _Spent()
+    tool_found: list[SearchHit] = []  # passages knowledge_search gave the model
+    spent = Spent()
     try:
         while True:
             # The last allowed call offers only respond / escalate.
-            offered = actions if len(tool_calls) < max_rounds else steps.BASE_ACTIONS
-            request = steps.build_request(
+            offered = actions if len(tool_calls) < max_rounds else BASE_ACTIONS
+            request = build_request(
                 agent=agent,
                 system=system,
                 history=history,
@@ -396,18 +301,18 @@ def _run(
                 rules=rules,
             )
             remaining = int(processing["total_timeout_ms"]) / 1000 - timer.elapsed_s
-            result, parsed = steps.llm_call(
+            result, parsed = llm_call(
                 agent=agent,
                 request=request,
                 context=context,
-                retry=steps.retry_policy(processing, remaining_s=remaining),
+                retry=retry_policy(processing, remaining_s=remaining),
                 on_delta=on_delta,
                 actions=offered,
             )
             spent.add(result)
             if parsed.name not in offered.tool_names:
                 break
-            call = steps.tool_run(
+            call = tool_run(
                 parsed=parsed,
                 agent=agent,
                 conversation=conversation,
@@ -439,7 +344,7 @@ def _run(
         meta["error"] = type(exc).__name__
         meta["tool_calls"] = tool_calls
         escalate = kind == "no_credits" or bool(processing["escalate_on_failure"])
-        escalation = seams.failure_decision(kind) if escalate else None
+        escalation = failure_decision(kind) if escalate else None
         return _finish(
             conversation,
             user_message,
@@ -452,12 +357,14 @@ def _run(
         )
     meta["tool_calls"] = tool_calls
     retrieval = _with_found(retrieval, tool_found)
-    seams.tenant_tokens_settle(agent.tenant_id, spent.input_tokens + spent.output_tokens - estimate)
+    difference = spent.input_tokens + spent.output_tokens - estimate
+    if difference:  # the window corrected with real usage
+        limits.tenant_tokens_add(agent.tenant_id, difference)
     timer.mark("llm", within=_tools_ms(tool_calls))
-    sentiment = steps.number_field(parsed, "sentiment", -1, 1)
-    confidence = steps.number_field(parsed, "confidence", 0, 1)
+    sentiment = number_field(parsed, "sentiment", -1, 1)
+    confidence = number_field(parsed, "confidence", 0, 1)
     llm_intent = parsed.fields.get("intent")
-    intent = seams.final_intent(
+    intent = final_intent(
         text,
         rules,
         keyword=early,
@@ -475,8 +382,8 @@ def _run(
             "broken_output": parsed.broken,
         }
     )
-    escalation = seams.evaluate_escalation(
-        rules,
+    escalation = evaluate_escalation(
+        rules.triggers,
         text=text,
         sentiment=sentiment,
         intent=intent,
@@ -500,7 +407,7 @@ def _tools_ms(tool_calls: list[dict[str, Any]]) -> dict[str, int]:
     return {"tools": sum(int(c["duration_ms"]) for c in tool_calls)} if tool_calls else {}
 
 
-def _with_found(retrieval: steps.Retrieval, found: list[steps.SearchHit]) -> steps.Retrieval:
+def _with_found(retrieval: Retrieval, found: list[SearchHit]) -> Retrieval:
     """The retrieval with the passages the knowledge_search tool found (cited, recorded)."""
     if not found:
         return retrieval
@@ -513,50 +420,21 @@ def _with_found(retrieval: steps.Retrieval, found: list[steps.SearchHit]) -> ste
     return dataclasses.replace(retrieval, hits=hits)
 
 
-class _Spent:
-    """Tokens and cost of this message's successful model calls (failed attempts cost 0;
-    the gateway's usage rows hold every attempt)."""
-
-    def __init__(self) -> None:
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost = Decimal("0")
-        self.calls = 0
-
-    def add(self, result: LlmResult) -> None:
-        self.calls += 1
-        self.input_tokens += result.input_tokens
-        self.output_tokens += result.output_tokens
-        self.cost += cost_usd(
-            provider=result.provider,
-            model=result.model,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": f"{self.cost:.6f}",
-        }
-
-
 def _finish(
     conversation: Conversation,
     user_message: Message,
     reply_text: str | None,
-    escalation: seams.Decision | None,
-    retrieval: steps.Retrieval,
+    escalation: EscalationDecision | None,
+    retrieval: Retrieval,
     meta: dict[str, Any],
-    timer: _Timer,
-    spent: _Spent | None = None,
+    timer: Timer,
+    spent: Spent | None = None,
 ) -> dict[str, Any]:
     """Stores the inbound message and the reply (one INSERT), updates the conversation and
     returns the result, which is also kept on the inbound message for repeats."""
-    spent = spent or _Spent()
+    spent = spent or Spent()
     now = timezone.now()
-    cites = steps.citations(retrieval.hits) if reply_text and escalation is None else []
+    cites = citations(retrieval.hits) if reply_text and escalation is None else []
     tool_calls = meta.pop("tool_calls", None) or None
     reply: Message | None = None
     if reply_text is not None:
@@ -633,7 +511,7 @@ def _finish(
         except IntegrityError:
             # The same channel message was stored meanwhile by another conversation's run
             # (ours is locked): answer with its result; the usage rows stay.
-            original = steps.message_by_channel_id(
+            original = message_by_channel_id(
                 agent=conversation.agent, channel_message_id=user_message.channel_message_id
             )
             if original is not None:
@@ -712,9 +590,9 @@ def _suppress(
 
 
 def _notify_escalation(conversation_id: Any) -> None:
-    from ai_agents.tasks import conversation_escalated_notify
-
-    transaction.on_commit(lambda: conversation_escalated_notify.delay(str(conversation_id)))
+    transaction.on_commit(
+        lambda: enqueue("ai_agents.conversation_escalated_notify", str(conversation_id))
+    )
 
 
 def _stored_result(message: Message) -> dict[str, Any]:
@@ -728,5 +606,5 @@ def _stored_result(message: Message) -> dict[str, Any]:
         "reply": None,
         "conversation_status": message.conversation.status,
         "escalation": None,
-        "usage": _Spent().as_dict(),
+        "usage": Spent().as_dict(),
     }

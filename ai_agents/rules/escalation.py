@@ -40,8 +40,8 @@ from typing import Any, Literal
 
 from django.utils.translation import gettext as _
 
-from ai_agents.pipeline._validation import Errors, integer, number, string_list
-from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES, first_matching_phrase, normalize, words
+from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES, first_matching_phrase, normalize, words
+from ai_agents.rules.validation import Errors, integer, number, string_list
 
 TriggerType = Literal[
     "keyword", "sentiment", "intent", "confidence", "loop_detection", "user_request"

@@ -321,7 +321,7 @@ def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
 ) -> None:
     """RN-6: an unexpected error after the model call rolls the message back, not the usage
     row (nor its debit) of the tokens the model spent."""
-    from ai_agents.pipeline import steps
+    from ai_agents.conversations import engine
 
     agent_id = _agent(api_a)
     _answer(fake_google, "Hola.")
@@ -329,7 +329,7 @@ def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug after the model call")
 
-    monkeypatch.setattr(steps, "number_field", broken)
+    monkeypatch.setattr(engine, "number_field", broken)
     failed = _send(api_a, agent_id, "Hola")
     assert failed.status_code == 500 and failed.json()["error"]["code"]
 

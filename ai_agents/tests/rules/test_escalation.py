@@ -3,7 +3,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from ai_agents.pipeline.escalation import (
+from ai_agents.rules.escalation import (
     EscalationDecision,
     EscalationTrigger,
     default_escalation_triggers,

@@ -1,6 +1,6 @@
 import pytest
 
-from ai_agents.pipeline.history import HistoryItem, summary_item, truncate_history
+from ai_agents.rules.history import HistoryItem, summary_item, truncate_history
 
 
 def convo(n: int, tokens: int | None = 10) -> list[HistoryItem]:

@@ -1,6 +1,6 @@
 import pytest
 
-from ai_agents.pipeline.text import (
+from ai_agents.rules.text import (
     HUMAN_AGENT_EXCLUDES,
     contains_phrase,
     first_matching_phrase,

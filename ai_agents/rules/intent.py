@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from django.utils.translation import gettext as _
 
-from ai_agents.pipeline._validation import Errors, mapping, string_list
-from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES, contains_phrase, words
+from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES, contains_phrase, words
+from ai_agents.rules.validation import Errors, mapping, string_list
 
 IntentMode = Literal["keyword", "llm", "hybrid"]
 INTENT_MODES: tuple[str, ...] = ("keyword", "llm", "hybrid")
