@@ -26,13 +26,13 @@ from django.utils.translation import gettext as _
 from ai_agents.channels import adapter_register
 from ai_agents.channels.delivery import delivery_status_summary
 from ai_agents.channels.inbound import inbound_accept
-from ai_agents.channels.whatsapp_graph import (
+from ai_agents.channels.whatsapp.graph import (
     TYPING_TIMEOUT,
     GraphClient,
     GraphResult,
     messages_post_with_retries,
 )
-from ai_agents.channels.whatsapp_payload import WaMessage, WaStatus, batch_parse
+from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.pipeline.run import Inbound
 
