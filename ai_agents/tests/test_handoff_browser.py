@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.inbox import views as inbox_views
 from ai_agents.models import ChannelBinding, Conversation, Message
 from erp.testing.browser import BROWSER_TEST, admin_login, context_new

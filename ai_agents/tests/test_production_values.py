@@ -25,13 +25,13 @@ from django.core import signing
 from django.core.cache import cache
 from django.utils import timezone
 
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 from ai_agents.tasks import bulk_expire_conversations
-from ai_agents.tests.test_webchat_api import ORIGIN, Visitor, _binding
-from ai_agents.tests.test_whatsapp_outbound import Line
-from ai_agents.tests.whatsapp_support import payload
+from ai_agents.tests.channels.webchat.test_webchat_api import ORIGIN, Visitor, _binding
+from ai_agents.tests.channels.whatsapp.support import payload
+from ai_agents.tests.channels.whatsapp.test_whatsapp_outbound import Line
 from erp import settings as erp_settings
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from ai_agents.models import Conversation, Message
-from ai_agents.tests.whatsapp_support import (
+from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_A,
     NUMBER_B,
     URL,

@@ -16,7 +16,7 @@ from django.core import signing
 from django.core.cache import cache
 from django.test import AsyncClient, Client
 
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.services.agents import agent_create
 from ai_agents.services.handoff import conversation_claim, conversation_reply

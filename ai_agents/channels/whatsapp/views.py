@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from ai_agents.channels.whatsapp import whatsapp_webhook_accept
-from ai_agents.channels.whatsapp_payload import signature_valid
+from ai_agents.channels.whatsapp.adapter import whatsapp_webhook_accept
+from ai_agents.channels.whatsapp.payload import signature_valid
 from erp.api.errors import json_error
 
 logger = logging.getLogger(__name__)

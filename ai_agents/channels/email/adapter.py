@@ -35,7 +35,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.channels import adapter_register
-from ai_agents.channels.email_parse import ParsedEmail, references_bound, reply_subject
+from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_subject
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
 

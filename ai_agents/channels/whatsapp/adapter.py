@@ -24,13 +24,13 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.channels import adapter_register
-from ai_agents.channels.whatsapp_graph import (
+from ai_agents.channels.whatsapp.graph import (
     TYPING_TIMEOUT,
     GraphClient,
     GraphResult,
     messages_post_with_retries,
 )
-from ai_agents.channels.whatsapp_payload import WaMessage, WaStatus, batch_parse
+from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message

@@ -12,10 +12,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from ai_agents.channels.whatsapp import text_split
+from ai_agents.channels.whatsapp.adapter import text_split
 from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.models import Conversation, Delivery, Message
-from ai_agents.tests.whatsapp_support import (
+from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_B,
     WA_ID,
     binding_create,

@@ -31,12 +31,12 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
 from ai_agents.api import sse
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding
 from erp.api.errors import json_error
 from erp.http_request import client_ip
 
-WIDGET_PATH = Path(__file__).resolve().parent.parent / "static" / "ai_agents" / "widget.js"
+WIDGET_PATH = Path(__file__).resolve().parents[2] / "static" / "ai_agents" / "widget.js"
 TOKEN_HEADER = "X-Webchat-Token"
 # Pages embed the unversioned /widget.js: a day fresh, a week stale while revalidating (ETag).
 WIDGET_CACHE = "public, max-age=86400, stale-while-revalidate=604800"

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from ai_agents.channels.whatsapp_views import whatsapp_webhook
+from ai_agents.channels.whatsapp.views import whatsapp_webhook
 
 urlpatterns = [
     # Meta's dashboard accepts the URL with or without the trailing slash.

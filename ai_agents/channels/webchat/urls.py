@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ai_agents.channels import webchat_views as views
+from ai_agents.channels.webchat import views
 
 urlpatterns = [
     path("widget.js", views.widget_js, name="webchat-widget"),

@@ -6,8 +6,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from ai_agents.channels.email import email_receive
-from ai_agents.channels.email_parse import InvalidEmail, email_parse
+from ai_agents.channels.email.adapter import email_receive
+from ai_agents.channels.email.parse import InvalidEmail, email_parse
 from ai_agents.models import ChannelBinding
 from erp.api.errors import json_error
 

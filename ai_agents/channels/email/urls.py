@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ai_agents.channels import email_views
+from ai_agents.channels.email import views as email_views
 
 urlpatterns = [
     path("<str:token>", email_views.email_webhook, name="webhook-email"),

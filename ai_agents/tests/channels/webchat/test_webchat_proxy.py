@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import requests
 
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding
 from ai_agents.services.agents import agent_create
 from erp.embedded import free_port

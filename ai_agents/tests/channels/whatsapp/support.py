@@ -15,7 +15,7 @@ import pytest
 from ai_agents.models import ChannelBinding
 from ai_agents.services.agents import agent_create
 
-FIXTURES = Path(__file__).parent / "fixtures" / "whatsapp"
+FIXTURES = Path(__file__).parent / "fixtures"
 APP_SECRET = "3f8b2c9d1e6a4f7b8c0d2e4f6a8b1c3d"  # whatsapp_signature_cases.json
 VERIFY_TOKEN = "meatyhamhock"
 NUMBER_A = "106540352242922"  # the payloads' phone_number_id

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding, Conversation
 from ai_agents.services.handoff import conversation_claim, conversation_reply
 from erp.testing.browser import BROWSER_TEST, admin_login

@@ -12,8 +12,8 @@ import pytest
 from django.core import mail
 from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 
-from ai_agents.channels import email as email_channel
-from ai_agents.channels.email_parse import email_parse, reply_subject, reply_text_extract
+from ai_agents.channels.email import adapter as email_channel
+from ai_agents.channels.email.parse import email_parse, reply_subject, reply_text_extract
 from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.services.agents import agent_create
@@ -21,7 +21,7 @@ from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
 
-FIXTURES = Path(__file__).parent / "fixtures" / "email"
+FIXTURES = Path(__file__).parent / "fixtures"
 FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
 
 
