@@ -23,7 +23,11 @@ MAX_POSITIONAL = 4
 
 # Deliberate exceptions, `path` or `path::function` -> why. The suite fails when an entry no
 # longer matches a violation, so the list cannot outlive its reason.
-ALLOWED: dict[str, str] = {}
+ALLOWED: dict[str, str] = {
+    "erp/tenancy/postgres/base.py::_with_scope": (
+        "a Django execute wrapper: Django calls it with (execute, sql, params, many, context)"
+    ),
+}
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
