@@ -164,12 +164,24 @@ def settings_env_names() -> set[str]:
 
 # --- the checks ------------------------------------------------------------------------------
 def compose_problems(compose: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
+    """Everything wrong with the compose file, or only the missing services if any are."""
     services: dict[str, Any] = compose.get("services", {})
     missing = (INFRA_SERVICES | APP_SERVICES) - set(services)
     if missing:
         return [f"missing services: {sorted(missing)}"]
+    return [
+        *_infra_problems(services),
+        *_app_wiring_problems(compose, services),
+        *_database_role_problems(services),
+        *_migrate_problems(services["migrate"]),
+        *_web_problems(services["web"]),
+        *_worker_problems(services),
+        *_beat_problems(services),
+    ]
 
+
+def _infra_problems(services: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
     db, redis = services["db"], services["redis"]
     if db.get("image") != "pgvector/pgvector:pg18":
         problems.append(f"db image is {db.get('image')!r}")
@@ -182,59 +194,80 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
         problems.append(f"redis image is {redis.get('image')!r}")
     if "ping" not in str(redis.get("healthcheck", {}).get("test")):
         problems.append("redis has no ping healthcheck")
+    return problems
 
+
+def _app_wiring_problems(compose: dict[str, Any], services: dict[str, Any]) -> list[str]:
+    """The contract's variables reach every app service, on one image, after db/redis/migrate."""
     shared_env = compose.get("x-app-env") or {}
-    for var in CONTRACT_VARS:
-        if var not in shared_env:
-            problems.append(f"x-app-env lacks {var}")
+    problems = [f"x-app-env lacks {var}" for var in CONTRACT_VARS if var not in shared_env]
     images = set()
     for name in sorted(APP_SERVICES):
         service = services[name]
         images.add((service.get("image"), str(service.get("build"))))
-        env = service.get("environment") or {}
-        if isinstance(env, list):
-            env = dict(item.split("=", 1) for item in env)
-        for var in CONTRACT_VARS:
-            if var not in env:
-                problems.append(f"{name} lacks {var}")
-        database_url = env.get("DATABASE_URL", "")
-        if database_url and database_from_url(default_of(database_url))["HOST"] != "db":
-            problems.append(f"{name}: DATABASE_URL does not point at the db service")
-        redis_url = env.get("REDIS_URL", "")
-        if redis_url and urlsplit(default_of(redis_url)).hostname != "redis":
-            problems.append(f"{name}: REDIS_URL does not point at the redis service")
-        if name == "migrate":
-            continue
-        depends = service.get("depends_on") or {}
-        expected = {
-            "db": "service_healthy",
-            "redis": "service_healthy",
-            "migrate": "service_completed_successfully",
-        }
-        for dependency, condition in expected.items():
-            got = depends.get(dependency, {}) if isinstance(depends, dict) else {}
-            if got.get("condition") != condition:
-                problems.append(f"{name} does not wait for {dependency} ({condition})")
+        problems += _service_env_problems(name, service)
+        if name != "migrate":
+            problems += _dependency_problems(name, service)
     if len(images) != 1:
         problems.append(f"app services run different images: {sorted(map(str, images))}")
+    return problems
 
-    # Row-level security: only migrate connects as the owner; the others as the app's role.
-    owner = default_of(str((db.get("environment") or {}).get("POSTGRES_USER", "")))
+
+def _service_env_problems(name: str, service: dict[str, Any]) -> list[str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    problems = [f"{name} lacks {var}" for var in CONTRACT_VARS if var not in env]
+    database_url = env.get("DATABASE_URL", "")
+    if database_url and database_from_url(default_of(database_url))["HOST"] != "db":
+        problems.append(f"{name}: DATABASE_URL does not point at the db service")
+    redis_url = env.get("REDIS_URL", "")
+    if redis_url and urlsplit(default_of(redis_url)).hostname != "redis":
+        problems.append(f"{name}: REDIS_URL does not point at the redis service")
+    return problems
+
+
+def _dependency_problems(name: str, service: dict[str, Any]) -> list[str]:
+    depends = service.get("depends_on") or {}
+    expected = {
+        "db": "service_healthy",
+        "redis": "service_healthy",
+        "migrate": "service_completed_successfully",
+    }
+    problems: list[str] = []
+    for dependency, condition in expected.items():
+        got = depends.get(dependency, {}) if isinstance(depends, dict) else {}
+        if got.get("condition") != condition:
+            problems.append(f"{name} does not wait for {dependency} ({condition})")
+    return problems
+
+
+def _database_role_problems(services: dict[str, Any]) -> list[str]:
+    """Row-level security: only migrate connects as the owner; the others as the app's role."""
+    owner = default_of(str((services["db"].get("environment") or {}).get("POSTGRES_USER", "")))
+    problems: list[str] = []
     for name in sorted(APP_SERVICES):
         url = (services[name].get("environment") or {}).get("DATABASE_URL", "")
         user = database_from_url(default_of(url))["USER"] if url else None
         if (name == "migrate") != (user == owner):
             problems.append(f"{name} connects as {user!r} (owner: {owner!r})")
+    return problems
 
-    migrate = services["migrate"]
+
+def _migrate_problems(migrate: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
     if command(migrate) != ["python", "manage.py", "migrate", "--noinput"]:
         problems.append(f"migrate runs {command(migrate)}")
     if str(migrate.get("restart", "no")) != "no":
         problems.append("migrate must be one-shot (restart: no)")
     if (migrate.get("depends_on") or {}).get("db", {}).get("condition") != "service_healthy":
         problems.append("migrate does not wait for a healthy db")
+    return problems
 
-    web = command(services["web"])
+
+def _web_problems(service: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    web = command(service)
     if web[:2] != ["uvicorn", "erp.asgi:application"]:
         problems.append(f"web runs {web[:2]}, not uvicorn erp.asgi:application")
     if option(web, "--host") != "0.0.0.0":
@@ -245,9 +278,14 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
         problems.append("web must run with --no-proxy-headers")
     if option(web, "--port") != "${PORT:-8000}":
         problems.append(f"web listens on {option(web, '--port')}, not ${{PORT:-8000}}")
-    if "healthz" not in str(services["web"].get("healthcheck", {}).get("test")):
+    if "healthz" not in str(service.get("healthcheck", {}).get("test")):
         problems.append("web has no /healthz healthcheck")
+    return problems
 
+
+def _worker_problems(services: dict[str, Any]) -> list[str]:
+    """One worker per queue, together consuming every queue Celery declares or routes to."""
+    problems: list[str] = []
     worker_queues: dict[str, set[str]] = {}
     for name in ("worker-realtime", "worker-bulk"):
         argv = command(services[name])
@@ -268,7 +306,11 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
     for task, queue in task_queues().items():
         if queue not in consumed:
             problems.append(f"task {task} goes to queue {queue!r} that no worker consumes")
+    return problems
 
+
+def _beat_problems(services: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
     beat = command(services["beat"])
     if celery_subcommand(beat) != "beat":
         problems.append(f"beat runs {beat}")
