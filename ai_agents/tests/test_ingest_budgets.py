@@ -89,7 +89,7 @@ def test_an_ordinary_pdf_sharing_a_small_stream_still_parses() -> None:
     assert parsed.sections[0].text.startswith("Hola mundo")
 
 
-def _upload(api: APIClient, kb_id: str, name: str, data: bytes, mime: str) -> str:
+def _upload(api: APIClient, kb_id: str, *, name: str, data: bytes, mime: str) -> str:
     response = api.post(
         f"/api/v1/knowledge-bases/{kb_id}/documents",
         {"file": SimpleUploadedFile(name, data, content_type=mime)},
@@ -115,9 +115,11 @@ def test_hostile_pdfs_fail_readably_and_the_worker_goes_on(
 ) -> None:
     kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
     base = f"/api/v1/knowledge-bases/{kb['id']}/documents"
-    first = _upload(api_a, kb["id"], "a.pdf", HOSTILE, "application/pdf")
-    second = _upload(api_a, kb["id"], "b.pdf", HOSTILE_TOO, "application/pdf")
-    ordinary = _upload(api_a, kb["id"], "faq.md", b"# FAQ\n\nAbrimos de 9 a 14.\n", "text/markdown")
+    first = _upload(api_a, kb["id"], name="a.pdf", data=HOSTILE, mime="application/pdf")
+    second = _upload(api_a, kb["id"], name="b.pdf", data=HOSTILE_TOO, mime="application/pdf")
+    ordinary = _upload(
+        api_a, kb["id"], name="faq.md", data=b"# FAQ\n\nAbrimos de 9 a 14.\n", mime="text/markdown"
+    )
 
     done = _wait_status(api_a, f"{base}/{ordinary}", {"ready", "failed"}, 60)
     one = api_a.get(f"{base}/{first}").json()
@@ -143,7 +145,9 @@ def test_deleting_a_document_stops_its_ingestion(
     celery_worker_process: Any, api_a: APIClient, tenant_a: Any
 ) -> None:
     kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
-    document_id = _upload(api_a, kb["id"], "catalogo.md", CATALOGUE.encode(), "text/markdown")
+    document_id = _upload(
+        api_a, kb["id"], name="catalogo.md", data=CATALOGUE.encode(), mime="text/markdown"
+    )
     url = f"/api/v1/knowledge-bases/{kb['id']}/documents/{document_id}"
     seen = _wait_status(api_a, url, {"ready", "failed"}, 0)
     deadline = time.monotonic() + 60
@@ -189,7 +193,9 @@ def test_an_ingestion_over_its_time_limit_fails_readably_and_the_worker_goes_on(
     monkeypatch.setattr(bulk_ingest_document, "time_limit", 32)
     monkeypatch.setattr(bulk_ingest_document, "_exec_options", None)  # Celery caches them
     kb = api_a.post("/api/v1/knowledge-bases", {"name": "W"}, format="json").json()
-    document_id = _upload(api_a, kb["id"], "catalogo.md", CATALOGUE.encode(), "text/markdown")
+    document_id = _upload(
+        api_a, kb["id"], name="catalogo.md", data=CATALOGUE.encode(), mime="text/markdown"
+    )
     url = f"/api/v1/knowledge-bases/{kb['id']}/documents/{document_id}"
 
     status = _wait_status(api_a, url, {"ready", "failed"}, 90)

@@ -8,7 +8,7 @@ import pytest
 
 from erp.llm import actions
 from erp.llm.actions import ActionSpec, AnswerStreamExtractor, build_action_schema, parse_action
-from erp.llm.providers.google import to_gemini_schema
+from erp.llm.providers.google_request import to_gemini_schema
 
 CORREO = [
     ActionSpec("responder", "contestar"),
