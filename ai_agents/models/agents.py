@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -12,6 +13,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from ai_agents import agent_config
+from ai_agents.models.tools import HttpTool
+from ai_agents.tools.names import BUILTIN_TOOL_NAMES
 from erp.tenancy.models import TenantOwnedModel
 
 
@@ -86,8 +89,6 @@ class Agent(TenantOwnedModel):
 
     def clean(self) -> None:
         """Completes the JSON blocks with defaults; errors name the field and the key."""
-        from django.core.exceptions import ValidationError
-
         errors: dict[str, list[str]] = {}
         blocks = {
             "history_config": agent_config.validate_history_config,
@@ -114,11 +115,8 @@ class Agent(TenantOwnedModel):
 
     def _known_tools(self) -> list[str]:
         """The built-in tools and this tenant's HTTP tools."""
-        from ai_agents.models.tools import HttpTool
-        from ai_agents.tools.builtin import registry  # registers the built-in tools
-
         own = HttpTool.objects.for_tenant(self.tenant_id).values_list("name", flat=True)
-        return [*registry.names(), *sorted(own)]
+        return [*BUILTIN_TOOL_NAMES, *sorted(own)]
 
     @property
     def processing(self) -> dict[str, object]:
