@@ -12,7 +12,17 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ai_agents import agent_config
+from ai_agents.config import (
+    escalation_defaults,
+    history_defaults,
+    intent_defaults,
+    processing_defaults,
+    validate_escalation_triggers,
+    validate_history_config,
+    validate_intent_detection,
+    validate_processing_config,
+    validate_tools_enabled,
+)
 from ai_agents.models.tools import HttpTool
 from ai_agents.tools.names import BUILTIN_TOOL_NAMES
 from erp.tenancy.models import TenantOwnedModel
@@ -58,17 +68,15 @@ class Agent(TenantOwnedModel):
         verbose_name=_("bases de conocimiento"),
     )
     tools_enabled = models.JSONField(_("herramientas habilitadas"), default=list, blank=True)
-    history_config = models.JSONField(
-        _("historial"), default=agent_config.history_defaults, blank=True
-    )
+    history_config = models.JSONField(_("historial"), default=history_defaults, blank=True)
     intent_detection = models.JSONField(
-        _("detección de intención"), default=agent_config.intent_defaults, blank=True
+        _("detección de intención"), default=intent_defaults, blank=True
     )
     escalation_triggers = models.JSONField(
-        _("disparadores de escalación"), default=agent_config.escalation_defaults, blank=True
+        _("disparadores de escalación"), default=escalation_defaults, blank=True
     )
     processing_config = models.JSONField(
-        _("procesamiento"), default=agent_config.processing_defaults, blank=True
+        _("procesamiento"), default=processing_defaults, blank=True
     )
     fallback_message = models.TextField(_("mensaje de respaldo"), default=default_fallback_message)
     escalation_message = models.TextField(
@@ -91,11 +99,11 @@ class Agent(TenantOwnedModel):
         """Completes the JSON blocks with defaults; errors name the field and the key."""
         errors: dict[str, list[str]] = {}
         blocks = {
-            "history_config": agent_config.validate_history_config,
-            "intent_detection": agent_config.validate_intent_detection,
-            "escalation_triggers": agent_config.validate_escalation_triggers,
-            "processing_config": agent_config.validate_processing_config,
-            "tools_enabled": agent_config.validate_tools_enabled,
+            "history_config": validate_history_config,
+            "intent_detection": validate_intent_detection,
+            "escalation_triggers": validate_escalation_triggers,
+            "processing_config": validate_processing_config,
+            "tools_enabled": validate_tools_enabled,
         }
         for name, validate in blocks.items():
             try:
@@ -120,11 +128,11 @@ class Agent(TenantOwnedModel):
 
     @property
     def processing(self) -> dict[str, object]:
-        return agent_config.validate_processing_config(self.processing_config)
+        return validate_processing_config(self.processing_config)
 
     @property
     def history(self) -> dict[str, object]:
-        return agent_config.validate_history_config(self.history_config)
+        return validate_history_config(self.history_config)
 
 
 class Contact(TenantOwnedModel):
