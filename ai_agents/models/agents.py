@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from ai_agents.config import (
+    agent_config_forget,
     escalation_defaults,
     history_defaults,
     intent_defaults,
@@ -118,6 +119,7 @@ class Agent(TenantOwnedModel):
                     _("Herramienta desconocida: %(names)s (disponibles: %(known)s).")
                     % {"names": ", ".join(unknown), "known": ", ".join(known)}
                 ]
+        agent_config_forget(self)  # the blocks were rewritten above
         if errors:
             raise ValidationError(errors)
 
