@@ -96,10 +96,6 @@ def file_imports(path: Path, base_dir: Path = BASE_DIR) -> list[Import]:
     return found
 
 
-def imported_modules(path: Path) -> list[tuple[int, str]]:
-    return [(imp.lineno, imp.module) for imp in file_imports(path) if imp.module]
-
-
 def violations(base_dir: Path = BASE_DIR) -> list[str]:
     problems: list[str] = []
     for package, forbidden in RULES:
