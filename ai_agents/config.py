@@ -1,7 +1,7 @@
 """Agent configuration: the JSON blocks of an agent (history, processing, escalation triggers,
-intents, tools) with the spec's defaults, readable validation, and one typed view of them.
+intents, tools) with their defaults, readable validation, and one typed view of them.
 
-Each block is stored as JSON; `*_defaults()` gives the spec's values and `validate_*` returns the
+Each block is stored as JSON; `*_defaults()` gives the product's values and `validate_*` returns the
 block completed with defaults or raises `ConfigError` naming the offending key. Unknown keys are
 refused so a typo does not silently fall back to a default. `Agent.clean()` runs the validators
 before anything is saved.
@@ -69,8 +69,8 @@ def processing_defaults() -> dict[str, Any]:
 
 
 def intent_defaults() -> dict[str, Any]:
-    """The spec's default intents (`ai_agents.pipeline.intent.DEFAULT_INTENT_CONFIG`: the
-    spec's keywords, plus the excludes that keep "agente de envíos" from reading as "agente")."""
+    """The default intents (`ai_agents.pipeline.intent.DEFAULT_INTENT_CONFIG`: the escalation
+    keywords, plus the excludes that keep "agente de envíos" from reading as "agente")."""
     return copy.deepcopy(DEFAULT_INTENT_CONFIG)
 
 
@@ -176,7 +176,7 @@ def _string_list(v: Any) -> bool:
 
 
 def validate_intent_detection(value: Any) -> dict[str, Any]:
-    """The spec's shape (`method`, `keyword_intents`, `known_intents`) or the units' shape
+    """The documented shape (`method`, `keyword_intents`, `known_intents`) or the units' shape
     (`mode`, `intents`), checked by `ai_agents.pipeline.intent.parse_intent_config`."""
     data = _intent_block(value)
     parse_intent_config(data)

@@ -1,4 +1,4 @@
-"""Settings. Environment variables are read here and only here (see ../shared/CONTRACT.md).
+"""Settings. Environment variables are read here and only here (README: "Configuration").
 
 With no DATABASE_URL / REDIS_URL the project runs on the embedded services kept under
 ERP_DATA_DIR (default `var/`); `make run` starts them and passes their URLs to its children.

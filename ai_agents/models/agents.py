@@ -1,4 +1,4 @@
-"""Agents, contacts, conversations and messages (RF-MGN-018-003 tables)."""
+"""Agents, contacts, conversations and messages."""
 
 from __future__ import annotations
 

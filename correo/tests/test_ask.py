@@ -38,7 +38,7 @@ def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(secretary, "RETRY", FAST)
 
 
-# --- the spec's example -------------------------------------------------------------------
+# --- a worked example ---------------------------------------------------------------------
 
 
 def test_hetzner_example_searches_reads_and_answers(

@@ -2,9 +2,10 @@
 
 `build_action_schema` gives the schema for constrained decoding: `action` first (an enum of
 the allowed names), then the common fields (answer, intent, confidence...), then every
-action's arguments, all in one flat object (the correo spec's shape). `parse_action` turns
-the model's output into a `ParsedAction`; output that is broken despite constrained decoding,
-or names an unknown action, becomes a plain answer with `broken=True` (and is counted).
+action's arguments, all in one flat object (the shape correo's secretary uses too).
+`parse_action` turns the model's output into a `ParsedAction`; output that is broken despite
+constrained decoding, or names an unknown action, becomes a plain answer with `broken=True`
+(and a warning is logged).
 `AnswerStreamExtractor` yields the characters of the `answer` string as they stream in.
 """
 

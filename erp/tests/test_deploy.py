@@ -1,7 +1,7 @@
 """The production files (docker-compose.yml, Dockerfile, env.example) cannot rot silently.
 
 Docker does not run here, so the compose file is parsed and checked against the code: the
-services, their commands, the contract's environment variables, the queues that Celery
+services, their commands, the environment variables of the README, the queues that Celery
 declares and the settings that erp/settings.py reads. The checks are functions returning a list
 of problems; the last tests feed them broken copies to prove that they do fail.
 """
@@ -26,8 +26,8 @@ COMPOSE = BASE_DIR / "docker-compose.yml"
 DOCKERFILE = BASE_DIR / "Dockerfile"
 ENV_EXAMPLE = BASE_DIR / "env.example"
 
-# ../shared/CONTRACT.md "Settings", plus the encryption keys and JSON logs production needs.
-CONTRACT_VARS = [
+# The README's "Configuration" variables production sets, plus the encryption keys and JSON logs.
+PRODUCTION_VARS = [
     "DATABASE_URL",
     "REDIS_URL",
     "SECRET_KEY",
@@ -187,7 +187,7 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
         problems.append("redis has no ping healthcheck")
 
     shared_env = compose.get("x-app-env") or {}
-    for var in CONTRACT_VARS:
+    for var in PRODUCTION_VARS:
         if var not in shared_env:
             problems.append(f"x-app-env lacks {var}")
     images = set()
@@ -197,7 +197,7 @@ def compose_problems(compose: dict[str, Any]) -> list[str]:
         env = service.get("environment") or {}
         if isinstance(env, list):
             env = dict(item.split("=", 1) for item in env)
-        for var in CONTRACT_VARS:
+        for var in PRODUCTION_VARS:
             if var not in env:
                 problems.append(f"{name} lacks {var}")
         database_url = env.get("DATABASE_URL", "")
@@ -406,7 +406,7 @@ def test_a_dropped_service_is_reported(service):
     assert compose_problems(compose) == [f"missing services: ['{service}']"]
 
 
-@pytest.mark.parametrize("var", CONTRACT_VARS)
+@pytest.mark.parametrize("var", PRODUCTION_VARS)
 def test_a_dropped_variable_is_reported(var):
     compose = load_compose()
     compose["services"]["worker-bulk"]["environment"] = {
