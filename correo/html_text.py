@@ -1,6 +1,6 @@
 """HTML e-mail -> plain text for the model: what a reader would see, nothing a reader would not.
 
-`html_to_text(html, limit=4000)` follows the spec's rules (no style/script, block ends to line
+`html_to_text(html, limit=4000)` follows these rules (no style/script, block ends to line
 breaks, entities decoded, whitespace and blank lines compacted, at most `limit` characters) and
 goes further, because mail is untrusted input that ends up in a prompt:
 

@@ -158,10 +158,6 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: REDACTED if k.lower() in SECRET_HEADERS else v for k, v in headers.items()}
-
-
 def redact_json(value: Any) -> Any:
     """A copy of decoded JSON with the values of secret-named fields replaced, at any depth."""
     if isinstance(value, dict):

@@ -1,7 +1,7 @@
-"""Production values, pinned with the real defaults against the numbers of the spec
-(ai-agents RF-MGN-018-003, "Reglas de negocio") and of the README. Nothing under test is
-monkeypatched: each test goes through the code path a customer or the beat schedule uses, so a
-changed default fails here even when every test that lowers it for speed still passes.
+"""Production values, pinned with the real defaults against the business rules (RN-1..RN-7,
+docs/architecture.md) and the numbers of the README. Nothing under test is monkeypatched: each
+test goes through the code path a customer or the beat schedule uses, so a changed default
+fails here even when every test that lowers it for speed still passes.
 
 - RN-1..RN-4 and the default escalation triggers of an agent created with no configuration;
 - the default triggers deciding real messages at their thresholds;
@@ -38,7 +38,7 @@ from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
 
-# The spec's keywords (its `keyword_intents.escalate`) and trigger types; priorities and
+# The default escalation keywords (`keyword_intents.escalate`) and trigger types; priorities and
 # thresholds are the product's defaults (README: a sentiment at or below -0.6 escalates).
 SPEC_ESCALATION_TRIGGERS = [
     {

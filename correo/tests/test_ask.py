@@ -22,7 +22,7 @@ from erp.llm.models import UsageLog
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fixtures import Persona, session_client_for
 
-# --- the spec's example -------------------------------------------------------------------
+# --- a worked example ---------------------------------------------------------------------
 
 
 def test_hetzner_example_searches_reads_and_answers(

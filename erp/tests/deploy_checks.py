@@ -24,7 +24,7 @@ DOCKERFILE = BASE_DIR / "Dockerfile"
 ENV_EXAMPLE = BASE_DIR / "env.example"
 
 # The settings of the production contract, plus the encryption keys and JSON logs it needs.
-CONTRACT_VARS = [
+PRODUCTION_VARS = [
     "DATABASE_URL",
     "REDIS_URL",
     "SECRET_KEY",
@@ -200,7 +200,7 @@ def _infra_problems(services: dict[str, Any]) -> list[str]:
 def _app_wiring_problems(compose: dict[str, Any], services: dict[str, Any]) -> list[str]:
     """The contract's variables reach every app service, on one image, after db/redis/migrate."""
     shared_env = compose.get("x-app-env") or {}
-    problems = [f"x-app-env lacks {var}" for var in CONTRACT_VARS if var not in shared_env]
+    problems = [f"x-app-env lacks {var}" for var in PRODUCTION_VARS if var not in shared_env]
     images = set()
     for name in sorted(APP_SERVICES):
         service = services[name]
@@ -217,7 +217,7 @@ def _service_env_problems(name: str, service: dict[str, Any]) -> list[str]:
     env = service.get("environment") or {}
     if isinstance(env, list):
         env = dict(item.split("=", 1) for item in env)
-    problems = [f"{name} lacks {var}" for var in CONTRACT_VARS if var not in env]
+    problems = [f"{name} lacks {var}" for var in PRODUCTION_VARS if var not in env]
     database_url = env.get("DATABASE_URL", "")
     if database_url and database_from_url(default_of(database_url))["HOST"] != "db":
         problems.append(f"{name}: DATABASE_URL does not point at the db service")

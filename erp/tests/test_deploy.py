@@ -13,10 +13,10 @@ import pytest
 
 from erp.tests.deploy_checks import (
     APP_SERVICES,
-    CONTRACT_VARS,
     DOCKERFILE,
     ENV_EXAMPLE,
     INFRA_SERVICES,
+    PRODUCTION_VARS,
     compose_problems,
     dockerfile_problems,
     env_example_problems,
@@ -81,7 +81,7 @@ def test_a_dropped_service_is_reported(service):
     assert compose_problems(compose) == [f"missing services: ['{service}']"]
 
 
-@pytest.mark.parametrize("var", CONTRACT_VARS)
+@pytest.mark.parametrize("var", PRODUCTION_VARS)
 def test_a_dropped_variable_is_reported(var):
     compose = load_compose()
     compose["services"]["worker-bulk"]["environment"] = {

@@ -67,8 +67,8 @@ def test_sentiment_threshold() -> None:
 
 
 def test_a_positive_sentiment_threshold_reads_as_the_specs_negativity() -> None:
-    """The spec's `sentiment.negative > threshold`: {"threshold": 0.7} escalates a sentiment
-    below -0.7, never a neutral or mildly negative message."""
+    """The negativity form, `sentiment.negative > threshold`: {"threshold": 0.7} escalates a
+    sentiment below -0.7, never a neutral or mildly negative message."""
     triggers = [{"type": "sentiment", "condition": {"threshold": 0.7}, "priority": "high"}]
     decision = evaluate(triggers, sentiment=-0.8)
     assert decision is not None and decision.reason == "negative_sentiment"

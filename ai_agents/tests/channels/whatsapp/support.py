@@ -1,5 +1,5 @@
-"""Shared pieces of the WhatsApp tests: the reference payloads (copied from
-../shared/reference/payloads), signed posts to the webhook, and a binding per tenant."""
+"""Shared pieces of the WhatsApp tests: the recorded Graph API payloads (`fixtures/whatsapp/`),
+signed posts to the webhook, and a binding per tenant."""
 
 from __future__ import annotations
 

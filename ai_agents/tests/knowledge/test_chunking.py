@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from ai_agents.knowledge.chunking import ChunkDraft, chunk_sections, estimate_tokens
 from ai_agents.knowledge.parsers import Section, parse_document
 
-ROOT = Path(__file__).resolve().parents[2] / "fixtures"
+ROOT = Path(settings.BASE_DIR) / "fixtures"  # wherever this test file lives
 DEMO_KB = ROOT / "demo_kb"
 EVAL_FILE = ROOT / "kb_eval_demo.jsonl"
 
