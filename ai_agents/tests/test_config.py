@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from ai_agents import config
 from ai_agents.config import AgentConfig, ConfigError, agent_config
 from ai_agents.models import Agent
-from ai_agents.pipeline.escalation import EscalationTrigger
+from ai_agents.rules.escalation import EscalationTrigger
 
 
 def agent(**fields: Any) -> Agent:
