@@ -262,7 +262,7 @@ class _PinnedConnectionMixin:
         for address in self.pinned_addresses:
             self._dns_host = address
             try:
-                return super()._new_conn()  # type: ignore[misc,no-any-return]
+                return super()._new_conn()  # type: ignore[misc]
             except (NewConnectionError, ConnectTimeoutError) as exc:
                 last = exc
             finally:

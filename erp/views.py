@@ -29,7 +29,7 @@ def _database_ok() -> bool:
     if not database_up():
         return False
     try:
-        pool = connection.pool
+        pool = connection.pool  # type: ignore[attr-defined]  # PostgreSQL backend only, unstubbed
         if pool is None:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT 1")

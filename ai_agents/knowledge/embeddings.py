@@ -257,7 +257,8 @@ def query_prefetch(text: str) -> None:
     with _inflight_lock:
         if key in _inflight:
             return
-        _inflight[key] = future = Future()
+        future: Future[tuple[float, ...]] = Future()
+        _inflight[key] = future
     try:
         _executor().submit(_prefetch_job, key, text, future)
     except RuntimeError:  # interpreter shutting down

@@ -512,7 +512,7 @@ def _html_root(text: str) -> Any:
         raise EmptyDocument()
     etree.strip_elements(root, *_SKIP_TAGS, with_tail=False)  # C speed, keeps their tails
     hidden = root.xpath("//*[@hidden or @style or @aria-hidden or (self::input and @type)]")
-    for element in hidden:
+    for element in hidden:  # type: ignore[union-attr]  # a node-set XPath gives a list
         if _is_hidden(element):
             _drop_keep_tail(element)
     return root

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -121,11 +122,11 @@ class Agent(TenantOwnedModel):
         return [*registry.names(), *sorted(own)]
 
     @property
-    def processing(self) -> dict[str, object]:
+    def processing(self) -> dict[str, Any]:
         return agent_config.validate_processing_config(self.processing_config)
 
     @property
-    def history(self) -> dict[str, object]:
+    def history(self) -> dict[str, Any]:
         return agent_config.validate_history_config(self.history_config)
 
 

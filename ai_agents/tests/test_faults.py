@@ -30,7 +30,7 @@ def stack() -> Iterator[FaultStack]:
 
 def send(
     stack: FaultStack, scenario: str, code: str, n: int, every: float, fault_at: int, fault
-) -> list[Delivery]:  # type: ignore[no-untyped-def]
+) -> list[Delivery]:
     """Delivers `n` messages from `n` customers, one every `every` s, each in its own thread
     (redelivered until 200); calls `fault()` after message `fault_at` went out."""
     deliveries = [Delivery(f"wamid.{scenario}-{i:04d}") for i in range(n)]

@@ -19,7 +19,7 @@ def test_short_history_is_untouched() -> None:
     for strategy in ("oldest_first", "summarize", "smart"):
         result = truncate_history(
             items, strategy=strategy, max_messages=20, token_budget=None, summary=None
-        )  # type: ignore[arg-type]
+        )
         assert result.items == items and result.dropped == [] and result.needs_summary_of == []
 
 

@@ -127,13 +127,13 @@ class TenantAdminMixin:
     ) -> HttpResponse:
         if object_id is not None:
             self._object_or_404(request, object_id)
-        return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc,no-any-return]
+        return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
 
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
         self._object_or_404(request, object_id)
-        return super().delete_view(request, object_id, extra_context)  # type: ignore[misc,no-any-return]
+        return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
 
     # --- actions: declared permission, re-checked on each selected row -------------------
 
@@ -174,7 +174,7 @@ class TenantAdminMixin:
     ) -> tuple[models.QuerySet[Any], bool]:
         if _is_autocomplete(request) and not request.user.is_superuser:
             queryset = queryset.filter(**{f"{self.tenant_lookup}__in": managed_tenant_ids(request)})
-        return super().get_search_results(request, queryset, search_term)  # type: ignore[misc,no-any-return]
+        return super().get_search_results(request, queryset, search_term)  # type: ignore[misc]
 
 
 class TenantFormMixin:
@@ -223,11 +223,11 @@ class TenantFormMixin:
         super()._update_errors(errors)  # type: ignore[misc]
 
 
-class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):
     """ModelAdmin for a `TenantOwnedModel`."""
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet[Any]:
-        queryset = self.model.objects.unscoped()  # type: ignore[attr-defined]
+        queryset = self.model.objects.unscoped()
         if request.user.is_superuser:
             return queryset
         return queryset.filter(tenant_id__in=member_tenant_ids(request))
@@ -303,7 +303,7 @@ class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type
         if not obj.tenant_id and len(allowed) == 1:
             obj.tenant_id = allowed[0]
         if change:
-            stored = self.model.objects.unscoped().filter(pk=obj.pk)  # type: ignore[attr-defined]
+            stored = self.model.objects.unscoped().filter(pk=obj.pk)
             if list(stored.values_list("tenant_id", flat=True)) != [obj.tenant_id]:
                 raise PermissionDenied
         if not self.has_change_permission(request, obj) or obj.tenant_id not in allowed:

@@ -44,7 +44,7 @@ def secret_badge(is_set: bool, detail: str = "") -> SafeString:
     )
 
 
-def keep_secret(form: forms.ModelForm, name: str, *, clear: bool = False) -> str:  # type: ignore[type-arg]
+def keep_secret(form: forms.ModelForm, name: str, *, clear: bool = False) -> str:
     """The value to store for a write-only field: the typed one, "" when cleared, else the
     stored one (the instance is not yet updated while the form cleans)."""
     typed = form.cleaned_data.get(name) or ""
