@@ -40,7 +40,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = clean_request_id(request.headers.get("X-Request-ID"))
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request.request_id = request_id  # type: ignore[attr-defined]  # read by erp.logging
         token = request_id_var.set(request_id)
         try:
             response = self.get_response(request)

@@ -4,7 +4,7 @@ import logging
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
@@ -44,5 +44,5 @@ def _database_ok() -> bool:
         return False
 
 
-def home(request: HttpRequest):  # type: ignore[no-untyped-def]
+def home(request: HttpRequest) -> HttpResponseRedirect:
     return redirect("admin:index")

@@ -178,7 +178,7 @@ class AgentMessageView(TenantGenericAPIView):
             if agent.processing["streaming_enabled"]:
                 started = sse.stream_start(agent, inbound)
                 if started.response is not None:
-                    return started.response  # type: ignore[return-value]
+                    return started.response  # type: ignore[return-value]  # Django serves a StreamingHttpResponse
                 body = started.limited_body or {}
                 return _rate_limited(body, body.pop("rate_limited"))
         body = message_process(agent=agent, inbound=inbound)

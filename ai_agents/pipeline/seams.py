@@ -153,7 +153,7 @@ def final_intent(
 
 
 def failure_decision(kind: str) -> Decision:
-    return escalation.failure_decision(kind)  # type: ignore[arg-type]
+    return escalation.failure_decision(kind)  # type: ignore[arg-type]  # checked at runtime (ValueError)
 
 
 def truncate_history(
@@ -168,7 +168,7 @@ def truncate_history(
     middle when given; without it, `needs_summary_of` lists what was cut."""
     return history.truncate_history(
         items,
-        strategy=strategy,  # type: ignore[arg-type]
+        strategy=strategy,  # type: ignore[arg-type]  # checked at runtime (ValueError)
         max_messages=max_messages,
         token_budget=token_budget,
         summary=summary,

@@ -150,13 +150,13 @@ def conversation_waiting_since(conversation: Conversation) -> datetime | None:
         ).first()
         if annotated is None:
             return None
-        conversation.last_human_reply_at = annotated.last_human_reply_at  # type: ignore[attr-defined]
-        conversation.first_inbound_after_human = annotated.first_inbound_after_human  # type: ignore[attr-defined]
-    last_human = conversation.last_human_reply_at  # type: ignore[attr-defined]
+        conversation.last_human_reply_at = annotated.last_human_reply_at  # type: ignore[attr-defined]  # a per-instance cache
+        conversation.first_inbound_after_human = annotated.first_inbound_after_human  # type: ignore[attr-defined]  # a per-instance cache
+    last_human = conversation.last_human_reply_at  # type: ignore[attr-defined]  # set above or by the annotating query
     escalated_at = conversation.escalated_at
     if last_human is None or (escalated_at is not None and last_human < escalated_at):
         return escalated_at or conversation.last_inbound_at
-    return conversation.first_inbound_after_human  # type: ignore[attr-defined]
+    return conversation.first_inbound_after_human  # type: ignore[attr-defined]  # set above or by the annotating query
 
 
 def inbox_conversations(tenant_ids: list[int]) -> list[Conversation]:

@@ -170,7 +170,7 @@ def inserted(objs: Sequence[Model]) -> None:
 def insert(objs: Sequence[Model]) -> None:
     """INSERT these new instances (one model) in one statement."""
     if objs:
-        with tenant_scope(*{obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]
+        with tenant_scope(*{obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]  # tenant-owned rows only
             run_together([insert_statement(objs)])
         inserted(objs)
 

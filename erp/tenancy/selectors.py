@@ -19,8 +19,8 @@ M = TypeVar("M", bound=models.Model)
 
 def access_tenant_object(model: type[M], tenant: Tenant, pk: Any) -> M:
     try:
-        return model.objects.for_tenant(tenant).get(pk=pk)  # type: ignore[attr-defined]
-    except (model.DoesNotExist, ValueError, TypeError):  # type: ignore[attr-defined]
+        return model.objects.for_tenant(tenant).get(pk=pk)  # type: ignore[attr-defined]  # tenant-owned models have TenantManager
+    except (model.DoesNotExist, ValueError, TypeError):  # type: ignore[attr-defined]  # every concrete model has it
         raise Http404 from None
 
 

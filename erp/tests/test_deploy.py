@@ -144,7 +144,7 @@ def task_queues() -> dict[str, str]:
     for name, task in app.tasks.items():
         if name.startswith("celery."):
             continue
-        options = dict(task._get_exec_options())
+        options = dict(task._get_exec_options())  # type: ignore[attr-defined]  # Celery-private
         queues[name] = app.amqp.router.route(options, name, (), {})["queue"].name
     return queues
 
@@ -160,6 +160,7 @@ def settings_env_names() -> set[str]:
             and node.func.id.startswith("env_")
             and node.args
             and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
         ):
             names.add(node.args[0].value)
     return names

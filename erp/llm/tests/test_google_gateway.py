@@ -346,6 +346,7 @@ def test_stream_yields_answer_before_the_last_chunk(fake_google: FakeGoogle, ctx
     assert len(deltas) > 1
     assert "".join(deltas) == answer
     assert isinstance(final, LlmResult)
+    assert final.parsed is not None
     assert final.parsed["answer"] == answer
     assert (final.input_tokens, final.output_tokens) == (40, 20)
     assert fake_google.requests[0].query == {"alt": ["sse"]}
@@ -388,7 +389,7 @@ def test_abandoned_stream_is_still_recorded(fake_google: FakeGoogle, ctx: CallCo
 
     stream = llm_stream(ask(), context=ctx, retry=FAST)
     assert isinstance(next(stream), TextDelta)
-    stream.close()
+    stream.close()  # type: ignore[attr-defined]  # a generator, annotated as an Iterator
 
     logs = rows(ctx.tenant)
     assert len(logs) == 1 and not logs[0].success
@@ -472,7 +473,7 @@ def test_twenty_concurrent_calls_debit_exactly_twenty_times(fake_google: FakeGoo
     from erp.testing.factories import TenantFactory
 
     settings.AI_CREDITS_MODE = "enforce"
-    tenant = TenantFactory(slug="concurrente")
+    tenant = TenantFactory.create(slug="concurrente")
     ModelPrice.objects.create(
         provider="google",
         model=MODEL,
