@@ -258,7 +258,7 @@ class _PinnedConnectionMixin:
         for address in self.pinned_addresses:
             self._dns_host = address
             try:
-                return super()._new_conn()  # type: ignore[misc,no-any-return]
+                return super()._new_conn()  # type: ignore[misc]  # a mixin of urllib3 HTTPConnection
             except (NewConnectionError, ConnectTimeoutError) as exc:
                 last = exc
             finally:
@@ -621,7 +621,7 @@ def _iter_raw(raw: requests.Response) -> Iterator[bytes]:
 def _root_cause(exc: BaseException) -> str:
     seen = exc
     while seen.__context__ is not None or seen.__cause__ is not None:
-        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]  # the loop condition: one is set
     return type(seen).__name__
 
 

@@ -121,12 +121,10 @@ DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # While it is down, requests get 503 at once (erp/db_outage.py).
 DB_CONNECT_TIMEOUT_SECONDS = env_int("DB_CONNECT_TIMEOUT_SECONDS", 2)
 DB_POOL_TIMEOUT_SECONDS = env_int("DB_POOL_TIMEOUT_SECONDS", 5)
-DATABASES["default"]["OPTIONS"].setdefault(  # type: ignore[union-attr]
-    "connect_timeout", DB_CONNECT_TIMEOUT_SECONDS
-)
+DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", DB_CONNECT_TIMEOUT_SECONDS)
 if DB_POOL_MAX_SIZE > 0:
-    DATABASES["default"]["OPTIONS"] = {  # type: ignore[index]
-        **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
+    DATABASES["default"]["OPTIONS"] = {
+        **DATABASES["default"]["OPTIONS"],
         "pool": {
             "min_size": 1,
             "max_size": DB_POOL_MAX_SIZE,

@@ -512,7 +512,7 @@ def _html_root(text: str) -> Any:
         raise EmptyDocument()
     etree.strip_elements(root, *_SKIP_TAGS, with_tail=False)  # C speed, keeps their tails
     hidden = root.xpath("//*[@hidden or @style or @aria-hidden or (self::input and @type)]")
-    for element in hidden:
+    for element in hidden:  # type: ignore[union-attr]  # a node-set XPath gives a list
         if _is_hidden(element):
             _drop_keep_tail(element)
     return root
@@ -797,7 +797,7 @@ def _parse_docx(data: bytes) -> list[Section]:
 
 def _docx_table_rows(table: object) -> list[str]:
     rows = []
-    for row in table.rows:  # type: ignore[attr-defined]
+    for row in table.rows:  # type: ignore[attr-defined]  # python-docx is untyped
         cells: list[str] = []
         for cell in row.cells:
             value = " ".join(cell.text.split())

@@ -108,7 +108,7 @@ def default_provider_name() -> str:
 def get_provider(name: str | None = None) -> Provider:
     """The provider `name` ("google", "openai", "offline") built from settings, or the
     configured default. Raises NotConfigured when it lacks its settings."""
-    return _provider_class(name or default_provider_name()).from_settings()  # type: ignore[no-any-return]
+    return _provider_class(name or default_provider_name()).from_settings()
 
 
 # --- calls --------------------------------------------------------------------------------
@@ -163,8 +163,8 @@ class _Attempts:
         self.request = request
         self.started = time.monotonic()
         # 0 (a budget already spent) is a deadline too: no attempt, not an unbounded one.
-        has_deadline = policy.deadline_s is not None
-        self.deadline = self.started + policy.deadline_s if has_deadline else None
+        budget = policy.deadline_s
+        self.deadline = None if budget is None else self.started + budget
         self.number = 0
 
     def next_request(self) -> LlmRequest | None:

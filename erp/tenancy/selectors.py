@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import models
 from django.http import Http404
 
@@ -19,8 +19,8 @@ M = TypeVar("M", bound=models.Model)
 
 def access_tenant_object(model: type[M], tenant: Tenant, pk: Any) -> M:
     try:
-        return model.objects.for_tenant(tenant).get(pk=pk)  # type: ignore[attr-defined,no-any-return]
-    except (model.DoesNotExist, ValueError, TypeError):  # type: ignore[attr-defined]
+        return model.objects.for_tenant(tenant).get(pk=pk)  # type: ignore[attr-defined]  # tenant-owned models have TenantManager
+    except (model.DoesNotExist, ValueError, TypeError):  # type: ignore[attr-defined]  # every concrete model has it
         raise Http404 from None
 
 
@@ -49,5 +49,7 @@ def membership_for(user: AbstractBaseUser, tenant_slug: str | None) -> Membershi
     return memberships.first()
 
 
-def tenant_ids_for(user: AbstractBaseUser) -> list[int]:
+def tenant_ids_for(user: AbstractBaseUser | AnonymousUser) -> list[int]:
+    if not user.is_authenticated:
+        return []  # nobody signed in acts for no tenant
     return list(user_memberships(user).values_list("tenant_id", flat=True))

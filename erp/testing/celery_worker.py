@@ -61,7 +61,7 @@ def worker_running(
             proc.kill()
             proc.wait(timeout=10)
             raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
-    proc.log_path = log_path  # type: ignore[attr-defined]
+    proc.log_path = log_path  # type: ignore[attr-defined]  # for the tests that read the log
     try:
         yield proc
     finally:

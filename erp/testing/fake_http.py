@@ -106,7 +106,7 @@ class FakeServer:
     def url(self) -> str:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host}:{port}"  # type: ignore[str-bytes-safe]  # TCP: host is a str
 
     def requests_clear(self) -> None:
         """Forget the recorded requests (between tests sharing one server)."""
