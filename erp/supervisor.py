@@ -1,8 +1,10 @@
 """`make run`: one foreground command that supervises the whole embedded stack.
 
 Order: embedded PostgreSQL (unless DATABASE_URL) -> valkey (unless REDIS_URL) -> migrate ->
-demo_load -> uvicorn (ASGI, so SSE streams) + a real-time Celery worker (queue `realtime`) + a
-bulk worker (queue `bulk`, so an upload never delays a customer's reply) + Celery beat.
+demo_load -> uvicorn (ASGI, so SSE streams) + a real-time Celery worker (queue `realtime`,
+threads: a reply mostly waits for the model, so tens of them share one process) + a bulk
+worker (queue `bulk`, processes: ingestion is CPU work, and an upload never delays a customer's
+reply) + Celery beat. Each child gets its own database pool size (DB_POOL_PER_CHILD).
 Children run in sessions of their own; the supervisor alone receives Ctrl-C / SIGTERM and
 stops them in reverse order.
 
@@ -36,6 +38,20 @@ WEB_GIVE_UP = 3  # the web server exiting this many times in a row, each within 
 WEB_EARLY = 10.0
 SERVICE_CHECK_EVERY = 1.0
 PG_START_ATTEMPTS = 5
+# Threads of the real-time worker (CELERY_REALTIME_CONCURRENCY): replies in flight at once. A
+# thread waiting for the model costs ~no CPU and no memory worth counting, and (once the engine
+# holds no connection during the model call) no database connection: bench/concurrency.py
+# answers 200 WhatsApp contacts with a 3 s model within 15 s with 64.
+REALTIME_THREADS = "64"
+# Database connections per process of each child (psycopg pool, DB_POOL_MAX_SIZE), chosen so the
+# whole stack stays within 20 at once: web 8 + real-time 8 + bulk 2 per process (1 process by
+# default) + beat 1 (it never queries; a cap all the same) = 19. The real-time worker's threads
+# share its 8: each holds one only for its short transactions. DB_POOL_MAX_SIZE set in the
+# environment applies to every child instead.
+DB_POOL_PER_CHILD = {"web": 8, "worker-realtime": 8, "worker-bulk": 2, "beat": 1}
+# A worker thread may wait longer for a pooled connection than a web request, which answers 503
+# after DB_POOL_TIMEOUT_SECONDS (5): nobody holds an HTTP request open behind it.
+REALTIME_POOL_TIMEOUT = "30"
 
 
 @dataclass
@@ -72,7 +88,9 @@ def web_command(port: int, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
-def worker_command(queue: str, concurrency: str) -> list[str]:
+def worker_command(queue: str, concurrency: str, pool: str = "prefork") -> list[str]:
+    """A Celery worker consuming `queue` with `concurrency` slots of `pool` (prefork: processes;
+    threads: threads of one process)."""
     return [
         sys.executable,
         "-m",
@@ -84,6 +102,8 @@ def worker_command(queue: str, concurrency: str) -> list[str]:
         queue,
         "-c",
         concurrency,
+        "-P",
+        pool,
         "-l",
         "INFO",
         "--without-gossip",
@@ -167,11 +187,11 @@ class Supervisor:
     def start_children(self) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        concurrency = self.env.get("CELERY_WORKER_CONCURRENCY", "2")
-        bulk_concurrency = self.env.get("CELERY_BULK_CONCURRENCY", "1")
+        threads = self.env.get("CELERY_REALTIME_CONCURRENCY") or REALTIME_THREADS
+        bulk_concurrency = self.env.get("CELERY_BULK_CONCURRENCY") or "1"
         self.children = [
             Child("web", web_command(self.port)),
-            Child("worker-realtime", worker_command("realtime", concurrency)),
+            Child("worker-realtime", worker_command("realtime", threads, pool="threads")),
             Child("worker-bulk", worker_command("bulk", bulk_concurrency)),
             Child(
                 "beat",
@@ -191,7 +211,18 @@ class Supervisor:
         ]
         for child in self.children:
             child.log = logs / f"{child.name}.log"
+            child.extra_env.update(self.pool_env(child.name))
             self.spawn(child)
+
+    def pool_env(self, name: str) -> dict[str, str]:
+        """The database pool of child `name`: its share of the connection budget, unless the
+        environment sets one for all."""
+        env = {}
+        if not self.env.get("DB_POOL_MAX_SIZE"):
+            env["DB_POOL_MAX_SIZE"] = str(DB_POOL_PER_CHILD[name])
+        if name == "worker-realtime" and not self.env.get("DB_POOL_TIMEOUT_SECONDS"):
+            env["DB_POOL_TIMEOUT_SECONDS"] = REALTIME_POOL_TIMEOUT
+        return env
 
     def spawn(self, child: Child) -> None:
         assert child.log is not None
