@@ -77,6 +77,8 @@ class FakeServer:
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self.requests: list[FakeRequest] = []
         self._lock = threading.Lock()
+        self.in_flight = 0  # requests being answered right now
+        self.max_in_flight = 0  # the most answered at once (overlap of slow fake calls)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -108,9 +110,11 @@ class FakeServer:
         return f"http://{host}:{port}"
 
     def requests_clear(self) -> None:
-        """Forget the recorded requests (between tests sharing one server)."""
+        """Forget the recorded requests and the overlap seen (between tests sharing one
+        server)."""
         with self._lock:
             self.requests.clear()
+            self.max_in_flight = self.in_flight
 
     def requests_snapshot(self) -> list[FakeRequest]:
         """The recorded requests so far, copied under the lock."""
@@ -147,6 +151,18 @@ class FakeServer:
                 with server._lock:
                     server.requests.append(request)
                     routes = list(server.routes)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(request, routes)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(
+                self, request: FakeRequest, routes: list[tuple[str, re.Pattern[str], Handler]]
+            ) -> None:
+                parts = urlsplit(self.path)
                 for method, pattern, handler in routes:
                     match = pattern.fullmatch(parts.path)
                     if method == self.command and match:
