@@ -19,8 +19,10 @@ DATABASE_URL = the scratch database as the application's role and REDIS_URL = th
 it starts no database of its own but runs migrate, demo_load, uvicorn, both workers and beat
 with their production settings (pools, threads).
 
-Load: `--contacts` client threads released together each POST one signed webhook (one text
-message from a contact of their own). Measured from that instant: when the fake Graph API
+Load: first one message is answered (warm-up: the first answer of a process imports the model
+SDK and opens connections; `--no-warm-up` measures that too), then `--contacts` client threads
+released together each POST one signed webhook (one text message from a contact of their
+own). Measured from that instant: when the fake Graph API
 received each reply (first / median / P95 / max), replies sent against expected, duplicates
 (more than one reply to a contact), the model calls that overlapped at most, PostgreSQL
 connections of the application's role on the scratch database (pg_stat_activity every 50 ms:
@@ -74,7 +76,7 @@ GOALS = {(20, 2.0): (6.0, None), (200, 3.0): (15.0, 20)}
 
 def _serve_fakes(conn: Any, model_seconds: float) -> None:
     """Answers "stats" with the replies received (monotonic arrival time, recipient) and the
-    model calls, until told "stop"."""
+    model calls, forgets them on "reset", until told "stop"."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from erp.testing.fake_google import FakeGoogle
     from erp.testing.fake_graph import FakeGraph
@@ -86,12 +88,20 @@ def _serve_fakes(conn: Any, model_seconds: float) -> None:
     graph = FakeGraph().start()
     conn.send({"google": google.url, "graph": graph.url})
     with contextlib.suppress(EOFError, KeyboardInterrupt):
-        while conn.recv() != "stop":  # anything else: "stats"
+        while (command := conn.recv()) != "stop":
+            if command == "reset":
+                google.server.requests_clear()
+                graph.server.requests_clear()
+                conn.send(None)
+                continue
             sends = [r for r in graph.requests if "status" not in r.json()]
             conn.send(
                 {
                     "sends": [(r.received_at, str(r.json().get("to", ""))) for r in sends],
                     "model_calls": len(google.generate_requests),
+                    "model_started": [
+                        r.received_at for r in google.requests if "Content" in r.path
+                    ],
                     "model_max_in_flight": google.server.max_in_flight,
                 }
             )
@@ -294,15 +304,17 @@ def webhook_body(n: int) -> bytes:
     return json.dumps(data, separators=(",", ":")).replace("/", "\\/").encode()
 
 
-def send_all(base: str, contacts: int) -> tuple[float, dict[str, int]]:
-    """Every contact's webhook POSTed at once. Returns the instant they were released
-    (time.monotonic) and the responses by status."""
+def send_all(base: str, contacts: range) -> tuple[float, dict[str, int], float]:
+    """The webhook of each contact numbered in `contacts`, POSTed at once. Returns the instant
+    they were released (time.monotonic), the responses by status and when the last was
+    acknowledged."""
     import requests
 
-    bodies = [webhook_body(n) for n in range(contacts)]
+    bodies = [webhook_body(n) for n in contacts]
     statuses: dict[str, int] = {}
+    acked: list[float] = []
     lock = threading.Lock()
-    ready = threading.Barrier(contacts + 1)
+    ready = threading.Barrier(len(bodies) + 1)
 
     def client(body: bytes) -> None:
         session = requests.Session()
@@ -317,6 +329,7 @@ def send_all(base: str, contacts: int) -> tuple[float, dict[str, int]]:
             code = type(exc).__name__
         with lock:
             statuses[code] = statuses.get(code, 0) + 1
+            acked.append(time.monotonic())
 
     threads = [threading.Thread(target=client, args=(b,), daemon=True) for b in bodies]
     for t in threads:
@@ -326,7 +339,7 @@ def send_all(base: str, contacts: int) -> tuple[float, dict[str, int]]:
     deadline = released + 120
     for t in threads:
         t.join(timeout=max(0.0, deadline - time.monotonic()))
-    return released, statuses
+    return released, statuses, max(acked, default=released)
 
 
 def wait_replies(services: Services, expected: int, timeout: float, settle: float) -> Any:
@@ -356,9 +369,14 @@ def report(args: argparse.Namespace, run: dict[str, Any]) -> bool:
     sampler: Sampler = run["sampler"]
     print(
         f"\n{args.contacts} WhatsApp contacts at once, model {args.model_seconds:g} s, "
-        f"real-time worker threads {args.realtime_threads or 'default'}; webhook responses "
-        f"{run['statuses']}"
+        f"{'warm' if args.warm_up else 'cold'} stack, "
+        f"real-time worker threads {args.realtime_threads or 'default'}, pools "
+        f"{args.db_pool_max_size or 'default'}; webhook responses {run['statuses']}, the last "
+        f"acknowledged after {run['acked'] - released:.2f} s"
     )
+    started = sorted(at - released for at in stats["model_started"])
+    if started:
+        print(f"  model calls started after: first {started[0]:.2f} s  max {started[-1]:.2f} s")
     if times:
         print(
             f"  replies sent after: first {times[0]:.2f} s  median {statistics.median(times):.2f}"
@@ -397,6 +415,18 @@ def main() -> None:
     parser.add_argument(
         "--realtime-threads", type=int, default=0, help="CELERY_REALTIME_CONCURRENCY; 0: make run's"
     )
+    parser.add_argument(
+        "--db-pool-max-size",
+        type=int,
+        default=0,
+        help="DB_POOL_MAX_SIZE of every child; 0: make run's",
+    )
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="no first message answered before the load (measures a cold worker)",
+    )
     parser.add_argument("--idle-seconds", type=float, default=5.0, help="before the idle RSS")
     parser.add_argument("--timeout", type=float, default=0, help="0: from the load's size")
     parser.add_argument("--smoke", action="store_true", help="3 contacts, 0.2 s model, short")
@@ -427,6 +457,8 @@ def main() -> None:
             stack_env = {**env, "DATABASE_URL": app_role_url()}
             if args.realtime_threads:
                 stack_env["CELERY_REALTIME_CONCURRENCY"] = str(args.realtime_threads)
+            if args.db_pool_max_size:
+                stack_env["DB_POOL_MAX_SIZE"] = str(args.db_pool_max_size)
             port = embedded.free_port()
             services.run_stack(stack_env, port)
             assert services.supervisor is not None
@@ -436,6 +468,13 @@ def main() -> None:
                 f"{os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+            base = f"http://127.0.0.1:{port}"
+            if args.warm_up:
+                # The first answer of a process imports the model SDK and opens connections:
+                # seconds of CPU that belong to start-up, not to answering many at once.
+                send_all(base, range(-1, 0))
+                wait_replies(services, 1, timeout, settle=0)
+                services.ask("reset")
             time.sleep(args.idle_seconds)
             idle_rss = tree_rss_mb([services.supervisor.pid])
             assert services.redis is not None
@@ -445,7 +484,7 @@ def main() -> None:
             sampler = Sampler(owner_url, role, services.supervisor.pid)
             sampler.start()
             try:
-                released, statuses = send_all(f"http://127.0.0.1:{port}", args.contacts)
+                released, statuses, acked = send_all(base, range(args.contacts))
                 stats = wait_replies(services, args.contacts, timeout, settle)
             finally:
                 sampler.stop()
@@ -455,6 +494,7 @@ def main() -> None:
                     "stats": stats,
                     "released": released,
                     "statuses": statuses,
+                    "acked": acked,
                     "sampler": sampler,
                     "role": role,
                     "idle_rss": idle_rss,
