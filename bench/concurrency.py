@@ -45,7 +45,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -54,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _harness import Scratch, app_role_url, percentile, sigterm_as_interrupt  # noqa: E402
+from _sampling import Sampler, postgres_pids, tree_rss_mb  # noqa: E402
 
 BENCH_DB = "bench_concurrency"
 DATA_DIR = ROOT / "var" / "bench-concurrency"
@@ -201,82 +201,6 @@ def fixture() -> None:
         )
 
 
-# --- measuring -------------------------------------------------------------------------------
-
-
-def tree_rss_mb(pids: list[int]) -> float:
-    """RSS of these processes and all their descendants, in MB."""
-    import psutil
-
-    seen: dict[int, Any] = {}
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            root = psutil.Process(pid)
-            for p in [root, *root.children(recursive=True)]:
-                seen[p.pid] = p
-    total = 0
-    for p in seen.values():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            total += p.memory_info().rss
-    return total / (1024 * 1024)
-
-
-def postgres_pids() -> list[int]:
-    """The bench's PostgreSQL server (its backends are its children)."""
-    import psutil
-
-    marker = str(DATA_DIR / "postgres")
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        if marker in " ".join(p.info["cmdline"] or []) and "-D" in (p.info["cmdline"] or []):
-            found.append(p.pid)
-    return found
-
-
-@dataclass
-class Sampler:
-    """Every `every` seconds until stopped: the app role's connections to the scratch database
-    (in use = not idle, and open) and the RSS of the stack's tree."""
-
-    admin_url: str
-    role: str
-    stack_pid: int
-    every: float = 0.05
-    max_in_use: int = 0
-    max_open: int = 0
-    peak_rss_mb: float = 0.0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> Sampler:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        import psycopg
-
-        query = (
-            "SELECT count(*) FILTER (WHERE state IS DISTINCT FROM 'idle'), count(*) "
-            "FROM pg_stat_activity WHERE usename = %s AND datname = %s"
-        )
-        rss_every, rss_next = 0.25, 0.0
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            while not self._stop.is_set():
-                in_use, open_ = conn.execute(query, (self.role, BENCH_DB)).fetchone() or (0, 0)
-                self.max_in_use = max(self.max_in_use, int(in_use))
-                self.max_open = max(self.max_open, int(open_))
-                if time.monotonic() >= rss_next:  # the process walk costs more than a query
-                    rss_next = time.monotonic() + rss_every
-                    self.peak_rss_mb = max(self.peak_rss_mb, tree_rss_mb([self.stack_pid]))
-                self._stop.wait(self.every)
-
-
 # --- load ------------------------------------------------------------------------------------
 
 
@@ -408,7 +332,7 @@ def report(args: argparse.Namespace, run: dict[str, Any]) -> bool:
     return len(first_reply) == args.contacts and duplicates == 0
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--contacts", type=int, default=20)
     parser.add_argument("--model-seconds", type=float, default=2.0)
@@ -431,76 +355,79 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=0, help="0: from the load's size")
     parser.add_argument("--smoke", action="store_true", help="3 contacts, 0.2 s model, short")
     args = parser.parse_args()
-    settle = 2.0
+    args.settle = 2.0  # seconds after the last expected reply, for duplicates to show
     if args.smoke:
-        args.contacts, args.model_seconds, args.idle_seconds, settle = 3, 0.2, 0.5, 0.5
-    timeout = args.timeout or 60 + args.contacts * args.model_seconds
+        args.contacts, args.model_seconds, args.idle_seconds, args.settle = 3, 0.2, 0.5, 0.5
+    args.timeout = args.timeout or 60 + args.contacts * args.model_seconds
+    return args
 
+
+def stack_start(services: Services, args: argparse.Namespace) -> str:
+    """Scratch database migrated with its fixture, `make run` on it; returns its base URL."""
+    env = services.start_fakes(args.model_seconds)
+    os.environ.update(env)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "erp.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from erp import embedded
+
+    call_command("migrate", verbosity=0)
+    fixture()
+    stack_env = {**env, "DATABASE_URL": app_role_url()}
+    if args.realtime_threads:
+        stack_env["CELERY_REALTIME_CONCURRENCY"] = str(args.realtime_threads)
+    if args.db_pool_max_size:
+        stack_env["DB_POOL_MAX_SIZE"] = str(args.db_pool_max_size)
+    port = embedded.free_port()
+    services.run_stack(stack_env, port)
+    print(
+        f"make run ready (scratch DB {BENCH_DB}, fake model {args.model_seconds:g} s, fake Graph "
+        f"API); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    return f"http://127.0.0.1:{port}"
+
+
+def measure(services: Services, args: argparse.Namespace, base: str) -> dict[str, Any]:
+    """The warm-up, the idle figures, then the load under the sampler."""
+    from django.conf import settings
+
+    assert services.supervisor is not None and services.redis is not None
+    if args.warm_up:
+        # The first answer of a process imports the model SDK and opens connections: seconds
+        # of CPU that belong to start-up, not to answering many at once.
+        send_all(base, range(-1, 0))
+        wait_replies(services, 1, args.timeout, settle=0)
+        services.ask("reset")
+    time.sleep(args.idle_seconds)
+    run: dict[str, Any] = {
+        "role": settings.DATABASE_APP_ROLE,
+        "idle_rss": tree_rss_mb([services.supervisor.pid]),
+        "services_rss": tree_rss_mb([*postgres_pids(DATA_DIR / "postgres"), services.redis.pid]),
+    }
+    owner_url = urlunsplit(urlsplit(services.admin_url)._replace(path=f"/{BENCH_DB}"))
+    sampler = Sampler(owner_url, run["role"], BENCH_DB, services.supervisor.pid).start()
+    try:
+        run["released"], run["statuses"], run["acked"] = send_all(base, range(args.contacts))
+        run["stats"] = wait_replies(services, args.contacts, args.timeout, args.settle)
+    finally:
+        sampler.stop()
+    run["sampler"] = sampler
+    return run
+
+
+def main() -> None:
+    args = parse_args()
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     services = Services()
     ok = False
     with sigterm_as_interrupt():
         try:
-            env = services.start_fakes(args.model_seconds)
-            os.environ.update(env)
-            os.environ["DJANGO_SETTINGS_MODULE"] = "erp.settings"
-            import django
-
-            django.setup()
-            from django.conf import settings
-            from django.core.management import call_command
-
-            from erp import embedded
-
-            call_command("migrate", verbosity=0)
-            fixture()
-            stack_env = {**env, "DATABASE_URL": app_role_url()}
-            if args.realtime_threads:
-                stack_env["CELERY_REALTIME_CONCURRENCY"] = str(args.realtime_threads)
-            if args.db_pool_max_size:
-                stack_env["DB_POOL_MAX_SIZE"] = str(args.db_pool_max_size)
-            port = embedded.free_port()
-            services.run_stack(stack_env, port)
-            assert services.supervisor is not None
-            print(
-                f"make run ready (scratch DB {BENCH_DB}, fake model {args.model_seconds:g} s, "
-                f"fake Graph API); {os.cpu_count()} cores, load average "
-                f"{os.getloadavg()[0]:.1f}",
-                flush=True,
-            )
-            base = f"http://127.0.0.1:{port}"
-            if args.warm_up:
-                # The first answer of a process imports the model SDK and opens connections:
-                # seconds of CPU that belong to start-up, not to answering many at once.
-                send_all(base, range(-1, 0))
-                wait_replies(services, 1, timeout, settle=0)
-                services.ask("reset")
-            time.sleep(args.idle_seconds)
-            idle_rss = tree_rss_mb([services.supervisor.pid])
-            assert services.redis is not None
-            services_rss = tree_rss_mb([*postgres_pids(), services.redis.pid])
-            role = settings.DATABASE_APP_ROLE
-            owner_url = urlunsplit(urlsplit(services.admin_url)._replace(path=f"/{BENCH_DB}"))
-            sampler = Sampler(owner_url, role, services.supervisor.pid)
-            sampler.start()
-            try:
-                released, statuses, acked = send_all(base, range(args.contacts))
-                stats = wait_replies(services, args.contacts, timeout, settle)
-            finally:
-                sampler.stop()
-            ok = report(
-                args,
-                {
-                    "stats": stats,
-                    "released": released,
-                    "statuses": statuses,
-                    "acked": acked,
-                    "sampler": sampler,
-                    "role": role,
-                    "idle_rss": idle_rss,
-                    "services_rss": services_rss,
-                },
-            )
+            base = stack_start(services, args)
+            ok = report(args, measure(services, args, base))
         except KeyboardInterrupt:
             print("\ninterrupted; cleaning up", file=sys.stderr)
         finally:
