@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from ai_agents.models import Message
-from ai_agents.tests.whatsapp_support import APP_SECRET, post, text_payload
+from ai_agents.tests.channels.whatsapp.support import APP_SECRET, post, text_payload
 from erp.testing.celery_worker import worker_running
 from erp.testing.deadlines import wait_until
 
