@@ -147,7 +147,7 @@ def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
     - Exact: ORDER BY the distance + 0, which no index serves: the chunks of the searched
       knowledge bases are read through the (tenant, knowledge base) index and sorted.
     - Approximate: ORDER BY the distance, served by the HNSW index; the tenant and knowledge
-      base conditions are written so that no b-tree index can serve them (`+ 0`, `IS TRUE`),
+      base conditions are written so that no b-tree index can serve them (`(...) IS TRUE`),
       and sequential scans are off (`_session_settings`), so the HNSW index is the only plan
       left, whatever the planner estimates (a tenant misestimated at one row would otherwise
       be read through the b-tree and sorted: 100,000 distances for a large tenant).
@@ -164,7 +164,8 @@ def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
         f"    WHERE tenant_id = %(tenant)s AND knowledge_base_id = ANY(%(kbs{n})s)\n"
         f"), {name}_found AS MATERIALIZED (\n"
         f"    (SELECT id, {distance} AS distance FROM ai_agents_chunk\n"
-        f"     WHERE tenant_id + 0 = %(tenant)s AND (knowledge_base_id = ANY(%(kbs{n})s)) IS TRUE\n"
+        f"     WHERE (tenant_id = %(tenant)s) IS TRUE\n"
+        f"     AND (knowledge_base_id = ANY(%(kbs{n})s)) IS TRUE\n"
         f"     AND {space_is} AND {large} ORDER BY distance LIMIT %(limit)s)\n"
         f"    UNION ALL\n"
         f"    (SELECT id, {distance} AS distance FROM ai_agents_chunk\n"
