@@ -7,8 +7,8 @@ is inside every list.
 
 Exact or approximate, by design: the chunks of every tenant share one table and one HNSW index
 per embedding space. For a small search (the searched knowledge bases hold at most
-`KB_EXACT_SEARCH_MAX_CHUNKS` chunks) the vector list is exact: a scan of those chunks through
-the (tenant, knowledge base) index, recall 1.0 in a few ms. Walking the shared graph instead
+`KB_EXACT_SEARCH_MAX_CHUNKS` chunks) the vector list is exact: those chunks read through a
+b-tree index on the tenant and sorted by distance, recall 1.0. Walking the shared graph instead
 would visit mostly other tenants' vectors, filter them out, and end slower with recall below
 1.0 (measured: bench/kb_search_skewed.py). Above it, the HNSW index with iterative scan (the
 scan goes on until enough rows pass the filter). The choice is made by the statement itself,
@@ -145,7 +145,7 @@ def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
     count (`{name}_size`, from the documents' counts: one index lookup per document), so only
     one runs.
     - Exact: ORDER BY the distance + 0, which no index serves: the chunks of the searched
-      knowledge bases are read through the (tenant, knowledge base) index and sorted.
+      knowledge bases are read through a b-tree index on the tenant and sorted.
     - Approximate: ORDER BY the distance, served by the HNSW index; the tenant and knowledge
       base conditions are written so that no b-tree index can serve them (`(...) IS TRUE`),
       and sequential scans are off (`_session_settings`), so the HNSW index is the only plan
