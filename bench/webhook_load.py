@@ -3,10 +3,11 @@ answered once.
 
     .venv/bin/python bench/webhook_load.py [--posts 2000] [--concurrency 50] [--duplicates 100]
                                            [--rate 0] [--per-customer 2] [--workers 2]
-                                           [--profile 300]
+                                           [--profile 300] [--smoke]
 
 Services (never the dev data): the embedded PostgreSQL under var/bench-webhook/postgres with
-a scratch database `bench_webhook` (created, migrated, dropped at the end), a valkey server in
+a scratch database `bench_webhook_<pid>_<random>` (created, migrated, dropped at the end;
+`BENCH_POSTGRES_URL` names another server to create it on), a valkey server in
 a temporary directory, and in one child process the fake Generative Language API (answers at
 once) and the fake Graph API (`erp.testing.fake_graph`, counts the replies it receives). Then,
 like `make run`: uvicorn (1 worker) serving erp.asgi and a Celery worker (`-Q realtime`,
@@ -48,7 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _harness import Scratch, percentile, sigterm_as_interrupt  # noqa: E402
+from _harness import Scratch, assert_scratch, percentile, sigterm_as_interrupt  # noqa: E402
 
 BENCH_DB = "bench_webhook"
 DATA_DIR = ROOT / "var" / "bench-webhook"
@@ -464,7 +465,11 @@ def main() -> None:
         action="store_true",
         help="start the Celery worker after the load (measures the webhook alone)",
     )
+    parser.add_argument("--smoke", action="store_true", help="tiny size, seconds (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.posts, args.concurrency, args.duplicates, args.per_customer = 8, 2, 2, 2
+        args.workers, args.profile, args.drain_timeout = 1, 3, 120
 
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     services = Services()
@@ -478,12 +483,14 @@ def main() -> None:
             django.setup()
             from django.core.management import call_command
 
+            assert_scratch()
             call_command("migrate", verbosity=0)
             tenant = fixture()
             base, web = start_web(services, env, args.web_workers)
             worker = None if args.defer_answers else start_worker(services, env, args.workers)
             print(
-                f"services: scratch DB {BENCH_DB}, valkey, fake model + fake Graph API; uvicorn "
+                f"services: scratch DB {services.db_name}, valkey, fake model + fake Graph API; "
+                f"uvicorn "
                 f"({args.web_workers} worker(s)) + Celery worker (-Q realtime, {args.workers} "
                 f"processes"
                 f"{', started after the load' if args.defer_answers else ''}); "

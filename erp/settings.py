@@ -247,6 +247,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 # --- Knowledge bases (retrieval) ------------------------------------------------------------
 KB_HNSW_EF_SEARCH = 200  # HNSW candidates per vector search
+# Vector search is exact (no index) while the searched knowledge bases hold at most this many
+# chunks, HNSW above (ai_agents/selectors/knowledge.py; measured by bench/kb_search_skewed.py).
+KB_EXACT_SEARCH_MAX_CHUNKS = env_int("KB_EXACT_SEARCH_MAX_CHUNKS", 10_000)
 KB_LEXICAL_WEIGHT = 0.3  # weight of the full-text list in the rank fusion (vector = 1.0)
 # Query words in about this many chunks or more (planner statistics) are ignored by full-text
 KB_LEXICAL_MAX_DF = 2000

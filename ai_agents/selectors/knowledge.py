@@ -1,9 +1,20 @@
 """Reads for knowledge bases; `knowledge_search` is the retrieval the pipeline uses.
 
-Hybrid search = HNSW cosine (one partial index per embedding space) + Postgres full-text
-with OR semantics over the query's lexemes (`es_unaccent`), fused by weighted reciprocal
-rank fusion, all in one SQL statement (each list in its own CTE, so each keeps its index
-plan) that also loads the best chunks. The tenant condition is inside every list.
+Hybrid search = vector cosine + Postgres full-text with OR semantics over the query's lexemes
+(`es_unaccent`), fused by weighted reciprocal rank fusion, all in one SQL statement (each list
+in its own CTE, so each keeps its plan) that also loads the best chunks. The tenant condition
+is inside every list.
+
+Exact or approximate, by design: the chunks of every tenant share one table and one HNSW index
+per embedding space. For a small search (the searched knowledge bases hold at most
+`KB_EXACT_SEARCH_MAX_CHUNKS` chunks) the vector list is exact: those chunks read through a
+b-tree index on the tenant and sorted by distance, recall 1.0. Walking the shared graph instead
+would visit mostly other tenants' vectors, filter them out, and end slower with recall below
+1.0 (measured: bench/kb_search_skewed.py). Above it, the HNSW index with iterative scan (the
+scan goes on until enough rows pass the filter). The choice is made by the statement itself,
+from the chunk counts the documents keep, not left to the planner: its estimate of the
+tenant + knowledge base filter is off by orders of magnitude for a small tenant beside a large
+one, and nothing then keeps its plan from flipping.
 """
 
 from __future__ import annotations
@@ -130,19 +141,44 @@ terms AS (
 
 
 def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
+    """The vector list `name`: two branches behind one-time filters on the searched chunk
+    count (`{name}_size`, from the documents' counts: one index lookup per document), so only
+    one runs.
+    - Exact: ORDER BY the distance + 0, which no index serves: the chunks of the searched
+      knowledge bases are read through a b-tree index on the tenant and sorted.
+    - Approximate: ORDER BY the distance, served by the HNSW index; the tenant and knowledge
+      base conditions are written so that no b-tree index can serve them (`(...) IS TRUE`),
+      and sequential scans are off (`_session_settings`), so the HNSW index is the only plan
+      left, whatever the planner estimates (a tenant misestimated at one row would otherwise
+      be read through the b-tree and sorted: 100,000 distances for a large tenant).
+    Relaxed iterative scan returns rows slightly out of order: they are ranked again after
+    the materialized CTE."""
     # The space is inlined so the planner can prove the partial index's predicate.
     # space: checked by is_safe_space; dims, n: ints.
+    distance = f"embedding::vector({dims}) <=> %(vector{n})s::vector({dims})"
+    space_is = f"embedding_space = '{space}'"
+    large = f"(SELECT chunks FROM {name}_size) > %(exact_max)s"  # noqa: S608
     return (
-        f"{name} AS MATERIALIZED (\n"  # noqa: S608
-        f"    SELECT id, row_number() OVER (ORDER BY distance) AS r FROM (\n"
-        f"        SELECT id, embedding::vector({dims}) <=> %(vector{n})s::vector({dims})"
-        f" AS distance\n"
-        f"        FROM ai_agents_chunk WHERE tenant_id = %(tenant)s"
-        f" AND knowledge_base_id = ANY(%(kbs{n})s) AND embedding_space = '{space}'\n"
-        f"        ORDER BY distance LIMIT %(limit)s\n"
-        f"    ) nearest\n"
+        f"{name}_size AS (\n"  # noqa: S608
+        f"    SELECT coalesce(sum(chunk_count), 0) AS chunks FROM ai_agents_document\n"
+        f"    WHERE tenant_id = %(tenant)s AND knowledge_base_id = ANY(%(kbs{n})s)\n"
+        f"), {name}_found AS MATERIALIZED (\n"
+        f"    (SELECT id, {distance} AS distance FROM ai_agents_chunk\n"
+        f"     WHERE (tenant_id = %(tenant)s) IS TRUE\n"
+        f"     AND (knowledge_base_id = ANY(%(kbs{n})s)) IS TRUE\n"
+        f"     AND {space_is} AND {large} ORDER BY distance LIMIT %(limit)s)\n"
+        f"    UNION ALL\n"
+        f"    (SELECT id, {distance} AS distance FROM ai_agents_chunk\n"
+        f"     WHERE tenant_id = %(tenant)s AND knowledge_base_id = ANY(%(kbs{n})s)\n"
+        f"     AND {space_is} AND NOT {large} ORDER BY ({distance}) + 0 LIMIT %(limit)s)\n"
+        f"), {name} AS MATERIALIZED (\n"
+        f"    SELECT id, row_number() OVER (ORDER BY distance, id) AS r FROM {name}_found\n"
         f")"
     )
+
+
+def _exact_max(value: int | None) -> int:
+    return int(settings.KB_EXACT_SEARCH_MAX_CHUNKS if value is None else value)
 
 
 def _vector_literal(vector: list[float]) -> str:
@@ -157,14 +193,22 @@ def _search_statement(
     frequent: list[str],
     limit: int,
     k: int,
+    exact_max_chunks: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One statement: each vector list and the full-text list (their own CTEs, so each keeps
     its index plan), fused by weighted reciprocal rank, the `k` best joined to their content.
     `vectors`: (space, kb ids, query vector), weight 1.0 each; `lexical`: (weight, kb ids, text).
+    `exact_max_chunks`: exact vector search up to this many searched chunks (default: the
+    setting; the benches force either path with -1 or a huge number).
     """
     ctes: list[str] = []
     parts: list[str] = []
-    params: dict[str, Any] = {"tenant": tenant_id, "limit": limit, "k": k}
+    params: dict[str, Any] = {
+        "tenant": tenant_id,
+        "limit": limit,
+        "k": k,
+        "exact_max": _exact_max(exact_max_chunks),
+    }
     for n, (space, kb_ids, vector) in enumerate(vectors):
         name = f"vector{n}"
         ctes.append(_vector_cte(name, space, len(vector), n))
@@ -192,9 +236,15 @@ def _search_statement(
 
 
 def _vector_ranking(
-    *, tenant_id: int, kb_ids: Sequence[uuid.UUID], space: str, vector: list[float], limit: int
+    *,
+    tenant_id: int,
+    kb_ids: Sequence[uuid.UUID],
+    space: str,
+    vector: list[float],
+    limit: int,
+    exact_max_chunks: int | None = None,
 ) -> list[uuid.UUID]:
-    """The vector list alone (bench/kb_search.py measures its recall)."""
+    """The vector list alone (the benches measure its recall and latency)."""
     if not is_safe_space(space):
         return []
     sql = f"WITH {_vector_cte('v', space, len(vector), 0)} SELECT id FROM v ORDER BY r"  # noqa: S608
@@ -203,14 +253,24 @@ def _vector_ranking(
         "kbs0": list(kb_ids),
         "vector0": _vector_literal(vector),
         "limit": limit,
+        "exact_max": _exact_max(exact_max_chunks),
     }
     return [row[0] for row in _search_rows(sql, params, None)]
 
 
 def _session_settings(timeout_ms: int | None) -> str:
-    """SET LOCAL statements for one search (sent as one round trip)."""
+    """SET LOCAL statements for one search (sent as one round trip). Relaxed iterative scan
+    (pgvector >= 0.8): when the tenant's filter drops most of the `ef_search` candidates, the
+    scan goes on instead of returning too few rows; the vector CTE ranks its rows again.
+    No sequential scan: every list reads through an index (the approximate vector list has
+    only the HNSW index left, `_vector_cte`). No parallel workers: a Gather above the vector
+    branch that its one-time filter skips still starts them (measured: 50 ms for nothing at
+    100,000 chunks, far more on a loaded machine)."""
     ef = max(CANDIDATES, int(settings.KB_HNSW_EF_SEARCH))
-    sql = f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = strict_order"
+    sql = (
+        f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        "SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0"
+    )
     if timeout_ms is not None:
         sql = f"SET LOCAL statement_timeout = {int(timeout_ms)}; " + sql
     return sql
