@@ -23,7 +23,6 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.channels import adapter_register
 from ai_agents.channels.delivery import delivery_status_summary
 from ai_agents.channels.inbound import inbound_accept
 from ai_agents.channels.whatsapp.graph import (
@@ -422,6 +421,3 @@ def _failed(message: Any) -> Delivery | None:
         .order_by("part")
         .first()
     )
-
-
-adapter_register(CHANNEL, WhatsAppAdapter())
