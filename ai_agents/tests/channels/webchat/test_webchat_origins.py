@@ -7,14 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 
-from ai_agents.channels.webchat.origins import (
-    OriginInvalid,
-    origin_matches,
-    origin_pattern_clean,
-)
+from ai_agents.channels.webchat.origins import OriginInvalid, origin_matches, origin_pattern_clean
 from ai_agents.models import ChannelBinding
 from ai_agents.services.agents import agent_create
 from erp.tenancy.scoping import tenant_scope
@@ -26,13 +21,6 @@ WILD = "https://*.tienda.es"
 @pytest.fixture
 def agent_a(tenant_a: Any) -> Any:
     return agent_create(tenant=tenant_a, data={"name": "Lucía", "system_prompt": "Eres Lucía."})
-
-
-@pytest.fixture(autouse=True)
-def _clean_limits() -> Any:
-    cache.clear()  # per-IP session counters: every test comes from 127.0.0.1
-    yield
-    cache.clear()
 
 
 def _session(key: str, origin: str) -> Any:

@@ -1,5 +1,5 @@
-"""Shared pieces of the WhatsApp tests: the reference payloads (copied from
-../shared/reference/payloads), signed posts to the webhook, and a binding per tenant."""
+"""Shared pieces of the WhatsApp tests: the reference payloads (under fixtures/), signed posts
+to the webhook, a binding per tenant, and the customers' messages as stored."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from ai_agents.models import ChannelBinding
+from ai_agents.models import ChannelBinding, Message
 from ai_agents.services.agents import agent_create
+from erp.tenancy.scoping import tenant_scope
 
 FIXTURES = Path(__file__).parent / "fixtures"
 APP_SECRET = "3f8b2c9d1e6a4f7b8c0d2e4f6a8b1c3d"  # whatsapp_signature_cases.json
@@ -94,3 +95,9 @@ def wa_settings(settings: Any) -> Any:
 @pytest.fixture
 def wa_binding(tenant_a: Any, wa_settings: Any, fake_graph: Any) -> ChannelBinding:
     return binding_create(tenant_a, NUMBER_A, token="EAAG-token-a")
+
+
+def user_messages(tenant: Any) -> list[Message]:
+    """The customers' messages of the tenant, oldest first."""
+    with tenant_scope(tenant):
+        return list(Message.objects.filter(role="user").order_by("created_at"))
