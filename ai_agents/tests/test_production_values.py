@@ -30,8 +30,7 @@ from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES
 from ai_agents.tasks import bulk_expire_conversations
 from ai_agents.tests.channels.webchat.support import ORIGIN, Visitor, webchat_binding
-from ai_agents.tests.channels.whatsapp.support import payload
-from ai_agents.tests.channels.whatsapp.test_whatsapp_outbound import Line
+from ai_agents.tests.channels.whatsapp.support import Line, payload
 from erp import settings as erp_settings
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
