@@ -41,7 +41,8 @@ _adapters: dict[str, ChannelAdapter] = {}
 
 def adapter_for(channel: str) -> ChannelAdapter | None:
     """The adapter of a pushing channel; None for channels the client pulls from (REST API,
-    web chat)."""
+    web chat). Adapters hold no state, so two threads racing on the first use build two
+    interchangeable instances and no lock is needed."""
     adapter = _adapters.get(channel)
     if adapter is None and channel in ADAPTERS:
         adapter = _adapters[channel] = import_string(ADAPTERS[channel])()
