@@ -36,7 +36,10 @@ class ChannelBindingForm(forms.ModelForm):
         label=_("orígenes permitidos"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text=_("Solo chat web. Uno por línea, p. ej. https://tienda.es"),
+        help_text=_(
+            "Solo chat web. Uno por línea, p. ej. https://tienda.es; https://*.tienda.es admite "
+            "cada subdominio (una sola parte)."
+        ),
     )
 
     class Meta:

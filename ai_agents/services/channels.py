@@ -16,6 +16,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from ai_agents.channels.webchat.origins import OriginInvalid, origin_pattern_clean
 from ai_agents.models import Agent, ChannelBinding
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for
@@ -30,10 +31,6 @@ ALL_TYPE_FIELDS = frozenset(f for fields in TYPE_FIELDS.values() for f in fields
 MAX_ORIGINS = 50
 
 _PHONE_NUMBER_ID = re.compile(r"^\d{5,30}$")
-_HOST = r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+"
-_PORT = r"(?::\d{1,5})?"
-_HTTPS_ORIGIN = re.compile(rf"^https://{_HOST}{_PORT}$")
-_LOCAL_ORIGIN = re.compile(rf"^http://(?:localhost|127\.0\.0\.1|\[::1\]){_PORT}$")
 _TEMPLATE_NAME = re.compile(r"^[a-z0-9_]{1,512}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(?:_[A-Za-z]{2,4})?$")
 
@@ -229,24 +226,12 @@ def clean_allowed_origins(value: Any) -> list[str]:
 
 
 def origin_clean(item: Any) -> str:
-    """`https://host[:port]` (or `http://localhost[:port]` for development), lowercased; no
-    path, no wildcard: the browser's Origin header is compared with it exactly."""
-    text = str(item or "").strip().lower() if isinstance(item, str) else ""
-    if _HTTPS_ORIGIN.match(text) or _LOCAL_ORIGIN.match(text):
-        port = re.search(r":(\d{1,5})$", text)
-        if port is None or 0 < int(port.group(1)) < 65536:
-            return text
-    raise ValidationError(
-        {
-            "allowed_origins": [
-                _(
-                    "Origen no válido: %(origin)s. Use https://dominio[:puerto] sin ruta "
-                    "(o http://localhost[:puerto] para pruebas)."
-                )
-                % {"origin": str(item)[:200]}
-            ]
-        }
-    )
+    """One origin pattern by the web chat's rule (`ai_agents.channels.webchat.origins`: exact
+    origins and `https://*.domain`), as stored."""
+    try:
+        return origin_pattern_clean(item)
+    except OriginInvalid as exc:
+        raise ValidationError({"allowed_origins": [str(exc)]}) from None
 
 
 CLEANERS = {

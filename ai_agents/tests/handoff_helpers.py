@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from ai_agents.channels import adapter_register
+from ai_agents.channels import adapter_installed
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Message
 from ai_agents.services.agents import agent_create
 from erp.tenancy.models import Tenant
@@ -34,11 +34,8 @@ class RecordingAdapter:
 @pytest.fixture
 def adapter() -> Iterator[RecordingAdapter]:
     recording = RecordingAdapter()
-    adapter_register(CHANNEL, recording)
-    yield recording
-    from ai_agents import channels
-
-    channels._adapters.pop(CHANNEL, None)
+    with adapter_installed(CHANNEL, recording):
+        yield recording
 
 
 def agent_for(tenant: Tenant, name: str = "Lucía") -> Agent:

@@ -29,9 +29,8 @@ from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 from ai_agents.tasks import bulk_expire_conversations
-from ai_agents.tests.channels.webchat.test_webchat_api import ORIGIN, Visitor, _binding
-from ai_agents.tests.channels.whatsapp.support import payload
-from ai_agents.tests.channels.whatsapp.test_whatsapp_outbound import Line
+from ai_agents.tests.channels.webchat.support import ORIGIN, Visitor, webchat_binding
+from ai_agents.tests.channels.whatsapp.support import Line, payload
 from erp import settings as erp_settings
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
@@ -253,7 +252,7 @@ def test_rn7_only_active_conversations_idle_for_24_hours_expire(
 
 @pytest.fixture
 def chat(tenant_a: Tenant) -> ChannelBinding:
-    binding = _binding(tenant_a, "Lucía", [ORIGIN])
+    binding = webchat_binding(tenant_a, "Lucía", [ORIGIN])
     binding.agent.provider = "offline"  # answers at once, no model server needed
     binding.agent.save(update_fields=["provider"])
     return binding

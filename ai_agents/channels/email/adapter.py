@@ -34,7 +34,6 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.channels import adapter_register
 from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_subject
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
@@ -314,6 +313,3 @@ def _delivery_finish(delivery: Delivery, status: str, code: str, error: str) -> 
     delivery.status_at = timezone.now()
     delivery.save(update_fields=["status", "error_code", "error_message", "attempts", "status_at"])
     return status
-
-
-adapter_register(CHANNEL, EmailAdapter())

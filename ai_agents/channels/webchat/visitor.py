@@ -19,12 +19,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.core import signing
 from django.utils.translation import gettext as _
 from django.utils.translation import override
 
+from ai_agents.channels.webchat.origins import origin_matches, origin_normalize
 from ai_agents.conversations.inbound import Inbound, inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.pipeline import limits
@@ -77,39 +77,16 @@ def binding_by_key(key: str) -> ChannelBinding | None:
     )
 
 
-def origin_normalize(origin: str) -> str:
-    """`scheme://host[:port]`, or "" for anything that is not an origin (a browser never sends
-    a port over 65535 or a malformed host: such a header is refused, not a 500)."""
-    try:
-        parts = urlsplit(origin.strip().rstrip("/").lower())
-        given_port = parts.port
-    except ValueError:
-        return ""
-    if not parts.scheme or not parts.hostname:
-        return ""
-    default = {"http": 80, "https": 443}.get(parts.scheme)
-    port = f":{given_port}" if given_port and given_port != default else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
-
-
 def origin_allowed(binding: ChannelBinding, origin: str, *, own_origin: str = "") -> bool:
-    """True for one of the binding's allowed origins (`https://*.example.com` matches its
-    subdomains) or our own origin (the demo page). A request without `Origin` is not a
-    cross-origin browser request and is checked by `origin_request_allowed`."""
+    """True for an origin the binding's `allowed_origins` admit (the rule is in `origins`) or
+    our own origin (the demo page). A request without `Origin` is not a cross-origin browser
+    request and is not checked here."""
     wanted = origin_normalize(origin)
     if not wanted:
         return False
     if own_origin and wanted == origin_normalize(own_origin):
         return True
-    for allowed in binding.allowed_origins or []:
-        pattern = str(allowed).strip().rstrip("/").lower()
-        if "://*." in pattern:
-            scheme, suffix = pattern.split("://*.", 1)
-            if wanted.startswith(f"{scheme}://") and wanted.endswith(f".{suffix}"):
-                return True
-        elif origin_normalize(pattern) == wanted:
-            return True
-    return False
+    return origin_matches(wanted, binding.allowed_origins or [])
 
 
 # --- sessions -----------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.channels import adapter_register
 from ai_agents.channels.whatsapp.graph import (
     TYPING_TIMEOUT,
     GraphClient,
@@ -421,6 +420,3 @@ def _failed(message: Any) -> Delivery | None:
         .order_by("part")
         .first()
     )
-
-
-adapter_register(CHANNEL, WhatsAppAdapter())

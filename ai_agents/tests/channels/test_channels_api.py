@@ -141,7 +141,7 @@ def test_webchat_binding_answers_with_public_key_and_snippet(api_a: Any, agent_a
             "allowed_origins",
         ),
         (
-            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://*.tienda.es"]},
+            {"type": "webchat", "agent": "AGENT", "allowed_origins": ["https://shop.*.es"]},
             "allowed_origins",
         ),
         (

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ai_agents.channels import adapter_register
+from ai_agents.channels import adapter_installed
 from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Message
@@ -39,11 +39,8 @@ class RecordingAdapter:
 @pytest.fixture
 def adapter() -> Any:
     recording = RecordingAdapter()
-    adapter_register(CHANNEL, recording)
-    yield recording
-    from ai_agents import channels
-
-    channels._adapters.pop(CHANNEL, None)
+    with adapter_installed(CHANNEL, recording):
+        yield recording
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Shared pieces of the WhatsApp tests: the recorded Graph API payloads (`fixtures/whatsapp/`),
-signed posts to the webhook, and a binding per tenant."""
+"""Shared pieces of the WhatsApp tests: the reference payloads (under fixtures/), signed posts
+to the webhook, a binding per tenant, and the customers' messages as stored."""
 
 from __future__ import annotations
 
@@ -7,13 +7,19 @@ import copy
 import hashlib
 import hmac
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
-from ai_agents.models import ChannelBinding
+from ai_agents.models import ChannelBinding, Message
 from ai_agents.services.agents import agent_create
+from erp.tenancy.scoping import tenant_scope
+from erp.testing.fake_google import FakeGoogle
+from erp.testing.fake_graph import FakeGraph
+from erp.testing.fake_http import FakeResponse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 APP_SECRET = "3f8b2c9d1e6a4f7b8c0d2e4f6a8b1c3d"  # whatsapp_signature_cases.json
@@ -94,3 +100,35 @@ def wa_settings(settings: Any) -> Any:
 @pytest.fixture
 def wa_binding(tenant_a: Any, wa_settings: Any, fake_graph: Any) -> ChannelBinding:
     return binding_create(tenant_a, NUMBER_A, token="EAAG-token-a")
+
+
+def user_messages(tenant: Any) -> list[Message]:
+    """The customers' messages of the tenant, oldest first."""
+    with tenant_scope(tenant):
+        return list(Message.objects.filter(role="user").order_by("created_at"))
+
+
+def bot_reply(tenant: Any) -> Message:
+    """The tenant's one assistant message."""
+    with tenant_scope(tenant):
+        return Message.objects.get(role="assistant")
+
+
+@dataclass
+class Line:
+    """Tenant A's WhatsApp number with the fake model and Graph API behind it."""
+
+    client: Client
+    tenant: Any
+    google: FakeGoogle
+    graph: FakeGraph
+    run_tasks: Any
+
+    def customer_writes(self, answer: str, *graph: FakeResponse) -> Message:
+        """The customer's text arrives, the model answers `answer`, the Graph API gives the
+        `graph` responses first (then its default success); returns the stored reply."""
+        respond(self.google, answer)
+        self.graph.push(*graph)
+        with self.run_tasks():
+            post(self.client, payload("text"))
+        return bot_reply(self.tenant)

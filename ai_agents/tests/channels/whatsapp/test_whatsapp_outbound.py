@@ -4,7 +4,6 @@ parts, retries, permanent errors, status webhooks in any order, and the 24-hour 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -18,10 +17,10 @@ from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_B,
     WA_ID,
+    Line,
     binding_create,
     payload,
     post,
-    respond,
     text_payload,
     with_number,
 )
@@ -34,34 +33,9 @@ INBOUND_ID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA="  #
 SENT_ID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBJCOTY3NDc0NDFDRUI3NTA0Q0UA"  # send response, statuses
 
 
-def _reply(tenant: Any) -> Message:
-    with tenant_scope(tenant):
-        return Message.objects.get(role="assistant")
-
-
 def _deliveries(message: Message) -> list[Delivery]:
     with tenant_scope(message.tenant_id):
         return list(Delivery.objects.filter(message=message).order_by("part"))
-
-
-@dataclass
-class Line:
-    """Tenant A's WhatsApp number with the fake model and Graph API behind it."""
-
-    client: Client
-    tenant: Any
-    google: FakeGoogle
-    graph: FakeGraph
-    run_tasks: Any
-
-    def customer_writes(self, answer: str, *graph: FakeResponse) -> Message:
-        """The customer's text arrives, the model answers `answer`, the Graph API gives the
-        `graph` responses first (then its default success); returns the stored reply."""
-        respond(self.google, answer)
-        self.graph.push(*graph)
-        with self.run_tasks():
-            post(self.client, payload("text"))
-        return _reply(self.tenant)
 
 
 @pytest.fixture

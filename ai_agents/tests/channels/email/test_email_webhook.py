@@ -1,152 +1,19 @@
-"""The e-mail channel over raw MIME fixtures: what the model reads, threading, loop safety,
-reply headers in the outbox, redelivery, SMTP failures, two tenants."""
+"""`/webhooks/email/<token>` over raw MIME fixtures: threading, loop safety, redelivery,
+bad bodies, two tenants, concurrency and hostile nesting."""
 
 from __future__ import annotations
 
-import smtplib
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core import mail
-from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 
-from ai_agents.channels.email import adapter as email_channel
-from ai_agents.channels.email.parse import email_parse, reply_subject, reply_text_extract
-from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
-from ai_agents.services.agents import agent_create
+from ai_agents.tests.channels.email.support import email_binding, eml, model_saw, post, respond
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
-
-FIXTURES = Path(__file__).parent / "fixtures"
-FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
-
-
-def eml(name: str, **replace: str) -> bytes:
-    text = (FIXTURES / f"{name}.eml").read_text(encoding="utf-8")
-    for key, value in replace.items():
-        text = text.replace("{" + key + "}", value)
-    return text.encode("utf-8")
-
-
-def _binding(tenant: Any, address: str = "ayuda@tienda.es") -> ChannelBinding:
-    agent = agent_create(
-        tenant=tenant,
-        data={"name": "Lucía", "system_prompt": "Eres Lucía.", "processing_config": FAST},
-    )
-    return ChannelBinding.objects.for_tenant(tenant).create(
-        tenant=tenant, agent=agent, type=ChannelBinding.Type.EMAIL, address=address
-    )
-
-
-@pytest.fixture
-def binding(tenant_a: Any) -> ChannelBinding:
-    return _binding(tenant_a)
-
-
-@pytest.fixture(autouse=True)
-def _no_retry_wait(monkeypatch: Any) -> None:
-    monkeypatch.setattr(email_channel, "RETRY_DELAYS_S", (0.0, 0.0))
-
-
-def post(client: Any, binding: ChannelBinding, raw: bytes, **kw: Any) -> Any:
-    return client.post(
-        f"/webhooks/email/{binding.token}",
-        data=raw,
-        content_type=kw.pop("content_type", "message/rfc822"),
-        **kw,
-    )
-
-
-def respond(fake: FakeGoogle, text: str) -> None:
-    fake.push(fake.reply_json({"action": "respond", "answer": text}))
-
-
-def model_saw(fake: FakeGoogle, index: int = -1) -> str:
-    return str(fake.generate_requests[index]["contents"])
-
-
-# --- Parsing (units) -------------------------------------------------------------------------
-def test_plain_message_text_without_signature() -> None:
-    parsed = email_parse(eml("plain"))
-    assert parsed.message_id == "<plain-1@cliente.es>"
-    assert parsed.sender == "ana@cliente.es"
-    assert parsed.sender_name == "Ana Pérez"
-    assert parsed.subject == "Horario de la tienda"
-    assert parsed.text == "Hola, ¿a qué hora abrís el sábado?\n\nGracias,\nAna"
-    assert parsed.machine == ""
-
-
-def test_html_only_message_is_read_as_text() -> None:
-    parsed = email_parse(eml("html_only"))
-    assert "¿Hacéis envíos a Canarias?" in parsed.text
-    assert "<" not in parsed.text
-    assert "oculto" not in parsed.text
-
-
-def test_multipart_prefers_plain_and_notes_attachments_unread() -> None:
-    parsed = email_parse(eml("multipart"))
-    assert parsed.text.startswith("Hola, adjunto la factura. ¿Podéis revisar el importe?")
-    assert "iPhone" not in parsed.text
-    assert "[Adjunto: factura.pdf (application/pdf, 73 B), no leído]" in parsed.text
-    assert "refund" not in parsed.text.lower()
-    assert [a.filename for a in parsed.attachments] == ["factura.pdf"]
-
-
-def test_html_reply_drops_the_gmail_quote_and_answers_reply_to() -> None:
-    parsed = email_parse(eml("html_reply"))
-    assert parsed.text == "¿Cuándo llega el pedido?"
-    assert (parsed.sender, parsed.sender_name) == ("compras@cliente.es", "Elena Compras")
-    assert parsed.from_address == "elena@cliente.es"
-
-
-def test_outlook_original_message_block_is_cut() -> None:
-    parsed = email_parse(eml("outlook_reply"))
-    assert parsed.text == "Necesito el presupuesto antes del viernes.\n\nUn saludo"
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (
-            "Sí, gracias.\n\nOn Mon, Nov 23, 2026 at 10:00 AM Shop <a@b.es> wrote:\n> hola",
-            "Sí, gracias.",
-        ),
-        ("Vale.\n\nOn Mon, Nov 23, 2026, Shop <a@b.es>\nwrote:\n> hola", "Vale."),
-        ("Vale.\n\nEl 23/11/2026, Tienda escribió:\n> hola", "Vale."),
-        ("Bien.\n\nDe: Tienda <a@b.es>\nEnviado: lunes\nPara: yo\nAsunto: x\n\nviejo", "Bien."),
-        ("Ok\n________________________________\nFrom: x\nSent: y\nTo: z", "Ok"),
-        ("Hola\n> citado\nrespuesta intercalada", "Hola\nrespuesta intercalada"),
-        ("Hola\n\nSent from my Galaxy", "Hola"),
-        ("Hola\n--\nFirma", "Hola"),
-        ("De: Madrid a Sevilla, ¿cuánto tarda?", "De: Madrid a Sevilla, ¿cuánto tarda?"),
-        ("> solo una cita", "> solo una cita"),  # nothing new: the whole text, not nothing
-    ],
-)
-def test_reply_text_extract(text: str, expected: str) -> None:
-    assert reply_text_extract(text) == expected
-
-
-def test_reply_subject_never_doubles_re() -> None:
-    assert reply_subject("RE: Re: Horario") == "Re: Horario"
-    assert reply_subject("Horario") == "Re: Horario"
-    assert reply_subject("Fwd: Horario") == "Re: Fwd: Horario"
-    assert reply_subject("") == "Re:"
-
-
-@pytest.mark.parametrize(
-    ("name", "reason"), [("auto_reply", "auto_submitted"), ("bounce", "bounce")]
-)
-def test_machine_mail_is_recognised(name: str, reason: str) -> None:
-    assert email_parse(eml(name)).machine == reason
-
-
-def test_a_report_from_a_normal_address_is_still_a_bounce() -> None:
-    raw = eml("bounce").replace(b"MAILER-DAEMON@", b"avisos@").replace(b"Return-Path: <>\n", b"")
-    assert email_parse(raw).machine == "bounce"
 
 
 # --- Webhook ---------------------------------------------------------------------------------
@@ -410,97 +277,12 @@ def test_bad_bodies_are_readable_json_errors(
     assert too_big.json()["error"]["code"] == "payload_too_large"
 
 
-class FlakyBackend(LocmemBackend):
-    """Fails the first `failures` sends with `error`, then delivers to the locmem outbox."""
-
-    failures = 0
-    error: Exception = smtplib.SMTPServerDisconnected("gone")
-    calls = 0
-
-    def send_messages(self, messages: Any) -> int:
-        type(self).calls += 1
-        if type(self).calls <= type(self).failures:
-            raise type(self).error
-        return super().send_messages(messages)
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("failures", "error", "status", "attempts", "code"),
-    [
-        (2, smtplib.SMTPServerDisconnected("gone"), "sent", 3, ""),
-        (3, smtplib.SMTPResponseException(451, b"try later"), "failed", 3, "smtp_451"),
-        (1, smtplib.SMTPResponseException(554, b"rejected"), "failed", 1, "smtp_554"),
-        (
-            1,
-            smtplib.SMTPRecipientsRefused({"ana@cliente.es": (550, b"no such user")}),
-            "failed",
-            1,
-            "smtp_550",
-        ),
-    ],
-)
-def test_smtp_errors_are_retried_when_transient_and_recorded(
-    failures: int,
-    error: Exception,
-    status: str,
-    attempts: int,
-    code: str,
-    client: Any,
-    binding: ChannelBinding,
-    fake_google: FakeGoogle,
-    run_tasks: Any,
-    settings: Any,
-) -> None:
-    settings.EMAIL_BACKEND = f"{__name__}.FlakyBackend"
-    FlakyBackend.failures, FlakyBackend.error, FlakyBackend.calls = failures, error, 0
-    respond(fake_google, "Respuesta.")
-    with run_tasks():
-        post(client, binding, eml("plain"))
-
-    with tenant_scope(binding.tenant):
-        delivery = Delivery.objects.get()
-        assert (delivery.status, delivery.attempts, delivery.error_code) == (
-            status,
-            attempts,
-            code,
-        )
-        assert Message.objects.get(role="assistant").delivery_status == status
-    assert len(mail.outbox) == (1 if status == "sent" else 0)
-
-
-@pytest.mark.django_db
-def test_a_staff_reply_goes_out_threaded_without_auto_submitted(
-    client: Any, binding: ChannelBinding, fake_google: FakeGoogle, run_tasks: Any, owner: Any
-) -> None:
-    with run_tasks():
-        post(client, binding, eml("plain"))
-    with tenant_scope(binding.tenant):
-        conversation = Conversation.objects.get()
-        human = Message.objects.create(
-            tenant=binding.tenant,
-            conversation=conversation,
-            agent=binding.agent,
-            role=Message.Role.ASSISTANT,
-            content="Le escribe Marta, del equipo.",
-            author=owner.user,
-        )
-    assert reply_deliver(human.pk) == "sent"
-    sent = mail.outbox[-1]
-    assert sent.body == "Le escribe Marta, del equipo."
-    assert sent.extra_headers["In-Reply-To"] == "<plain-1@cliente.es>"
-    assert "Auto-Submitted" not in sent.extra_headers
-    with tenant_scope(binding.tenant):
-        ids = Conversation.objects.get().channel_data["message_ids"]
-    assert sent.extra_headers["Message-ID"] in ids
-
-
 @pytest.mark.django_db
 def test_two_tenants_with_the_same_customer_stay_apart(
     client: Any, tenant_a: Any, tenant_b: Any, fake_google: FakeGoogle, run_tasks: Any
 ) -> None:
-    binding_a = _binding(tenant_a)
-    binding_b = _binding(tenant_b, address="hola@otra.es")
+    binding_a = email_binding(tenant_a)
+    binding_b = email_binding(tenant_b, address="hola@otra.es")
     respond(fake_google, "Respuesta de A.")
     respond(fake_google, "Respuesta de B.")
     with run_tasks():
@@ -538,7 +320,7 @@ def test_the_same_mail_posted_concurrently_is_stored_and_answered_once(
 
     from erp.celery import app
 
-    binding = _binding(tenant_a)
+    binding = email_binding(tenant_a)
     respond(fake_google, "Una sola vez.")
     statuses: list[str] = []
 

@@ -1,0 +1,21 @@
+"""Fixtures of the e-mail channel tests: tenant A's binding; SMTP retries without waiting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ai_agents.channels.email import adapter as email_channel
+from ai_agents.models import ChannelBinding
+from ai_agents.tests.channels.email.support import email_binding
+
+
+@pytest.fixture
+def binding(tenant_a: Any) -> ChannelBinding:
+    return email_binding(tenant_a)
+
+
+@pytest.fixture(autouse=True)
+def _no_retry_wait(monkeypatch: Any) -> None:
+    monkeypatch.setattr(email_channel, "RETRY_DELAYS_S", (0.0, 0.0))
