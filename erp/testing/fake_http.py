@@ -20,7 +20,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -131,10 +131,16 @@ class FakeServer:
         with self._lock:
             self.requests.append(request)
             routes = list(self.routes)
+        return self._route(request, routes)
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Counts one request as being answered (its delays and streaming included)."""
+        with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return self._route(request, routes)
+            yield
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -199,11 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=self.rfile.read(length) if length else b"",
         )
-        response = self.server.fake.answer(request)
-        if response.delay:
-            time.sleep(response.delay)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._send(response)  # unless the client gave up (timeout tests)
+        with self.server.fake.answering():
+            response = self.server.fake.answer(request)
+            if response.delay:
+                time.sleep(response.delay)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._send(response)  # unless the client gave up (timeout tests)
 
     def _send(self, response: FakeResponse) -> None:
         self.send_response(response.status)
