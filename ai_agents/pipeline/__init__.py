@@ -1,2 +1,2 @@
 """Pure units of the message pipeline (no database access): text, intent, escalation, history,
-prompt, limits."""
+prompt. Input bounds live in ai_agents.rules.input_bound, rate limits in erp.ratelimit."""

@@ -1,8 +1,8 @@
 """The one call site of each pure pipeline unit used by the orchestration (run.py, steps.py).
 
 Each function adapts the agent's stored configuration to a unit in ai_agents.pipeline
-(text, escalation, history, prompt, limits), so the orchestration never depends on a unit's
-internals.
+(text, escalation, history, prompt), ai_agents.rules (input bounds) or erp.ratelimit, so the
+orchestration never depends on a unit's internals.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ai_agents.pipeline import escalation, history, intent, limits, prompt
+from ai_agents.pipeline import escalation, history, intent, prompt
 from ai_agents.pipeline.escalation import EscalationDecision as Decision
 from ai_agents.pipeline.history import HistoryItem as Turn
-from ai_agents.pipeline.limits import LimitResult
+from ai_agents.rules import input_bound as input_rules
+from erp import ratelimit
+from erp.ratelimit import LimitResult
 
 __all__ = [
     "Decision",
@@ -196,28 +198,29 @@ def render_system_prompt(
 
 def conversation_message_limit(conversation_id: Any, *, limit: int = 20) -> LimitResult:
     """RN-4 with the agent's `messages_per_minute` (same key as the unit's default helper)."""
-    return limits.hit(f"conv-msgs:{conversation_id}", limit=limit, window_s=60)
+    return ratelimit.hit(f"conv-msgs:{conversation_id}", limit=limit, window_s=60)
 
 
 def tenant_tokens_reserve(tenant_id: Any, tokens: int, *, limit: int) -> LimitResult:
     """Counts the estimated prompt tokens against the tenant's per-minute budget."""
-    return limits.tenant_token_limit(tenant_id, tokens, limit)
+    key = f"tenant-tokens:{tenant_id}"
+    return ratelimit.hit(key, limit=limit, window_s=60, amount=max(0, tokens))
 
 
 def tenant_tokens_settle(tenant_id: Any, difference: int) -> None:
     """Corrects the window with real usage minus the estimate."""
     if difference:
-        limits.tenant_tokens_add(tenant_id, difference)
+        ratelimit.add(f"tenant-tokens:{tenant_id}", amount=difference, window_s=60)
 
 
 def input_bound(text: str, channel: str) -> tuple[str, int | None]:
     """The part of a customer message the pipeline uses, and its full length if it was cut."""
-    return limits.input_bound(text, channel)
+    return input_rules.input_bound(text, channel)
 
 
 def input_max_chars(channel: str) -> int:
-    return limits.input_max_chars(channel)
+    return input_rules.input_max_chars(channel)
 
 
 def notice_once(key: str, window_s: float) -> bool:
-    return limits.notice_once(key, window_s)
+    return ratelimit.notice_once(key, window_s)
