@@ -128,7 +128,7 @@ def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
     """POSTs one notice to the tenant's webhook. Returns the answer's status (0: no webhook
     configured any more, or a permanent failure: 4xx are not retried)."""
     from ai_agents.services.handoff_notify import notice_webhook_post
-    from erp.http import HttpError
+    from erp.http.errors import HttpError
 
     try:
         with tenant_scope(tenant_id):

@@ -1,6 +1,6 @@
 """The Graph API calls the WhatsApp channel makes: send a message, mark as read + typing.
 
-Through `erp.http.HttpClient` (timeouts, redaction, no redirects). The base URL is the
+Through `erp.http.client.HttpClient` (timeouts, redaction, no redirects). The base URL is the
 operator's `WHATSAPP_GRAPH_BASE_URL` (version included), not a tenant's, so the SSRF guard is
 off like for the Zoho client. Graph errors are read by `error.code`, never by message.
 """
@@ -16,7 +16,8 @@ from urllib.parse import quote
 
 from django.conf import settings
 
-from erp.http import HttpClient, HttpConnectionError, HttpError, HttpTimeout
+from erp.http.client import HttpClient
+from erp.http.errors import HttpConnectionError, HttpError, HttpTimeout
 
 logger = logging.getLogger(__name__)
 

@@ -241,7 +241,8 @@ class DocumentFetchFailed(KnowledgeError):
 def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> DocumentAdded:
     """Fetches a public web page or file (SSRF guard on, redirects re-checked, size capped)
     and adds it like an upload, with source `url`."""
-    from erp.http import HttpBlockedDestination, HttpClient, HttpError, HttpResponseTooLarge
+    from erp.http.client import HttpClient
+    from erp.http.errors import HttpBlockedDestination, HttpError, HttpResponseTooLarge
 
     client = HttpClient(guard=True, timeout=URL_FETCH_TIMEOUT_SECONDS)
     client.follow_redirects = True

@@ -7,9 +7,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from erp.http import (
+from erp.http.client import HttpClient
+from erp.http.errors import (
     HttpBlockedDestination,
-    HttpClient,
     HttpClientError,
     HttpConnectionError,
     HttpError,
@@ -17,10 +17,10 @@ from erp.http import (
     HttpResponseTooLarge,
     HttpServerError,
     HttpTimeout,
-    address_blocked_reason,
     parse_retry_after,
-    with_retries,
 )
+from erp.http.guard import address_blocked_reason
+from erp.http.retries import with_retries
 from erp.testing.fake_http import FakeResponse, FakeServer
 
 SECRET = "s3cr3t-VALUE-do-not-log"
