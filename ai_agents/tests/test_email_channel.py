@@ -17,6 +17,7 @@ from ai_agents.channels.delivery import reply_deliver
 from ai_agents.channels.email_parse import email_parse, reply_subject, reply_text_extract
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.services.agents import agent_create
+from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
@@ -49,7 +50,7 @@ def binding(tenant_a: Any) -> ChannelBinding:
 
 @pytest.fixture(autouse=True)
 def _no_retry_wait(monkeypatch: Any) -> None:
-    monkeypatch.setattr(email_channel, "RETRY_DELAYS_S", (0.0, 0.0))
+    monkeypatch.setattr(email_channel, "SEND_BACKOFF", Backoff(attempts=3, base_delay_s=0.0))
 
 
 def post(client: Any, binding: ChannelBinding, raw: bytes, **kw: Any) -> Any:

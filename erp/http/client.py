@@ -152,7 +152,9 @@ class HttpClient:
         cap = max_bytes or self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
         timeouts = self._timeouts(timeout)
         merged = {**self.default_headers(), **(headers or {})}
-        prepared = self._prepare(method, self._absolute(url), params, json, data, merged)
+        prepared = self._prepare(
+            method, self._absolute(url), params=params, json_body=json, data=data, headers=merged
+        )
 
         for _hop in range(self.max_redirects + 1):
             adapter = self._pinned_for(prepared) if guarded else None
@@ -195,6 +197,7 @@ class HttpClient:
         self,
         method: str,
         url: str,
+        *,
         params: Mapping[str, Any] | None,
         json_body: Any,
         data: Any,
@@ -313,7 +316,13 @@ class HttpClient:
         status = raw.status_code
         elapsed_ms = self._log_done(prepared, status, started)
         if raise_for_status and status >= 400:
-            raise status_error(method, safe_url, status, raw.headers, content)
+            raise status_error(
+                method=method,
+                safe_url=safe_url,
+                status=status,
+                headers=raw.headers,
+                content=content,
+            )
         return HttpResponse(
             status=status, headers=raw.headers, content=content, url=safe_url, elapsed_ms=elapsed_ms
         )

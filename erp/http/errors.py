@@ -95,8 +95,9 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 
 
 def status_error(
-    method: str, safe_url: str, status: int, headers: Mapping[str, str], content: bytes
+    *, method: str, safe_url: str, status: int, headers: Mapping[str, str], content: bytes
 ) -> HttpStatusError:
+    """The typed error of a non-2xx answer (its body excerpt redacted)."""
     body = redact_body(content)
     retry_after = parse_retry_after(headers.get("retry-after"))
     kw: dict[str, Any] = {
@@ -112,3 +113,18 @@ def status_error(
     if status >= 500:
         return HttpServerError(message, **kw)
     return HttpClientError(message, **kw)
+
+
+# --- Retry decisions (for erp.retry.call_with_retries) ---------------------------------------
+def is_retryable(error: Exception, *, max_retry_after_s: float = 60.0) -> bool:
+    """A retryable HttpError, unless the server asks to wait longer than `max_retry_after_s`:
+    then the caller (a Celery task) reschedules itself with `countdown=error.retry_after`
+    instead of blocking."""
+    if not isinstance(error, HttpError) or not error.retryable:
+        return False
+    return error.retry_after is None or error.retry_after <= max_retry_after_s
+
+
+def retry_after_of(error: Exception) -> float | None:
+    """The server's requested wait, in seconds (None: it did not say)."""
+    return error.retry_after if isinstance(error, HttpError) else None

@@ -4,6 +4,7 @@ import socket
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import pytest
 
@@ -17,10 +18,12 @@ from erp.http.errors import (
     HttpResponseTooLarge,
     HttpServerError,
     HttpTimeout,
+    is_retryable,
     parse_retry_after,
+    retry_after_of,
 )
 from erp.http.guard import address_blocked_reason
-from erp.http.retries import with_retries
+from erp.retry import Backoff, call_with_retries
 from erp.testing.fake_http import FakeResponse, FakeServer
 
 SECRET = "s3cr3t-VALUE-do-not-log"
@@ -122,13 +125,23 @@ def test_non_raising_mode_returns_the_response(server):
 
 
 # --- retries --------------------------------------------------------------------------------------
+FAST = Backoff(attempts=3, base_delay_s=0.01)
+HTTP_RULES: dict[str, Any] = {"retryable": is_retryable, "retry_after": retry_after_of}
+
+
+def no_wait(seconds: float) -> None:
+    pass
+
+
 def test_retry_helper_tries_three_times_on_503_then_raises(server):
     server.route("GET", r"/down", FakeResponse.json({}, status=503))
     client = HttpClient(base_url=server.url)
     waits: list[float] = []
 
     with pytest.raises(HttpServerError):
-        with_retries(lambda: client.get("/down"), attempts=3, base_delay=0.01, sleep=waits.append)
+        call_with_retries(
+            lambda: client.get("/down"), backoff=FAST, **HTTP_RULES, sleep=waits.append
+        )
 
     assert len(server.requests_to(r"/down")) == 3
     assert waits == [0.01, 0.02]
@@ -139,7 +152,7 @@ def test_retry_helper_does_not_retry_a_400(server):
     client = HttpClient(base_url=server.url)
 
     with pytest.raises(HttpClientError):
-        with_retries(lambda: client.get("/bad"), attempts=3, base_delay=0.01, sleep=lambda s: None)
+        call_with_retries(lambda: client.get("/bad"), backoff=FAST, **HTTP_RULES, sleep=no_wait)
 
     assert len(server.requests_to(r"/bad")) == 1
 
@@ -150,7 +163,9 @@ def test_retry_helper_honours_retry_after_and_recovers(server):
     client = HttpClient(base_url=server.url)
     waits: list[float] = []
 
-    result = with_retries(lambda: client.get("/flaky"), attempts=3, sleep=waits.append)
+    result = call_with_retries(
+        lambda: client.get("/flaky"), backoff=Backoff(), **HTTP_RULES, sleep=waits.append
+    )
 
     assert result.json() == {"n": 2}
     assert waits == [2.0]
@@ -163,7 +178,9 @@ def test_retry_helper_gives_up_at_once_when_retry_after_exceeds_the_cap(server):
     client = HttpClient(base_url=server.url)
 
     with pytest.raises(HttpRateLimited) as info:
-        with_retries(lambda: client.get("/later"), max_retry_after=60, sleep=lambda s: None)
+        call_with_retries(
+            lambda: client.get("/later"), backoff=Backoff(), **HTTP_RULES, sleep=no_wait
+        )
 
     assert info.value.retry_after == 3600
     assert len(server.requests_to(r"/later")) == 1
