@@ -1,11 +1,23 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
+from ai_agents.channels import adapter_for
+from ai_agents.conversations.delivery import reply_deliver
+from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
+from ai_agents.conversations.store import thread_key, threads_being_answered
+from ai_agents.models import Conversation, Document, Message
+from ai_agents.services import handoff_notify
+from ai_agents.services.conversations import conversations_expire
+from ai_agents.services.history_summary import history_summary_generate
+from ai_agents.services.knowledge import document_ingest
+from erp.http.errors import HttpError
 from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
 
@@ -32,9 +44,6 @@ INGEST_HARD_S = INGEST_SOFT_S + 30  # the soft limit's failure is recorded on th
 )
 def bulk_ingest_document(document_id: str) -> str:
     """Ingests one document (bulk queue). Returns its final status; "" if it is gone."""
-    from ai_agents.models import Document
-    from ai_agents.services.knowledge import document_ingest
-
     document = Document.objects.unscoped().filter(pk=document_id).first()
     if document is None:
         return ""
@@ -49,8 +58,6 @@ def bulk_ingest_document(document_id: str) -> str:
 )
 def bulk_expire_conversations() -> int:
     """Beat, every 15 minutes: RN-7, inactive conversations expire after 24 h."""
-    from ai_agents.services.conversations import conversations_expire
-
     expired = conversations_expire()
     if expired:
         logger.info("conversations.expired", extra={"count": expired})
@@ -66,9 +73,7 @@ def conversation_escalated_notify(conversation_id: str) -> dict[str, object]:
     """Tells the human team a conversation needs them (real-time queue): e-mail to the
     tenant's handoff recipients and, when configured, the signed webhook (its own retrying
     task, so a slow receiver never re-sends the e-mail)."""
-    from ai_agents.services.handoff_notify import EVENT_ESCALATED
-
-    return _staff_notice_send(conversation_id, EVENT_ESCALATED, "")
+    return _staff_notice_send(conversation_id, handoff_notify.EVENT_ESCALATED, "")
 
 
 @shared_task(
@@ -80,9 +85,6 @@ def handoff_staff_notify(conversation_id: str, event: str, text: str = "") -> di
 
 
 def _staff_notice_send(conversation_id: str, event: str, text: str) -> dict[str, object]:
-    from ai_agents.models import Conversation
-    from ai_agents.services import handoff_notify
-
     conversation = (
         Conversation.objects.unscoped()
         .select_related("tenant", "contact")
@@ -129,12 +131,9 @@ WEBHOOK_BACKOFF = Backoff(attempts=WEBHOOK_MAX_RETRIES + 1, base_delay_s=5.0, ma
 def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
     """POSTs one notice to the tenant's webhook. Returns the answer's status (0: no webhook
     configured any more, or a permanent failure: 4xx are not retried)."""
-    from ai_agents.services.handoff_notify import notice_webhook_post
-    from erp.http.errors import HttpError
-
     try:
         with tenant_scope(tenant_id):
-            response = notice_webhook_post(tenant_id, body)
+            response = handoff_notify.notice_webhook_post(tenant_id, body)
     except HttpError as error:
         if not error.retryable or self.request.retries >= WEBHOOK_MAX_RETRIES:
             logger.warning(
@@ -158,9 +157,6 @@ def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
 )
 def handoff_reply_deliver(message_id: str) -> str:
     """Sends a staff member's stored reply on its conversation's channel (real-time queue)."""
-    from ai_agents.channels.delivery import reply_deliver
-    from ai_agents.models import Message
-
     tenant_id = (
         Message.objects.unscoped().filter(pk=message_id).values_list("tenant_id", flat=True).first()
     )
@@ -181,11 +177,6 @@ def handoff_reply_deliver(message_id: str) -> str:
 def channel_conversation_answer(conversation_id: str, message_id: str = "") -> list[str]:
     """Real-time queue: answers a conversation's stored channel messages in arrival order and
     sends the replies on its channel. Returns the delivery status of each reply sent."""
-    from ai_agents.channels import adapter_for
-    from ai_agents.channels.delivery import reply_deliver
-    from ai_agents.models import Conversation, Message
-    from ai_agents.pipeline.run import conversation_answer_pending, conversation_load
-
     conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
@@ -233,14 +224,6 @@ def channel_pending_sweep() -> int:
     again, unless their conversation is being answered right now (its thread lock is held: that
     run answers them, and another task would only keep a second worker waiting on the lock).
     Returns how many conversations were queued."""
-    from datetime import timedelta
-
-    from django.conf import settings
-    from django.utils import timezone
-
-    from ai_agents.models import Message
-    from ai_agents.pipeline.steps import thread_key, threads_being_answered
-
     now = timezone.now()
     age = timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS)
     found = list(
@@ -281,9 +264,6 @@ def channel_pending_sweep() -> int:
 def conversation_history_summarize(conversation_id: str, upto_message_id: str) -> int:
     """Real-time queue, after a reply: the summary of the history cut out of the prompt (see
     ai_agents/services/history_summary.py). Returns how many messages it covers."""
-    from ai_agents.models import Conversation
-    from ai_agents.services.history_summary import history_summary_generate
-
     conversation = Conversation.objects.unscoped().filter(pk=conversation_id).first()
     if conversation is None:
         return 0

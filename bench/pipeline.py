@@ -76,8 +76,8 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from ai_agents.conversations.engine import Inbound, message_process  # noqa: E402
 from ai_agents.models import Agent, KnowledgeBase, Message  # noqa: E402
-from ai_agents.pipeline.run import Inbound, message_process  # noqa: E402
 from ai_agents.services.agents import agent_create  # noqa: E402
 from ai_agents.services.knowledge import (  # noqa: E402
     document_add,

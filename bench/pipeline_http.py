@@ -166,7 +166,7 @@ def fixture() -> dict[str, Any]:
 
 def _instrument() -> None:
     """Time the Google provider (the model wait) and the pipeline's steps from inside."""
-    from ai_agents.pipeline import run, steps
+    from ai_agents.conversations import engine
     from erp.llm.providers.google import GoogleProvider
 
     original = GoogleProvider.generate
@@ -202,8 +202,8 @@ def _instrument() -> None:
         "llm_call",
         "tool_run",
     ):
-        timed(steps, name, name)
-    timed(run, "_finish", "finish (store reply, counters, usage)")
+        timed(engine, name, name)  # the engine calls the names it imported
+    timed(engine, "_finish", "finish (store reply, counters, usage)")
 
 
 def overhead(label: str, send: Callable[[int], None], messages: int) -> dict[str, Any]:
@@ -255,7 +255,7 @@ def overhead(label: str, send: Callable[[int], None], messages: int) -> dict[str
 def part1(fx: dict[str, Any], messages: int, latency_ms: int) -> list[dict[str, Any]]:
     from django.test import Client
 
-    from ai_agents.pipeline.run import Inbound, message_process
+    from ai_agents.conversations.engine import Inbound, message_process
 
     _instrument()
 

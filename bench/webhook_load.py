@@ -392,7 +392,7 @@ def profile(n: int, per_customer: int, cprofile: bool = False) -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from ai_agents.channels import inbound
+    from ai_agents.conversations import inbound
 
     enqueue_s: list[float] = []
     original = inbound._enqueue

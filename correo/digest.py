@@ -1,4 +1,4 @@
-"""The daily digest (F0): the last 24 hours of a member's inbox, classified by the model.
+"""The daily digest: the last 24 hours of a member's inbox, classified by the model.
 
 Messages go to the model in batches of `BATCH_SIZE` (sender, subject, date and Zoho's short
 summary, inside the data delimiters) with a constrained schema
@@ -68,7 +68,7 @@ Responde SIEMPRE con JSON válido. Sin scratchpad."""
 
 
 def resumen_text(urgent: int, normal: int) -> str:
-    """The spec's summary, e.g. "3 correos urgentes, 12 normales"."""
+    """The one-line summary, e.g. "3 correos urgentes, 12 normales"."""
     first = f"{urgent} correo urgente" if urgent == 1 else f"{urgent} correos urgentes"
     second = f"{normal} normal" if normal == 1 else f"{normal} normales"
     return f"{first}, {second}"

@@ -1,4 +1,4 @@
-"""correo: a staff member's Zoho connection, the daily digest (F0) and ask telemetry (F1).
+"""correo: a staff member's Zoho connection, the daily digest and ask telemetry.
 
 Mail bodies are never stored: a digest keeps sender, subject, date and the model's category
 and reason; telemetry keeps the first 500 characters of a question.
@@ -52,7 +52,7 @@ class ZohoConnection(TenantOwnedModel):
 
 
 class Digest(TenantOwnedModel):
-    """The spec's `correo_digests`: the latest daily report of a member's inbox."""
+    """Table `correo_digests`: the latest daily report of a member's inbox."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -78,7 +78,7 @@ class Digest(TenantOwnedModel):
 
 
 class ChatQuery(TenantOwnedModel):
-    """The spec's `correo_chat_queries`: telemetry of one ask (and the rate-limit window)."""
+    """Table `correo_chat_queries`: telemetry of one ask (and the rate-limit window)."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,

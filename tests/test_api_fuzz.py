@@ -6,7 +6,8 @@ strings and path parameters), each sent twice: with an API key of tenant A and w
 session of a staff user who belongs to tenants A and B (`X-Tenant: acme`, CSRF token). The
 path parameters are alternately the generated ones and the ids of real rows (agent, knowledge
 base, document, channel, conversation, API key), so the fuzzer reaches the views' logic and not
-only their 404s. The properties: no 5xx, and every 4xx is JSON in the contract's error shape.
+only their 404s. The properties: no 5xx, and every 4xx is JSON in the
+API's error shape (erp/api/errors.py).
 
 Every example runs in a savepoint rolled back afterwards, so a generated DELETE never takes
 the seeded rows away from the next one. Model calls go to the fake Google server; a URL import
@@ -38,8 +39,8 @@ from hypothesis import HealthCheck, Phase, given, strategies
 from hypothesis import settings as hypothesis_settings
 from schemathesis.generation import GenerationMode
 
+from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import ChannelBinding, Conversation
-from ai_agents.pipeline.run import Inbound, message_receive
 from ai_agents.services.agents import agent_create
 from ai_agents.services.knowledge import document_add, knowledge_base_create
 from correo.tests.factories import zoho_connection_create

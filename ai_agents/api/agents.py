@@ -148,8 +148,8 @@ class AgentMessageView(TenantGenericAPIView):
 
     @extend_schema(request=MessageInputSerializer, responses={200: None})
     def post(self, request: Request, agent_id: Any) -> Response:
-        from ai_agents.channels.inbound import inbound_clean
-        from ai_agents.pipeline.run import Inbound, message_process
+        from ai_agents.conversations.engine import Inbound, message_process
+        from ai_agents.conversations.inbound import inbound_clean
 
         agent = access_agent(self.tenant, agent_id)
         form = MessageInputSerializer(data=request.data)

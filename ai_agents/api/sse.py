@@ -2,8 +2,9 @@
 
 Events: `token` {"text"} as the model writes the answer, `citations` {"citations"}, `done`
 (the same body as the JSON response) and `error` {"code", "message"}. The pipeline runs in a
-worker thread (it holds the conversation's row lock and uses the sync ORM); an async generator
-relays its deltas so the stream is not buffered under ASGI (reference/stack.md section 5). If
+worker thread (it holds the conversation's turn and uses the sync ORM); an async generator
+relays its deltas because Django serves a synchronous iterator under ASGI only after consuming
+it whole, which would hold every token back until the end. If
 the client hangs up, the pipeline still finishes and stores the reply. The view waits for the
 pipeline's first event before answering, so a rate-limited message (decided before any model
 call) is a 429 JSON with Retry-After, never an `error` event inside a 200.
@@ -25,8 +26,8 @@ from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
 from rest_framework.renderers import BaseRenderer
 
+from ai_agents.conversations.engine import Inbound, message_process
 from ai_agents.models import Agent
-from ai_agents.pipeline.run import Inbound, message_process
 
 logger = logging.getLogger(__name__)
 

@@ -1,17 +1,31 @@
-"""Agents, contacts, conversations and messages (RF-MGN-018-003 tables)."""
+"""Agents, contacts, conversations and messages."""
 
 from __future__ import annotations
 
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ai_agents import agent_config
+from ai_agents.config import (
+    agent_config_forget,
+    escalation_defaults,
+    history_defaults,
+    intent_defaults,
+    processing_defaults,
+    validate_escalation_triggers,
+    validate_history_config,
+    validate_intent_detection,
+    validate_processing_config,
+    validate_tools_enabled,
+)
+from ai_agents.models.tools import HttpTool
+from ai_agents.tools.names import BUILTIN_TOOL_NAMES
 from erp.tenancy.models import TenantOwnedModel
 
 
@@ -55,17 +69,15 @@ class Agent(TenantOwnedModel):
         verbose_name=_("bases de conocimiento"),
     )
     tools_enabled = models.JSONField(_("herramientas habilitadas"), default=list, blank=True)
-    history_config = models.JSONField(
-        _("historial"), default=agent_config.history_defaults, blank=True
-    )
+    history_config = models.JSONField(_("historial"), default=history_defaults, blank=True)
     intent_detection = models.JSONField(
-        _("detección de intención"), default=agent_config.intent_defaults, blank=True
+        _("detección de intención"), default=intent_defaults, blank=True
     )
     escalation_triggers = models.JSONField(
-        _("disparadores de escalación"), default=agent_config.escalation_defaults, blank=True
+        _("disparadores de escalación"), default=escalation_defaults, blank=True
     )
     processing_config = models.JSONField(
-        _("procesamiento"), default=agent_config.processing_defaults, blank=True
+        _("procesamiento"), default=processing_defaults, blank=True
     )
     fallback_message = models.TextField(_("mensaje de respaldo"), default=default_fallback_message)
     escalation_message = models.TextField(
@@ -86,15 +98,13 @@ class Agent(TenantOwnedModel):
 
     def clean(self) -> None:
         """Completes the JSON blocks with defaults; errors name the field and the key."""
-        from django.core.exceptions import ValidationError
-
         errors: dict[str, list[str]] = {}
         blocks = {
-            "history_config": agent_config.validate_history_config,
-            "intent_detection": agent_config.validate_intent_detection,
-            "escalation_triggers": agent_config.validate_escalation_triggers,
-            "processing_config": agent_config.validate_processing_config,
-            "tools_enabled": agent_config.validate_tools_enabled,
+            "history_config": validate_history_config,
+            "intent_detection": validate_intent_detection,
+            "escalation_triggers": validate_escalation_triggers,
+            "processing_config": validate_processing_config,
+            "tools_enabled": validate_tools_enabled,
         }
         for name, validate in blocks.items():
             try:
@@ -109,24 +119,22 @@ class Agent(TenantOwnedModel):
                     _("Herramienta desconocida: %(names)s (disponibles: %(known)s).")
                     % {"names": ", ".join(unknown), "known": ", ".join(known)}
                 ]
+        agent_config_forget(self)  # the blocks were rewritten above
         if errors:
             raise ValidationError(errors)
 
     def _known_tools(self) -> list[str]:
         """The built-in tools and this tenant's HTTP tools."""
-        from ai_agents.models.tools import HttpTool
-        from ai_agents.tools.builtin import registry  # registers the built-in tools
-
         own = HttpTool.objects.for_tenant(self.tenant_id).values_list("name", flat=True)
-        return [*registry.names(), *sorted(own)]
+        return [*BUILTIN_TOOL_NAMES, *sorted(own)]
 
     @property
     def processing(self) -> dict[str, object]:
-        return agent_config.validate_processing_config(self.processing_config)
+        return validate_processing_config(self.processing_config)
 
     @property
     def history(self) -> dict[str, object]:
-        return agent_config.validate_history_config(self.history_config)
+        return validate_history_config(self.history_config)
 
 
 class Contact(TenantOwnedModel):

@@ -17,6 +17,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
+from ai_agents.knowledge.spaces import space_key
 from erp.tenancy.models import TenantOwnedModel
 
 TS_CONFIG = "es_unaccent"  # Spanish stemming with accent folding (migration 0001)
@@ -62,8 +63,6 @@ class KnowledgeBase(TenantOwnedModel):
 
     @property
     def embedding_space(self) -> str:
-        from ai_agents.knowledge.spaces import space_key
-
         return space_key(self.embedding_provider, self.embedding_model, self.embedding_dimensions)
 
 

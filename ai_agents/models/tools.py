@@ -11,10 +11,10 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from ai_agents.tools.http_tool import HttpToolConfig, validate_http_tool_config
+from ai_agents.tools.names import BUILTIN_TOOL_NAMES, RESERVED_NAMES
 from erp.crypto import EncryptedTextField
 from erp.tenancy.models import TenantOwnedModel
-
-RESERVED_NAMES = frozenset({"respond", "escalate", "action"})
 
 
 def _default_schema() -> dict[str, Any]:
@@ -89,9 +89,7 @@ class HttpTool(TenantOwnedModel):
         data = json.loads(self.headers_json)
         return {str(k): str(v) for k, v in data.items()}
 
-    def config(self) -> Any:
-        from ai_agents.tools.http_tool import HttpToolConfig
-
+    def config(self) -> HttpToolConfig:
         return HttpToolConfig(
             method=self.method,
             url_template=self.url_template,
@@ -102,10 +100,7 @@ class HttpTool(TenantOwnedModel):
         )
 
     def clean(self) -> None:
-        from ai_agents.tools.builtin import registry
-        from ai_agents.tools.http_tool import validate_http_tool_config
-
-        if self.name in RESERVED_NAMES or registry.get(self.name) is not None:
+        if self.name in RESERVED_NAMES or self.name in BUILTIN_TOOL_NAMES:
             raise ValidationError({"name": _("Ese nombre está reservado.")})
         if self.headers_json:
             try:

@@ -4,7 +4,7 @@ channel, releases it back to the bot or closes it.
 Every write is one conditional UPDATE, so two people acting at once never both win: the row
 lock makes the second UPDATE re-read the first one's result and match nothing. While a person
 holds a conversation (or it is escalated and waits for one) the bot stays silent; see
-`ai_agents.channels.delivery.bot_may_speak` and the pipeline's escalated branch.
+`ai_agents.conversations.delivery.bot_may_speak` and the pipeline's escalated branch.
 
 A lease that ran out needs no sweeper: `claim_expires_at` in the past simply means "unclaimed"
 (shown so in the inbox, claimable by anyone); the conversation stays escalated, so the bot keeps
@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, HandoffSettings, Message
+from erp.celery import enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -308,22 +309,15 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
             created_at=now,
         )
         message_id = str(message.pk)
-        transaction.on_commit(lambda: _deliver_later(conversation.channel, message_id))
+        if conversation.binding_id is not None:
+            # The task sends on pushing channels (WhatsApp, e-mail) and returns at once for the
+            # web chat, whose page reads the stored message like the REST API's clients do.
+            transaction.on_commit(lambda: enqueue("ai_agents.handoff_reply_deliver", message_id))
     logger.info(
         "handoff.replied",
         extra={"conversation_id": str(conversation.pk), "message_id": message_id},
     )
     return message  # type: ignore[no-any-return]
-
-
-def _deliver_later(channel: str, message_id: str) -> None:
-    from ai_agents.channels import adapter_for
-
-    if adapter_for(channel) is None:
-        return  # pulled channel: the customer's client reads the stored message
-    from ai_agents.tasks import handoff_reply_deliver
-
-    handoff_reply_deliver.delay(message_id)
 
 
 def _holder_or_unclaimed(user: Any, now: datetime) -> Q:
@@ -386,9 +380,6 @@ def staff_notify(conversation: Conversation, event: str, text: str = "") -> None
     WhatsApp reply refused outside the 24-hour window)."""
     conversation_id, event_name, note = str(conversation.pk), event, text
 
-    def _enqueue() -> None:
-        from ai_agents.tasks import handoff_staff_notify
-
-        handoff_staff_notify.delay(conversation_id, event_name, note)
-
-    transaction.on_commit(_enqueue)
+    transaction.on_commit(
+        lambda: enqueue("ai_agents.handoff_staff_notify", conversation_id, event_name, note)
+    )

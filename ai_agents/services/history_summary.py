@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Agent, Conversation, Message
+from erp.celery import enqueue
 from erp.llm.errors import LlmError
 from erp.llm.gateway import AGENTS, CallContext, get_provider, llm_generate
 from erp.llm.types import LlmRequest
@@ -63,10 +64,10 @@ def history_summary_schedule(*, conversation_id: Any, upto_message_id: str) -> N
             return
     except Exception as exc:  # the cache only saves duplicate tasks
         logger.debug("history_summary.dedup_unavailable", extra={"error": type(exc).__name__})
-    from ai_agents.tasks import conversation_history_summarize
-
     transaction.on_commit(
-        lambda: conversation_history_summarize.delay(str(conversation_id), upto_message_id)
+        lambda: enqueue(
+            "ai_agents.conversation_history_summarize", str(conversation_id), upto_message_id
+        )
     )
 
 

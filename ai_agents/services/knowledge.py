@@ -24,8 +24,13 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from ai_agents.knowledge import embeddings
+from ai_agents.knowledge.chunking import chunk_sections
+from ai_agents.knowledge.parsers import DocumentError, parse_document
 from ai_agents.knowledge.spaces import INDEXED_SPACES, LOCAL_DIMENSIONS, LOCAL_MODEL
 from ai_agents.models import Chunk, Document, KnowledgeBase
+from erp.celery import enqueue
+from erp.http.client import HttpClient
+from erp.http.errors import HttpBlockedDestination, HttpError, HttpResponseTooLarge
 from erp.llm.errors import LlmError
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for
@@ -241,9 +246,6 @@ class DocumentFetchFailed(KnowledgeError):
 def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> DocumentAdded:
     """Fetches a public web page or file (SSRF guard on, redirects re-checked, size capped)
     and adds it like an upload, with source `url`."""
-    from erp.http.client import HttpClient
-    from erp.http.errors import HttpBlockedDestination, HttpError, HttpResponseTooLarge
-
     client = HttpClient(guard=True, timeout=URL_FETCH_TIMEOUT_SECONDS)
     client.follow_redirects = True
     try:
@@ -279,10 +281,8 @@ def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> Do
 
 
 def _enqueue(document: Document) -> None:
-    from ai_agents.tasks import bulk_ingest_document
-
     document_id = str(document.pk)
-    transaction.on_commit(lambda: bulk_ingest_document.delay(document_id))
+    transaction.on_commit(lambda: enqueue("ai_agents.bulk_ingest_document", document_id))
 
 
 @acts_for("document")
@@ -336,14 +336,9 @@ def document_ingest(
     checkpoint and nothing more is written. `on_progress(percent)` is called as the saved
     progress changes (command-line bars)."""
     document._on_progress = on_progress  # type: ignore[attr-defined]
-    from ai_agents.knowledge.parsers import DocumentError
-
     kb = document.knowledge_base
     try:
         _progress(document, status=Document.Status.PROCESSING, progress=1, error="")
-        from ai_agents.knowledge.chunking import chunk_sections
-        from ai_agents.knowledge.parsers import parse_document
-
         data = bytes(document.data)
         parsed = parse_document(
             data,

@@ -12,10 +12,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import Message
-from ai_agents.pipeline.run import Inbound, message_receive
 from ai_agents.tasks import channel_conversation_answer, channel_pending_sweep
-from ai_agents.tests.whatsapp_support import WA_ID
+from ai_agents.tests.channels.whatsapp.support import WA_ID
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
@@ -83,7 +83,7 @@ def test_the_sweep_still_requeues_a_lost_message_next_to_one_being_answered(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
     from ai_agents.models import ChannelBinding
-    from ai_agents.tests.whatsapp_support import NUMBER_B, binding_create
+    from ai_agents.tests.channels.whatsapp.support import NUMBER_B, binding_create
 
     other: ChannelBinding = binding_create(wa_binding.tenant, NUMBER_B, token="EAAG-token-b")
     fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Listo."}, delay=3))
@@ -119,7 +119,7 @@ def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
     """Each message may take the agent's total_timeout_ms: a run stops taking messages when the
     next one could end past its deadline, keeps what it answered (its transaction commits) and
     queues the rest, instead of being killed by the time limit with every answer rolled back."""
-    from ai_agents.pipeline.run import conversation_answer_pending
+    from ai_agents.conversations.engine import conversation_answer_pending
 
     agent = wa_binding.agent
     agent.processing_config = {

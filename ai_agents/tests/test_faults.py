@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import requests
@@ -29,8 +29,15 @@ def stack() -> Iterator[FaultStack]:
 
 
 def send(
-    stack: FaultStack, scenario: str, code: str, n: int, every: float, fault_at: int, fault
-) -> list[Delivery]:  # type: ignore[no-untyped-def]
+    stack: FaultStack,
+    *,
+    scenario: str,
+    code: str,
+    n: int,
+    every: float,
+    fault_at: int,
+    fault: Callable[[], None],
+) -> list[Delivery]:
     """Delivers `n` messages from `n` customers, one every `every` s, each in its own thread
     (redelivered until 200); calls `fault()` after message `fault_at` went out."""
     deliveries = [Delivery(f"wamid.{scenario}-{i:04d}") for i in range(n)]
@@ -59,7 +66,7 @@ def test_broker_killed_during_webhooks(stack: FaultStack) -> None:
         stack.start_redis()
         restarted_at["beat_log"] = beat_log.stat().st_size
 
-    deliveries = send(stack, "broker", "61", n=30, every=0.1, fault_at=9, fault=fault)
+    deliveries = send(stack, scenario="broker", code="61", n=30, every=0.1, fault_at=9, fault=fault)
     found = stack.wait_answered("wamid.broker-", "3461", 30)
     stack.summary("broker killed -9 for 2 s during 30 webhooks", deliveries, found)
     assert all(d.accepted for d in deliveries)
@@ -89,7 +96,9 @@ def test_worker_killed_mid_answer(stack: FaultStack) -> None:
         stack.start_worker()
 
     try:
-        deliveries = send(stack, "worker", "62", n=10, every=0.05, fault_at=5, fault=fault)
+        deliveries = send(
+            stack, scenario="worker", code="62", n=10, every=0.05, fault_at=5, fault=fault
+        )
         found = stack.wait_answered("wamid.worker-", "3462", 10)
     finally:
         stack.google.default = stack.google.reply_json(
@@ -121,7 +130,7 @@ def test_database_restarted_during_webhooks(stack: FaultStack) -> None:
         wait_until("web healthy again", lambda: healthy(stack.base_url), timeout=60, every=0.05)
         outage["recovered_after"] = time.monotonic() - outage["up_at"]
 
-    deliveries = send(stack, "db", "63", n=30, every=0.1, fault_at=9, fault=fault)
+    deliveries = send(stack, scenario="db", code="63", n=30, every=0.1, fault_at=9, fault=fault)
     found = stack.wait_answered("wamid.db-", "3463", 30)
     stack.summary("PostgreSQL killed -9 and restarted during 30 webhooks", deliveries, found)
     refused = [

@@ -12,9 +12,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from ai_agents.channels.inbound import inbound_accept
+from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import Conversation, HandoffSettings, Message
-from ai_agents.pipeline.run import Inbound
 from ai_agents.services import handoff
 from ai_agents.tests.handoff_helpers import (  # noqa: F401  (fixture)
     CHANNEL,

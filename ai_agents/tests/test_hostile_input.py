@@ -13,7 +13,7 @@ from django.test import Client
 from ai_agents.models import Message
 from ai_agents.services.agents import agent_update
 from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
-from ai_agents.tests.whatsapp_support import post, respond, text_payload
+from ai_agents.tests.channels.whatsapp.support import post, respond, text_payload
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
@@ -96,7 +96,8 @@ def test_a_huge_earlier_message_reaches_the_next_prompt_cut_to_the_channel_limit
 
 def test_the_pipeline_limits_match_what_each_channel_accepts() -> None:
     from ai_agents.api.agents import MessageInputSerializer
-    from ai_agents.channels import email_parse, webchat
+    from ai_agents.channels.email import parse as email_parse
+    from ai_agents.channels.webchat import visitor as webchat
     from ai_agents.rules.input_bound import INPUT_MAX_CHARS
 
     assert INPUT_MAX_CHARS == {"api": 8000, "webchat": 4000, "email": 8000, "whatsapp": 4096}

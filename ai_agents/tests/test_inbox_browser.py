@@ -23,6 +23,22 @@ def _login(page: Any, persona: Persona) -> None:
     admin_login(page, persona, "/inbox/")
 
 
+def _claim_and_reply(page: Any, text: str) -> None:
+    """Claim the open conversation (the reply box opens, the claim button closes), reply."""
+    from playwright.sync_api import expect
+
+    page.locator("#inbox-claim").click()
+    expect(page.locator("#inbox-holder")).to_have_attribute("data-claimed", "true")
+    expect(page.locator("#inbox-holder")).to_contain_text("La atiende usted")
+    expect(page.locator("#inbox-reply-text")).to_be_enabled()
+    expect(page.locator("#inbox-claim")).to_be_disabled()
+
+    page.get_by_label("Su respuesta").fill(text)
+    page.locator("#inbox-send").click()
+    expect(page.locator('#inbox-messages li[data-kind="person"]')).to_contain_text(text)
+    expect(page.locator("#inbox-reply-text")).to_have_value("")
+
+
 def test_staff_claims_and_replies_from_the_inbox(
     live_page: Any, owner: Persona, outsider: Persona
 ) -> None:
@@ -47,18 +63,7 @@ def test_staff_claims_and_replies_from_the_inbox(
     expect(messages.first).to_contain_text("Mi pedido no ha llegado")
     expect(page.locator("#inbox-reply-text")).to_be_disabled()
 
-    page.locator("#inbox-claim").click()
-    expect(page.locator("#inbox-holder")).to_have_attribute("data-claimed", "true")
-    expect(page.locator("#inbox-holder")).to_contain_text("La atiende usted")
-    expect(page.locator("#inbox-reply-text")).to_be_enabled()
-    expect(page.locator("#inbox-claim")).to_be_disabled()
-
-    page.get_by_label("Su respuesta").fill("Hola María, lo reviso ahora mismo.")
-    page.locator("#inbox-send").click()
-    expect(page.locator('#inbox-messages li[data-kind="person"]')).to_contain_text(
-        "Hola María, lo reviso ahora mismo."
-    )
-    expect(page.locator("#inbox-reply-text")).to_have_value("")
+    _claim_and_reply(page, "Hola María, lo reviso ahora mismo.")
 
     with tenant_scope(owner.tenant):
         reply = Message.objects.get(author__isnull=False)

@@ -1,7 +1,7 @@
-"""Production values, pinned with the real defaults against the numbers of the spec
-(ai-agents RF-MGN-018-003, "Reglas de negocio") and of the README. Nothing under test is
-monkeypatched: each test goes through the code path a customer or the beat schedule uses, so a
-changed default fails here even when every test that lowers it for speed still passes.
+"""Production values, pinned with the real defaults against the business rules (RN-1..RN-7,
+docs/architecture.md) and the numbers of the README. Nothing under test is monkeypatched: each
+test goes through the code path a customer or the beat schedule uses, so a changed default
+fails here even when every test that lowers it for speed still passes.
 
 - RN-1..RN-4 and the default escalation triggers of an agent created with no configuration;
 - the default triggers deciding real messages at their thresholds;
@@ -25,20 +25,20 @@ from django.core import signing
 from django.core.cache import cache
 from django.utils import timezone
 
-from ai_agents.channels import webchat
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
-from ai_agents.pipeline.text import HUMAN_AGENT_EXCLUDES
+from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 from ai_agents.tasks import bulk_expire_conversations
-from ai_agents.tests.test_webchat_api import ORIGIN, Visitor, _binding
-from ai_agents.tests.test_whatsapp_outbound import Line
-from ai_agents.tests.whatsapp_support import payload
+from ai_agents.tests.channels.webchat.test_webchat_api import ORIGIN, Visitor, _binding
+from ai_agents.tests.channels.whatsapp.support import payload
+from ai_agents.tests.channels.whatsapp.test_whatsapp_outbound import Line
 from erp import settings as erp_settings
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
 
-# The spec's keywords (its `keyword_intents.escalate`) and trigger types; priorities and
+# The default escalation keywords (`keyword_intents.escalate`) and trigger types; priorities and
 # thresholds are the product's defaults (README: a sentiment at or below -0.6 escalates).
 SPEC_ESCALATION_TRIGGERS = [
     {

@@ -86,7 +86,7 @@ def test_a_failed_background_job_is_computed_again_by_the_request(
 def test_pipeline_starts_the_next_questions_embedding_on_arrival(
     tenant_a: Tenant, inferences: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ai_agents.pipeline.run import Inbound, message_process
+    from ai_agents.conversations.engine import Inbound, message_process
     from ai_agents.services.agents import agent_create
 
     kb = knowledge_base_create(tenant=tenant_a, name="FAQ")

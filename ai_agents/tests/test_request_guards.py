@@ -15,7 +15,7 @@ from drf_spectacular.generators import SchemaGenerator
 from ai_agents.models import Agent, ChannelBinding, Document, KnowledgeBase
 from ai_agents.services.agents import agent_create
 from ai_agents.services.knowledge import knowledge_base_create
-from ai_agents.tests.whatsapp_support import sign
+from ai_agents.tests.channels.whatsapp.support import sign
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fixtures import Persona, session_client_for
 

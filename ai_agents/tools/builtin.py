@@ -18,6 +18,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils.translation import gettext as _
 
+from ai_agents.selectors.knowledge import agent_knowledge_bases, knowledge_bases_search
+from ai_agents.tools.names import (
+    CONTACT_GET,
+    CONTACT_UPDATE,
+    KNOWLEDGE_SEARCH,
+    SESSION_VARIABLE_SET,
+)
 from ai_agents.tools.registry import ToolRegistry, ToolResult, ToolSpec, registry
 
 MAX_SESSION_VARIABLES = 50
@@ -34,8 +41,6 @@ def _knowledge_search(
 ) -> ToolResult:
     """The same search as RAG, with the agent's `rag_top_k`, `rag_min_score` and the smaller of
     `rag_timeout_ms` and `tool_timeout_ms`; `data` holds the hits (the pipeline cites them)."""
-    from ai_agents.selectors.knowledge import agent_knowledge_bases, knowledge_bases_search
-
     processing = processing or {}
     budgets = [int(v) for v in (processing.get("rag_timeout_ms"), tool_timeout_ms) if v]
     hits = knowledge_bases_search(
@@ -92,16 +97,16 @@ def register_builtin_tools(target: ToolRegistry) -> None:
     tools = [
         (
             ToolSpec(
-                "knowledge_search",
+                KNOWLEDGE_SEARCH,
                 "buscar en la documentación de la empresa",
                 {"type": "object", "properties": {"query": string}, "required": ["query"]},
             ),
             _knowledge_search,
         ),
-        (ToolSpec("contact_get", "ver los datos del cliente"), _contact_get),
+        (ToolSpec(CONTACT_GET, "ver los datos del cliente"), _contact_get),
         (
             ToolSpec(
-                "contact_update",
+                CONTACT_UPDATE,
                 "actualizar nombre, correo o teléfono del cliente",
                 {
                     "type": "object",
@@ -112,7 +117,7 @@ def register_builtin_tools(target: ToolRegistry) -> None:
         ),
         (
             ToolSpec(
-                "session_variable_set",
+                SESSION_VARIABLE_SET,
                 "guardar un dato de la conversación (variable, value)",
                 {
                     "type": "object",

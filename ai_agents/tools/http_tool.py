@@ -41,6 +41,7 @@ from erp.http.client import HttpClient
 from erp.http.errors import (
     HttpBlockedDestination,
     HttpError,
+    HttpResponse,
     HttpResponseTooLarge,
     HttpStatusError,
     HttpTimeout,
@@ -141,6 +142,23 @@ def _path_value(value: Any) -> str:
     return quote(text, safe="")
 
 
+class _Failed(Exception):
+    """A call that ends as `ToolResult(ok=False)`: the readable error, and any body excerpt."""
+
+    def __init__(self, error: str, content: str = "") -> None:
+        super().__init__(error)
+        self.error = error
+        self.content = content
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    url: str
+    headers: dict[str, str]
+    rest: dict[str, Any]  # the arguments not in the URL: query parameters or JSON body
+
+
 def execute_http_tool(
     config: HttpToolConfig,
     args: Any,
@@ -150,84 +168,18 @@ def execute_http_tool(
     facts: Mapping[str, str] | None = None,
 ) -> ToolResult:
     started = time.monotonic()
-
-    def fail(error: str, content: str = "") -> ToolResult:
+    try:
+        request = _request_of(config, _checked_args(config, args), facts=facts or {})
+        timeout_s = max(1, min(config.timeout_ms, tool_timeout_ms)) / 1000
+        response = _send(client or HttpClient(guard=True), request, timeout_s=timeout_s)
+    except _Failed as failure:
         return ToolResult(
             ok=False,
-            content=truncate(content, config.max_response_chars),
-            error=error,
+            content=truncate(failure.content, config.max_response_chars),
+            error=failure.error,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-
-    method = config.method.upper()
-    if method not in METHODS:
-        return fail(_("Método HTTP no válido: %(m)s.") % {"m": config.method})
-    if args is None:
-        args = {}
-    errors = validate_args(config.args_schema, args)
-    if not isinstance(args, Mapping):
-        return fail(" ".join(errors) or _("Los argumentos deben ser un objeto."))
-    if errors:
-        return fail(" ".join(errors))
-    netloc = urlsplit(config.url_template).netloc
-    if "{" in netloc:
-        return fail(_("La URL de la herramienta no es válida."))
-    used = placeholders(config.url_template)
-    missing = [name for name in used if name not in args]
-    if missing:
-        return fail(_("Faltan argumentos para la URL: %(n)s.") % {"n": ", ".join(missing)})
-    facts = facts or {}
-    lacking = sorted(f for f in _facts_used(config) if not facts.get(f))
-    if lacking:
-        return fail(_("La conversación no tiene %(n)s.") % {"n": ", ".join(lacking)})
-    url = _FACT.sub(lambda m: quote(facts[m.group(1)], safe=""), config.url_template)
-    url = _PLACEHOLDER.sub(lambda m: _path_value(args[m.group(1)]), url)
-    headers = {
-        key: _FACT.sub(lambda m: " ".join(facts[m.group(1)].split()), str(value))
-        for key, value in config.headers.items()
-    }
-    rest = {k: v for k, v in args.items() if k not in used}
-
-    timeout_s = max(1, min(config.timeout_ms, tool_timeout_ms)) / 1000
-    http = client or HttpClient(guard=True)
-    try:
-        response = http.request(
-            method,
-            url,
-            params={k: _query_value(v) for k, v in rest.items()}
-            if method not in BODY_METHODS and rest
-            else None,
-            json=rest if method in BODY_METHODS else None,
-            headers=headers,
-            timeout=timeout_s,
-            guard=True,
-            max_bytes=MAX_RESPONSE_BYTES,
-        )
-    except HttpTimeout:
-        return fail(_("El servicio no respondió a tiempo (%(s)s s).") % {"s": timeout_s})
-    except HttpBlockedDestination:
-        return fail(_("Destino no permitido: la URL apunta a una red privada o no es http(s)."))
-    except HttpResponseTooLarge:
-        return fail(_("La respuesta del servicio es demasiado grande."))
-    except HttpStatusError as exc:
-        return fail(_("El servicio respondió con error HTTP %(s)s.") % {"s": exc.status}, exc.body)
-    except HttpError as exc:
-        return fail(_("No se pudo contactar el servicio (%(e)s).") % {"e": type(exc).__name__})
-    except ValueError:
-        return fail(_("La URL de la herramienta no es válida."))
-    except Exception as exc:  # never raise into the pipeline
-        return fail(_("La herramienta falló: %(e)s") % {"e": type(exc).__name__})
-
-    text = response.text
-    data: Any = None
-    content_type = str(response.headers.get("content-type", ""))
-    if "json" in content_type or text[:1] in ("{", "["):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        else:
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text, data = _response_text(response)
     content = truncate(text, config.max_response_chars)
     return ToolResult(
         ok=True,
@@ -236,3 +188,90 @@ def execute_http_tool(
         error=None,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+def _checked_args(config: HttpToolConfig, args: Any) -> Mapping[str, Any]:
+    """The model's arguments, valid against the schema; a tool defined wrongly fails here too."""
+    if config.method.upper() not in METHODS:
+        raise _Failed(_("Método HTTP no válido: %(m)s.") % {"m": config.method})
+    if args is None:
+        args = {}
+    errors = validate_args(config.args_schema, args)
+    if not isinstance(args, Mapping):
+        raise _Failed(" ".join(errors) or _("Los argumentos deben ser un objeto."))
+    if errors:
+        raise _Failed(" ".join(errors))
+    if "{" in urlsplit(config.url_template).netloc:
+        raise _Failed(_("La URL de la herramienta no es válida."))
+    return args
+
+
+def _request_of(
+    config: HttpToolConfig, args: Mapping[str, Any], *, facts: Mapping[str, str]
+) -> _Request:
+    """URL and headers filled: the conversation's facts first, then the model's arguments."""
+    used = placeholders(config.url_template)
+    missing = [name for name in used if name not in args]
+    if missing:
+        raise _Failed(_("Faltan argumentos para la URL: %(n)s.") % {"n": ", ".join(missing)})
+    lacking = sorted(f for f in _facts_used(config) if not facts.get(f))
+    if lacking:
+        raise _Failed(_("La conversación no tiene %(n)s.") % {"n": ", ".join(lacking)})
+    url = _FACT.sub(lambda m: quote(facts[m.group(1)], safe=""), config.url_template)
+    url = _PLACEHOLDER.sub(lambda m: _path_value(args[m.group(1)]), url)
+    headers = {
+        key: _FACT.sub(lambda m: " ".join(facts[m.group(1)].split()), str(value))
+        for key, value in config.headers.items()
+    }
+    rest = {k: v for k, v in args.items() if k not in used}
+    return _Request(method=config.method.upper(), url=url, headers=headers, rest=rest)
+
+
+def _send(http: HttpClient, request: _Request, *, timeout_s: float) -> HttpResponse:
+    """The response, or `_Failed` with a readable reason (never another exception)."""
+    body_method = request.method in BODY_METHODS
+    try:
+        return http.request(
+            request.method,
+            request.url,
+            params={k: _query_value(v) for k, v in request.rest.items()}
+            if not body_method and request.rest
+            else None,
+            json=request.rest if body_method else None,
+            headers=request.headers,
+            timeout=timeout_s,
+            guard=True,
+            max_bytes=MAX_RESPONSE_BYTES,
+        )
+    except Exception as exc:  # never raise into the pipeline
+        raise _failure_of(exc, timeout_s=timeout_s) from exc
+
+
+def _failure_of(exc: Exception, *, timeout_s: float) -> _Failed:
+    if isinstance(exc, HttpTimeout):
+        return _Failed(_("El servicio no respondió a tiempo (%(s)s s).") % {"s": timeout_s})
+    if isinstance(exc, HttpBlockedDestination):
+        return _Failed(_("Destino no permitido: la URL apunta a una red privada o no es http(s)."))
+    if isinstance(exc, HttpResponseTooLarge):
+        return _Failed(_("La respuesta del servicio es demasiado grande."))
+    if isinstance(exc, HttpStatusError):
+        error = _("El servicio respondió con error HTTP %(s)s.") % {"s": exc.status}
+        return _Failed(error, exc.body)
+    if isinstance(exc, HttpError):
+        return _Failed(_("No se pudo contactar el servicio (%(e)s).") % {"e": type(exc).__name__})
+    if isinstance(exc, ValueError):
+        return _Failed(_("La URL de la herramienta no es válida."))
+    return _Failed(_("La herramienta falló: %(e)s") % {"e": type(exc).__name__})
+
+
+def _response_text(response: HttpResponse) -> tuple[str, Any]:
+    """The text (JSON re-serialised compactly) and the parsed JSON, if it is JSON."""
+    text = response.text
+    content_type = str(response.headers.get("content-type", ""))
+    if "json" in content_type or text[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text, None
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")), data
+    return text, None

@@ -1,6 +1,6 @@
 """`POST /api/correo/ask`: the secretary's chat endpoint (staff session only).
 
-Order of checks (the spec's): authentication (a staff member's Django session with a tenant
+Order of checks: authentication (a staff member's Django session with a tenant
 membership; plus a valid Cloudflare Access token when configured), validation of `question`
 and `history`, the 20-per-60-seconds limit, then the model. API keys are not accepted.
 """

@@ -4,41 +4,25 @@ the in-memory fake of `correo.mailbox.Mailbox` (HTTP-level Zoho tests: test_ask_
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
-import pytest
-from django.db import connection
 from django.utils import timezone
 
 from correo import secretary
-from correo.mailbox import MailboxNotConnected, MailboxUnavailable
 from correo.models import ChatQuery, Digest
+from correo.tests.ask_kit import (
+    URL,
+    fast_retries,  # noqa: F401 (autouse fixture)
+    post,
+    prompt_of,
+)
 from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
-from erp.llm.gateway import RetryPolicy
 from erp.llm.models import UsageLog
 from erp.testing.fake_google import FakeGoogle
-from erp.testing.fixtures import Persona, owner_connection, session_client_for
+from erp.testing.fixtures import Persona, session_client_for
 
-URL = "/api/correo/ask"
-FAST = RetryPolicy(timeout_s=0.5, attempts=2, base_delay_s=0.01, factor=2, deadline_s=5)
-
-
-def prompt_of(request: dict[str, Any]) -> str:
-    return "".join(p.get("text", "") for c in request["contents"] for p in c["parts"])
-
-
-def post(client: Any, body: Any) -> Any:
-    return client.post(URL, data=json.dumps(body), content_type="application/json")
-
-
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(secretary, "RETRY", FAST)
-
-
-# --- the spec's example -------------------------------------------------------------------
+# --- a worked example ---------------------------------------------------------------------
 
 
 def test_hetzner_example_searches_reads_and_answers(
@@ -70,7 +54,26 @@ def test_hetzner_example_searches_reads_and_answers(
 
     requests = fake_google.generate_requests
     assert len(requests) == 3
-    config = requests[0]["generationConfig"]
+    _assert_sampling_and_schema(requests[0])
+    assert "gemma-4-26b-a4b-it" in fake_google.requests[0].path
+    first, second, third = (prompt_of(r) for r in requests)
+    assert "Eres la secretaria del buzón de" in first
+    assert "(sin informe todavía)" in first
+    assert "Pregunta del usuario: ¿Qué decía el último aviso de Hetzner?" in first
+    assert "Responde SIEMPRE con JSON válido. Sin scratchpad." in first
+    assert '"messageId": "msg_123"' in second and "Your server was rebooted" in second
+    assert len("Your server was rebooted " * 20) > 150  # the summary was cut to 150
+    assert ("Your server was rebooted " * 20)[:151] not in second
+    assert "Your server was rebooted for maintenance." in third
+
+    _assert_recorded(
+        owner, question="¿Qué decía el último aviso de Hetzner?", calls=3, tool_rounds=2
+    )
+
+
+def _assert_sampling_and_schema(request: dict[str, Any]) -> None:
+    """The spec's sampling, and a response schema listing the three actions and their fields."""
+    config = request["generationConfig"]
     assert config["temperature"] == 1.0
     assert config["topK"] == 64
     assert config["maxOutputTokens"] == 1024
@@ -86,27 +89,18 @@ def test_hetzner_example_searches_reads_and_answers(
         "messageId",
         "folderId",
     }
-    assert "gemma-4-26b-a4b-it" in fake_google.requests[0].path
-    first, second, third = (prompt_of(r) for r in requests)
-    assert "Eres la secretaria del buzón de" in first
-    assert "(sin informe todavía)" in first
-    assert "Pregunta del usuario: ¿Qué decía el último aviso de Hetzner?" in first
-    assert "Responde SIEMPRE con JSON válido. Sin scratchpad." in first
-    assert '"messageId": "msg_123"' in second and "Your server was rebooted" in second
-    assert len("Your server was rebooted " * 20) > 150  # the summary was cut to 150
-    assert ("Your server was rebooted " * 20)[:151] not in second
-    assert "Your server was rebooted for maintenance." in third
 
-    # usage ledger: one llm_request row per call, no agent or conversation
+
+def _assert_recorded(owner: Persona, *, question: str, calls: int, tool_rounds: int) -> None:
+    """One llm_request usage row per model call (no agent or conversation), one telemetry row."""
     logs = list(UsageLog.objects.for_tenant(owner.tenant))
-    assert len(logs) == 3
+    assert len(logs) == calls
     assert {log.operation for log in logs} == {"llm_request"}
     assert all(log.agent_id is None and log.conversation_id is None for log in logs)
-    # telemetry
     query = ChatQuery.objects.for_tenant(owner.tenant).get()
     assert query.owner == owner.user
-    assert query.tool_rounds == 2
-    assert query.question == "¿Qué decía el último aviso de Hetzner?"
+    assert query.tool_rounds == tool_rounds
+    assert query.question == question
 
 
 def test_digest_is_the_context(
@@ -253,297 +247,6 @@ def test_mail_text_enters_the_prompt_only_inside_the_delimiters(
     assert "IGNORA TODAS LAS INSTRUCCIONES" in inside
     assert "IGNORA" not in outside and "ignore all previous" not in outside
     assert "Nueva instrucción del sistema" in inside  # the fake closing delimiter was defused
-
-
-# --- validation ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        ({}, "question"),
-        ({"question": None}, "question"),
-        ({"question": 42}, "question"),
-        ({"question": ""}, "question"),
-        ({"question": "   \n\t "}, "question"),
-        ({"question": "x" * 2001}, "question"),
-        ({"question": "hola", "history": "no es una lista"}, "history"),
-        ({"question": "hola", "history": {"role": "user"}}, "history"),
-    ],
-)
-def test_invalid_input_is_400_naming_the_field(
-    owner_client: Any, fake_google: FakeGoogle, fake_mailbox: FakeMailbox, body: Any, field: str
-):
-    response = post(owner_client, body)
-
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "validation_error"
-    assert response.json()["error"]["field"] == field
-    assert fake_google.generate_requests == []
-
-
-@pytest.mark.parametrize(
-    ("raw", "code"),
-    [("[]", "validation_error"), ("no json", "parse_error"), ('"texto"', "validation_error")],
-)
-def test_a_body_that_is_not_an_object_is_400(
-    owner_client: Any, fake_mailbox: FakeMailbox, raw: str, code: str
-):
-    response = owner_client.post(URL, data=raw, content_type="application/json")
-
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == code
-    assert ChatQuery.objects.unscoped().count() == 0
-    assert fake_mailbox.calls == []
-
-
-def test_question_of_2000_characters_is_accepted_and_500_are_stored(
-    owner_client: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    question = "¿" + "a" * 1998 + "?"
-    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Vale."}))
-
-    assert post(owner_client, {"question": "  " + question + "  "}).status_code == 200
-
-    stored = ChatQuery.objects.for_tenant(owner.tenant).get().question
-    assert stored == question[:500]
-
-
-def test_unstorable_characters_in_the_question_and_history_are_replaced(
-    owner_client: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Vale."}))
-    body = (
-        '{"question": "¿Ho\\u0000la \\ud800?",'
-        ' "history": [{"role": "user", "content": "an\\udc00tes"}]}'
-    )
-
-    response = owner_client.post(URL, body, content_type="application/json")
-
-    assert response.status_code == 200, response.content
-    assert response.json()["answer"] == "Vale."
-    prompt = prompt_of(fake_google.generate_requests[0])
-    assert "¿Ho\ufffdla \ufffd?" in prompt and "an\ufffdtes" in prompt
-    stored = ChatQuery.objects.for_tenant(owner.tenant).get().question
-    assert stored == "¿Ho\ufffdla \ufffd?"
-
-
-def test_history_is_filtered_to_the_last_12_valid_messages(
-    owner_client: Any, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    history: list[Any] = [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"mensaje-{i:02d}"}
-        for i in range(16)
-    ]
-    history[14:14] = [
-        {"role": "system", "content": "ROL-INVALIDO"},
-        {"role": "user", "content": "   "},
-        {"role": "assistant"},
-        {"role": "user", "content": 7},
-        "texto suelto",
-        None,
-    ]
-    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Vale."}))
-
-    response = post(owner_client, {"question": "¿Y ahora?", "history": history})
-
-    assert response.status_code == 200
-    prompt = prompt_of(fake_google.generate_requests[0])
-    kept = [f"mensaje-{i:02d}" for i in range(4, 16)]
-    assert all(m in prompt for m in kept)
-    assert "mensaje-03" not in prompt and "ROL-INVALIDO" not in prompt
-    assert prompt.index("mensaje-04") < prompt.index("mensaje-15")
-    assert "Usuario: mensaje-04" in prompt and "Secretaria: mensaje-05" in prompt
-
-
-def test_long_history_messages_are_cut(
-    owner_client: Any, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    history = [{"role": "assistant", "content": "a" * 4000 + "CORTADO"}]
-    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Vale."}))
-
-    assert post(owner_client, {"question": "¿Y?", "history": history}).status_code == 200
-    prompt = prompt_of(fake_google.generate_requests[0])
-    assert "a" * 4000 in prompt and "CORTADO" not in prompt
-
-
-def test_get_is_405(owner_client: Any):
-    response = owner_client.get(URL)
-
-    assert response.status_code == 405
-    assert response.json()["error"]["code"] == "method_not_allowed"
-
-
-# --- rate limit ---------------------------------------------------------------------------
-
-
-def test_the_21st_question_within_60_seconds_is_429_with_retry_after(
-    owner_client: Any,
-    member_client: Any,
-    owner: Persona,
-    fake_google: FakeGoogle,
-    fake_mailbox: FakeMailbox,
-):
-    for i in range(20):
-        assert post(owner_client, {"question": f"pregunta {i}"}).status_code == 200
-
-    response = post(owner_client, {"question": "una más"})
-
-    assert response.status_code == 429
-    assert response.json()["error"]["code"] == "rate_limited"
-    retry_after = int(response["Retry-After"])
-    assert 1 <= retry_after <= 60
-    assert len(fake_google.generate_requests) == 20
-    # another member has their own window
-    assert post(member_client, {"question": "hola"}).status_code == 200
-
-
-def test_rate_limit_holds_when_telemetry_is_failing(
-    owner_client: Any,
-    owner: Persona,
-    fake_google: FakeGoogle,
-    fake_mailbox: FakeMailbox,
-    broken_telemetry: None,
-):
-    for i in range(20):
-        assert post(owner_client, {"question": f"p{i}"}).status_code == 200
-    assert post(owner_client, {"question": "p21"}).status_code == 429
-    assert ChatQuery.objects.for_tenant(owner.tenant).count() == 0
-
-
-@pytest.fixture
-def broken_telemetry(db: Any) -> Any:
-    """Every INSERT into the telemetry table fails in PostgreSQL itself: a trigger (DDL, so
-    the owner creates it; the application's role may not), armed for this test's transaction
-    only (its rollback disarms it; the trigger stays for the session, inert)."""
-    table = ChatQuery._meta.db_table
-    with owner_connection() as owner:
-        owner.execute(
-            "CREATE OR REPLACE FUNCTION correo_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$ BEGIN IF current_setting('test.refuse_telemetry', true) = 'on' THEN "
-            "RAISE EXCEPTION 'telemetria rota'; END IF; RETURN NEW; END $$"
-        )
-        owner.execute(
-            f"CREATE OR REPLACE TRIGGER correo_test_refuse BEFORE INSERT ON {table} "
-            "FOR EACH ROW EXECUTE FUNCTION correo_test_refuse()"
-        )
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('test.refuse_telemetry', 'on', false)")
-    return None
-
-
-def test_telemetry_failure_never_fails_the_answer(
-    owner_client: Any,
-    owner: Persona,
-    fake_google: FakeGoogle,
-    fake_mailbox: FakeMailbox,
-    broken_telemetry: None,
-):
-    fake_google.push(fake_google.reply_json({"action": "responder", "answer": "Todo bien."}))
-
-    response = post(owner_client, {"question": "¿Qué tal?"})
-
-    assert response.status_code == 200
-    assert response.json()["answer"] == "Todo bien."
-    assert ChatQuery.objects.for_tenant(owner.tenant).count() == 0
-
-
-# --- failures -----------------------------------------------------------------------------
-
-
-def test_model_timeouts_are_retried_then_502(
-    owner_client: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    fake_google.push(fake_google.hang(2.0), fake_google.hang(2.0))
-
-    response = post(owner_client, {"question": "¿Hola?"})
-
-    assert response.status_code == 502
-    assert response.json()["error"]["code"] == "llm_timeout"
-    assert len(fake_google.requests) == 2  # 2 attempts, no more
-    logs = UsageLog.objects.for_tenant(owner.tenant)
-    assert logs.count() == 2 and not logs.filter(success=True).exists()
-
-
-def test_a_timeout_then_an_answer_succeeds(
-    owner_client: Any, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    fake_google.push(
-        fake_google.hang(2.0), fake_google.reply_json({"action": "responder", "answer": "Ya."})
-    )
-
-    response = post(owner_client, {"question": "¿Hola?"})
-
-    assert response.status_code == 200 and response.json()["answer"] == "Ya."
-
-
-def test_model_unavailable_after_retries_is_502(
-    owner_client: Any, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
-):
-    fake_google.push(
-        fake_google.unavailable(), fake_google.unavailable(), fake_google.unavailable()
-    )
-
-    response = post(owner_client, {"question": "¿Hola?"})
-
-    assert response.status_code == 502
-    assert response.json()["error"]["code"] == "llm_unavailable"
-    assert len(fake_google.requests) == 2
-
-
-def test_production_retry_policy_is_the_spec():
-    from erp.llm.gateway import CORREO
-
-    assert secretary.DEFAULT_RETRY is CORREO
-    assert CORREO.timeout_s == 40 and CORREO.attempts == 2
-
-
-def test_no_model_configured_is_503(owner_client: Any, settings: Any, fake_mailbox: FakeMailbox):
-    settings.GOOGLE_AI_API_KEY = ""
-    settings.OPENAI_BASE_URL = ""
-
-    response = post(owner_client, {"question": "¿Hola?"})
-
-    assert response.status_code == 503
-    assert response.json()["error"]["code"] == "llm_not_configured"
-
-
-def test_mailbox_not_connected_is_503_with_the_connect_link(
-    owner_client: Any, fake_google: FakeGoogle
-):
-    response = post(owner_client, {"question": "¿Hola?"})  # the real mailbox_for: no connection
-
-    assert response.status_code == 503
-    error = response.json()["error"]
-    assert error["code"] == "mailbox_not_connected"
-    assert error["connect_url"] == "/correo/zoho/connect"
-    assert "/correo/zoho/connect" in error["message"]
-    assert fake_google.generate_requests == []
-
-
-@pytest.mark.parametrize(
-    ("error", "status", "code"),
-    [
-        (MailboxUnavailable("ZohoTimeout"), 502, "mailbox_unavailable"),
-        (MailboxUnavailable("ZohoRateLimited"), 502, "mailbox_unavailable"),
-        (MailboxNotConnected("ZohoAuthError"), 503, "mailbox_not_connected"),
-    ],
-)
-def test_mailbox_failures_during_a_search(
-    owner_client: Any,
-    fake_google: FakeGoogle,
-    fake_mailbox: FakeMailbox,
-    error: Exception,
-    status: int,
-    code: str,
-):
-    fake_mailbox.error = error
-    fake_google.push(fake_google.reply_json({"action": "buscar", "query": "x"}))
-
-    response = post(owner_client, {"question": "¿Hola?"})
-
-    assert response.status_code == status
-    assert response.json()["error"]["code"] == code
 
 
 # --- who may ask --------------------------------------------------------------------------

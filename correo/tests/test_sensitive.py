@@ -1,5 +1,5 @@
 # ruff: noqa: F811  (pytest fixtures imported from correo.tests.fakes)
-"""Mail bodies never reach the database or the logs (the spec's "Datos sensibles")."""
+"""Mail bodies never reach the database or the logs (README: "The mailbox secretary")."""
 
 from __future__ import annotations
 

@@ -237,8 +237,3 @@ def refresh_throttle_check(key: str) -> None:
             code="refresh_throttled",
             retry_after=retry_after,
         )
-
-
-def refresh_throttle_reset(key: str) -> None:
-    now = time.time()
-    cache.delete_many([_window_key(key, now), _blocked_key(key)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +22,7 @@ _SPACES = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class MailSummary:
-    """One message as the secretary sees it (the spec's search result)."""
+    """One message as the secretary sees it: a search result."""
 
     message_id: str
     folder_id: str
@@ -30,18 +30,6 @@ class MailSummary:
     asunto: str
     fecha: str  # ISO 8601, UTC
     resumen: str  # at most 150 characters
-
-    def as_tool_result(self) -> dict[str, str]:
-        """The spec's JSON keys: messageId, folderId, de, asunto, fecha, resumen."""
-        data = asdict(self)
-        return {
-            "messageId": data["message_id"],
-            "folderId": data["folder_id"],
-            "de": data["de"],
-            "asunto": data["asunto"],
-            "fecha": data["fecha"],
-            "resumen": data["resumen"],
-        }
 
 
 @dataclass(frozen=True)

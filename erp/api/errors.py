@@ -1,4 +1,4 @@
-"""The contract's error shape: `{"error": {"code": "...", "message": "...", ...}}`.
+"""The API's error shape: `{"error": {"code": "...", "message": "...", ...}}`.
 
 DRF errors go through `exception_handler`; plain Django views under /api/ and /webhooks/
 get the same shape from `erp.middleware.JsonErrorsMiddleware` and the handlers below.

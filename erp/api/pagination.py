@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 
 class CursorResultsPagination(CursorPagination):
-    """`{"results": [...], "next": url|null}` as in the contract."""
+    """`{"results": [...], "next": url|null}` as every list of the API (README: "HTTP API")."""
 
     ordering = "-id"
     page_size_query_param = "limit"

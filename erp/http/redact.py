@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -47,10 +46,6 @@ def redact_url(url: str) -> str:
             [(k, REDACTED if k.lower() in SECRET_FIELDS else v) for k, v in pairs], safe="[]"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: REDACTED if k.lower() in SECRET_HEADERS else v for k, v in headers.items()}
 
 
 def redact_json(value: Any) -> Any:

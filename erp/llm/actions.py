@@ -2,9 +2,10 @@
 
 `build_action_schema` gives the schema for constrained decoding: `action` first (an enum of
 the allowed names), then the common fields (answer, intent, confidence...), then every
-action's arguments, all in one flat object (the correo spec's shape). `parse_action` turns
-the model's output into a `ParsedAction`; output that is broken despite constrained decoding,
-or names an unknown action, becomes a plain answer with `broken=True` (and is counted).
+action's arguments, all in one flat object (the shape correo's secretary uses too).
+`parse_action` turns the model's output into a `ParsedAction`; output that is broken despite
+constrained decoding, or names an unknown action, becomes a plain answer with `broken=True`
+(and a warning is logged).
 `AnswerStreamExtractor` yields the characters of the `answer` string as they stream in.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,24 +48,6 @@ class ParsedAction:
     def answer(self) -> str:
         value = self.fields.get(ANSWER_FIELD, self.args.get(ANSWER_FIELD))
         return value if isinstance(value, str) else ""
-
-
-# --- counting broken outputs --------------------------------------------------------------
-
-_broken_lock = threading.Lock()
-_broken_count = 0
-
-
-def broken_count() -> int:
-    """Outputs treated as plain answers since the process started."""
-    return _broken_count
-
-
-def _count_broken(reason: str) -> None:
-    global _broken_count
-    with _broken_lock:
-        _broken_count += 1
-    logger.warning("llm.action.broken", extra={"reason": reason})
 
 
 # --- schema -------------------------------------------------------------------------------
@@ -135,7 +117,7 @@ def parse_action(
 
 
 def _plain_answer(text: str, answer_action: str, *, reason: str, raw: str = "") -> ParsedAction:
-    _count_broken(reason)
+    logger.warning("llm.action.broken", extra={"reason": reason})
     raw = raw or text
     if reason == "invalid_json":
         # Truncated JSON still holds the beginning of the answer: show that, not braces.

@@ -254,15 +254,7 @@ def llm_stream(
         yielded = recorded = False
         events = provider.stream(attempt_request)
         try:
-            for event in events:
-                # The provider's timeout bounds each read; a model that keeps sending slowly
-                # is stopped here, at the attempt's timeout (cut to the total deadline).
-                if time.monotonic() > ends:
-                    raise Timeout(
-                        "la respuesta en streaming superó el plazo",
-                        provider=provider.name,
-                        model=model,
-                    )
+            for event in _until_result(events, ends=ends, provider=provider.name, model=model):
                 if isinstance(event, LlmResult):
                     recorded = True
                     _record(
@@ -272,9 +264,6 @@ def llm_stream(
                     return
                 yielded = True
                 yield event
-            raise Unavailable(
-                "el stream terminó sin resultado final", provider=provider.name, model=model
-            )
         except LlmError as exc:
             recorded = True
             _record(context, provider=provider.name, model=model, started=started, error=exc)
@@ -294,6 +283,23 @@ def llm_stream(
             close = getattr(events, "close", None)
             if close is not None:
                 close()
+
+
+def _until_result(
+    events: Iterator[TextDelta | LlmResult], *, ends: float, provider: str, model: str
+) -> Iterator[TextDelta | LlmResult]:
+    """The attempt's events up to its `LlmResult`; `Timeout` past `ends`, `Unavailable` if the
+    stream ends without a result."""
+    for event in events:
+        # The provider's timeout bounds each read; a model that keeps sending slowly
+        # is stopped here, at the attempt's timeout (cut to the total deadline).
+        if time.monotonic() > ends:
+            message = "la respuesta en streaming superó el plazo"
+            raise Timeout(message, provider=provider, model=model)
+        yield event
+        if isinstance(event, LlmResult):
+            return
+    raise Unavailable("el stream terminó sin resultado final", provider=provider, model=model)
 
 
 def llm_embed(

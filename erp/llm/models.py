@@ -1,4 +1,4 @@
-"""The usage ledger (the spec's `usage_logs`) and the price table it is costed with.
+"""The usage ledger (table `usage_logs`) and the price table it is costed with.
 
 Agent, conversation and message are plain UUID columns, not foreign keys: `erp` never
 imports the apps, and operations outside an agent (correo) leave them empty.

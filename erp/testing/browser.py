@@ -1,4 +1,4 @@
-"""Browser tests: Playwright driving Debian's Chromium (../shared/reference/browser-tests.md).
+"""Browser tests: Playwright driving Debian's Chromium (`CHROMIUM_PATH`, default /usr/bin/chromium).
 
 Fixtures (exposed by the root conftest):
 - `browser`: one headless Chromium per test module.

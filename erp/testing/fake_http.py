@@ -15,6 +15,7 @@ A response can stream `chunks` with a delay between them, or hang (`delay` befor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -77,7 +78,7 @@ class FakeServer:
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self.requests: list[FakeRequest] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _Httpd | None = None
         self._thread: threading.Thread | None = None
 
     # --- configuration ------------------------------------------------------------------
@@ -121,73 +122,25 @@ class FakeServer:
         compiled = re.compile(pattern)
         return [r for r in self.requests if compiled.search(r.path)]
 
+    def answer(self, request: FakeRequest) -> FakeResponse:
+        """Record `request` and answer it from the first matching route (404 JSON if none)."""
+        with self._lock:
+            self.requests.append(request)
+            routes = list(self.routes)
+        for method, pattern, handler in routes:
+            match = pattern.fullmatch(request.path)
+            if method == request.method and match:
+                request.params = match.groupdict()
+                return handler(request)
+        return FakeResponse.json(
+            {"error": {"code": 404, "message": f"no fake route for {request.path}"}},
+            status=404,
+        )
+
     # --- lifecycle ----------------------------------------------------------------------
     def start(self) -> FakeServer:
-        server = self
-
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body are separate writes: with Nagle on, delayed ACKs add ~40 ms.
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _handle(self) -> None:
-                parts = urlsplit(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                request = FakeRequest(
-                    method=self.command,
-                    path=parts.path,
-                    query=parse_qs(parts.query),
-                    headers={k.lower(): v for k, v in self.headers.items()},
-                    body=body,
-                )
-                with server._lock:
-                    server.requests.append(request)
-                    routes = list(server.routes)
-                for method, pattern, handler in routes:
-                    match = pattern.fullmatch(parts.path)
-                    if method == self.command and match:
-                        request.params = match.groupdict()
-                        response = handler(request)
-                        break
-                else:
-                    response = FakeResponse.json(
-                        {"error": {"code": 404, "message": f"no fake route for {parts.path}"}},
-                        status=404,
-                    )
-                self._send(response)
-
-            def _send(self, response: FakeResponse) -> None:
-                if response.delay:
-                    time.sleep(response.delay)
-                try:
-                    self.send_response(response.status)
-                    for key, value in response.headers.items():
-                        self.send_header(key, value)
-                    if response.chunks is None:
-                        self.send_header("Content-Length", str(len(response.body)))
-                        self.end_headers()
-                        self.wfile.write(response.body)
-                    else:
-                        self.send_header("Transfer-Encoding", "chunked")
-                        self.end_headers()
-                        for i, chunk in enumerate(response.chunks):
-                            if i and response.chunk_delay:
-                                time.sleep(response.chunk_delay)
-                            self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
-                            self.wfile.flush()
-                        self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout tests)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Httpd(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -205,3 +158,55 @@ class FakeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Httpd(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body are separate writes: with Nagle on, delayed ACKs add ~40 ms.
+    disable_nagle_algorithm = True
+    server: _Httpd
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _handle(self) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        request = FakeRequest(
+            method=self.command,
+            path=parts.path,
+            query=parse_qs(parts.query),
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=self.rfile.read(length) if length else b"",
+        )
+        response = self.server.fake.answer(request)
+        if response.delay:
+            time.sleep(response.delay)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._send(response)  # unless the client gave up (timeout tests)
+
+    def _send(self, response: FakeResponse) -> None:
+        self.send_response(response.status)
+        for key, value in response.headers.items():
+            self.send_header(key, value)
+        if response.chunks is None:
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            self.wfile.write(response.body)
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i, chunk in enumerate(response.chunks):
+                if i and response.chunk_delay:
+                    time.sleep(response.chunk_delay)
+                self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle

@@ -1,4 +1,4 @@
-"""The contract's management commands print what scripts depend on, last."""
+"""The management commands print what scripts depend on, last."""
 
 from io import StringIO
 

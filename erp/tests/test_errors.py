@@ -1,4 +1,4 @@
-"""Errors under /api/ and /webhooks/ are JSON in the contract's shape, never HTML, never 500."""
+"""Errors under /api/ and /webhooks/ are JSON in the API's error shape, never HTML, never 500."""
 
 import json
 import logging

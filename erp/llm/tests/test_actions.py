@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
-from erp.llm import actions
 from erp.llm.actions import ActionSpec, AnswerStreamExtractor, build_action_schema, parse_action
-from erp.llm.providers.google import to_gemini_schema
+from erp.llm.providers.google_request import to_gemini_schema
 
 CORREO = [
     ActionSpec("responder", "contestar"),
@@ -119,14 +119,15 @@ def test_parse_answer_with_common_fields():
         ("", ""),
     ],
 )
-def test_broken_output_is_a_counted_plain_answer(output: str, answer: str):
-    before = actions.broken_count()
-
-    parsed = parse_action(output, CORREO, answer_action="responder")
+def test_broken_output_is_a_logged_plain_answer(
+    output: str, answer: str, caplog: pytest.LogCaptureFixture
+):
+    with caplog.at_level(logging.WARNING, logger="erp.llm.actions"):
+        parsed = parse_action(output, CORREO, answer_action="responder")
 
     assert (parsed.name, parsed.broken, parsed.answer) == ("responder", True, answer)
     assert parsed.raw == output
-    assert actions.broken_count() == before + 1
+    assert [r.getMessage() for r in caplog.records] == ["llm.action.broken"]
 
 
 ANSWER = 'Línea 1\nDijo "hola" \\ fin\t😀 €'

@@ -1,4 +1,4 @@
-"""The usage ledger: one row per attempt with the spec's columns, cost, atomic debit."""
+"""The usage ledger: one row per attempt with its columns, cost, atomic debit."""
 
 from __future__ import annotations
 

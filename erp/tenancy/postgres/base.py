@@ -48,6 +48,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _with_scope(
         self, execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]
     ) -> Any:
+        # Five positional parameters: Django calls execute wrappers so (erp/codesize.py ALLOWED).
         wanted = scope_value(current_scope())
         if not self.in_atomic_block and self.get_autocommit():
             if not wanted:
@@ -55,7 +56,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if many:
                 with transaction.atomic(using=self.alias):
                     return self._with_scope(execute, sql, params, many, context)
-            return self._prefixed(execute, sql, params, context, wanted)
+            return self._prefixed(execute, sql=sql, params=params, context=context, wanted=wanted)
         if self.connection.info.transaction_status == TransactionStatus.INERROR:
             # Only a rollback runs now (a raw ROLLBACK TO SAVEPOINT too): it may take the value
             # back to the savepoint's, so it is unknown afterwards.
@@ -71,12 +72,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 cursor.execute(set_config_sql(wanted))
             result = execute(sql, params, many, context)
         else:
-            result = self._prefixed(execute, sql, params, context, wanted)
+            result = self._prefixed(execute, sql=sql, params=params, context=context, wanted=wanted)
         self.rls_value = wanted
         return result
 
     def _prefixed(
-        self, execute: Any, sql: str, params: Any, context: dict[str, Any], wanted: str
+        self, execute: Any, *, sql: str, params: Any, context: dict[str, Any], wanted: str
     ) -> Any:
         result = execute(f"{set_config_sql(wanted)};\n{sql}", params, False, context)
         context["cursor"].cursor.nextset()

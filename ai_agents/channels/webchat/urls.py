@@ -1,0 +1,12 @@
+"""Web chat routes, included at the root by erp/urls.py (by string, not import)."""
+
+from django.urls import path
+
+from ai_agents.channels.webchat import views
+
+urlpatterns = [
+    path("widget.js", views.widget_js, name="webchat-widget"),
+    path("api/webchat/<str:key>/sessions", views.session_view, name="webchat-sessions"),
+    path("api/webchat/<str:key>/messages", views.messages_view, name="webchat-messages"),
+    path("webchat/demo", views.demo_page, name="webchat-demo"),
+]

@@ -1,0 +1,295 @@
+"""HTTP surface of the web chat: `/widget.js`, the public `/api/webchat/{key}/...` endpoints
+(CORS for the binding's allowed origins only) and the staff demo page `/webchat/demo`.
+
+    POST /api/webchat/{key}/sessions   {"token"?, "lang"?} -> {"token", "lang", "texts", ...}
+    GET  /api/webchat/{key}/messages?after=<iso>   header X-Webchat-Token -> history + state
+    POST /api/webchat/{key}/messages   {"text", "client_message_id"?} -> SSE (token, citations,
+                                       done, error) or JSON without `Accept: text/event-stream`
+
+The key is in the path so a CORS preflight (which carries no body and no token) is answered
+for exactly the binding's origins. No cookies are involved (the token travels in a header), so
+the views are exempt from CSRF and never send `Access-Control-Allow-Credentials`.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_safe
+
+from ai_agents.api import sse
+from ai_agents.channels.webchat import visitor as webchat
+from ai_agents.models import ChannelBinding
+from erp.api.errors import json_error
+from erp.http_request import client_ip
+
+WIDGET_PATH = Path(__file__).resolve().parents[2] / "static" / "ai_agents" / "widget.js"
+TOKEN_HEADER = "X-Webchat-Token"
+# Pages embed the unversioned /widget.js: a day fresh, a week stale while revalidating (ETag).
+WIDGET_CACHE = "public, max-age=86400, stale-while-revalidate=604800"
+DEMO_CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+View = Callable[[HttpRequest, ChannelBinding], HttpResponse]
+
+
+# --- /widget.js ---------------------------------------------------------------------------
+
+
+@functools.cache
+def _widget_source(compressed: bool) -> tuple[bytes, str]:
+    """(body, ETag) of the script, gzipped or not (each representation its own ETag)."""
+    body = WIDGET_PATH.read_bytes()
+    tag = hashlib.sha256(body).hexdigest()[:20]
+    if compressed:
+        return gzip.compress(body, compresslevel=9, mtime=0), f'"{tag}-gz"'
+    return body, f'"{tag}"'
+
+
+def _accepts_gzip(request: HttpRequest) -> bool:
+    for coding in request.headers.get("Accept-Encoding", "").split(","):
+        name, _sep, params = coding.strip().partition(";")
+        if name.strip().lower() == "gzip":
+            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+@require_safe
+def widget_js(request: HttpRequest) -> HttpResponse:
+    compressed = _accepts_gzip(request)
+    body, etag = _widget_source(compressed)
+    if request.headers.get("If-None-Match") == etag:
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+        if compressed:
+            response["Content-Encoding"] = "gzip"
+    response["ETag"] = etag
+    response["Vary"] = "Accept-Encoding"
+    response["Cache-Control"] = WIDGET_CACHE
+    # Lets embedders add Subresource Integrity (`crossorigin="anonymous"`).
+    response["Access-Control-Allow-Origin"] = "*"
+    response["Cross-Origin-Resource-Policy"] = "cross-origin"
+    return response
+
+
+# --- CORS and auth ------------------------------------------------------------------------
+
+
+def _own_origin(request: HttpRequest) -> str:
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def _client_ip(request: HttpRequest) -> str:
+    return client_ip(request)
+
+
+def webchat_endpoint(*methods: str) -> Callable[[View], Callable[..., HttpResponse]]:
+    """Looks up the binding by the key in the path, checks the Origin, answers preflights and
+    adds the CORS headers (the request's own origin, never `*`)."""
+
+    def decorate(view: View) -> Callable[..., HttpResponse]:
+        @csrf_exempt
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, key: str) -> HttpResponse:
+            binding = webchat.binding_by_key(key)
+            if binding is None:
+                return json_error(404, _("Este chat no existe o está desactivado."))
+            origin = request.headers.get("Origin", "")
+            # Browsers always send Origin on cross-origin requests; without one the request
+            # is same-origin or not from a browser (which could forge it anyway).
+            if origin and not webchat.origin_allowed(
+                binding, origin, own_origin=_own_origin(request)
+            ):
+                return json_error(
+                    403, _("Origen no permitido para este chat."), code="origin_not_allowed"
+                )
+            if request.method == "OPTIONS":
+                response = HttpResponse(status=204)
+                response["Access-Control-Allow-Methods"] = ", ".join([*methods, "OPTIONS"])
+                response["Access-Control-Allow-Headers"] = f"Content-Type, {TOKEN_HEADER}"
+                response["Access-Control-Max-Age"] = "600"
+            elif request.method not in methods:
+                response = json_error(405, _("Método no permitido."))
+                response["Allow"] = ", ".join([*methods, "OPTIONS"])
+            else:
+                response = view(request, binding)
+            if origin:
+                response["Access-Control-Allow-Origin"] = origin
+                response["Access-Control-Expose-Headers"] = "Retry-After"
+            patch_vary_headers(response, ["Origin"])
+            return response
+
+        return wrapper
+
+    return decorate
+
+
+def _session(request: HttpRequest, binding: ChannelBinding) -> webchat.Session | None:
+    try:
+        return webchat.session_read(binding=binding, token=request.headers.get(TOKEN_HEADER, ""))
+    except webchat.SessionInvalid:
+        return None
+
+
+def _unauthorized() -> JsonResponse:
+    return json_error(
+        401, _("La sesión del chat no es válida o ha caducado."), code="session_invalid"
+    )
+
+
+def _limited(result: Any) -> JsonResponse:
+    response = json_error(
+        429,
+        _("Demasiadas solicitudes; inténtelo de nuevo en %(s)s s.") % {"s": result.retry_after_s},
+        code="rate_limited",
+        retry_after=result.retry_after_s,
+    )
+    response["Retry-After"] = str(result.retry_after_s)
+    return response
+
+
+def _json_body(request: HttpRequest) -> dict[str, Any] | None:
+    try:
+        data = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- endpoints ----------------------------------------------------------------------------
+
+
+@webchat_endpoint("POST")
+def session_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+    data = _json_body(request)
+    if data is None:
+        return json_error(400, _("El cuerpo debe ser un objeto JSON."))
+    previous = data.get("token")
+    session = None
+    if isinstance(previous, str) and previous:
+        try:
+            session = webchat.session_read(binding=binding, token=previous)
+        except webchat.SessionInvalid:
+            session = None
+    if session is None:  # only new visitors count against the address
+        limited = webchat.limit_hit("ip-sessions", _client_ip(request), webchat.IP_SESSIONS)
+        if not limited.allowed:
+            return _limited(limited)
+    session, token = webchat.session_start(binding=binding, session=session)
+    lang = webchat.language_pick(str(data.get("lang") or ""))
+    return JsonResponse(
+        {
+            "token": token,
+            "lang": lang,
+            "agent": {"name": binding.agent.name},
+            "texts": webchat.widget_texts(lang, binding.agent.name),
+            "max_chars": webchat.TEXT_MAX_CHARS,
+            "poll_interval_ms": webchat.POLL_INTERVAL_MS,
+            **webchat.conversation_state(session),
+        }
+    )
+
+
+@webchat_endpoint("GET", "POST")
+def messages_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+    session = _session(request, binding)
+    if session is None:
+        return _unauthorized()
+    if request.method == "POST":
+        return _message_post(request, session)
+    limited = webchat.limit_hit("visitor-reads", session.visitor_id, webchat.VISITOR_READS)
+    if not limited.allowed:
+        return _limited(limited)
+    raw_after = request.GET.get("after", "")
+    after = parse_datetime(raw_after) if raw_after else None
+    if raw_after and (after is None or after.tzinfo is None):
+        return json_error(400, _("`after` debe ser una fecha ISO 8601 con zona horaria."))
+    messages = webchat.messages_after(session, after)
+    cursor = messages[-1]["created_at"] if messages else (raw_after or None)
+    return JsonResponse(
+        {"messages": messages, "cursor": cursor, **webchat.conversation_state(session)}
+    )
+
+
+def _message_post(request: HttpRequest, session: webchat.Session) -> HttpResponse:
+    data = _json_body(request)
+    if data is None:
+        return json_error(400, _("El cuerpo debe ser un objeto JSON."))
+    text = data.get("text")
+    text = text.strip() if isinstance(text, str) else ""
+    if not text:
+        return json_error(400, _("Escriba un mensaje."), code="text_required")
+    if len(text) > webchat.TEXT_MAX_CHARS:
+        return json_error(
+            400,
+            _("El mensaje supera los %(n)s caracteres.") % {"n": webchat.TEXT_MAX_CHARS},
+            code="text_too_long",
+            max_chars=webchat.TEXT_MAX_CHARS,
+        )
+    client_id = data.get("client_message_id")
+    client_id = client_id if isinstance(client_id, str) else ""
+    for scope, subject, rule in (
+        ("visitor-msgs", session.visitor_id, webchat.VISITOR_MESSAGES),
+        ("ip-msgs", _client_ip(request), webchat.IP_MESSAGES),
+    ):
+        limited = webchat.limit_hit(scope, subject, rule)
+        if not limited.allowed:
+            return _limited(limited)
+    agent = session.binding.agent
+    inbound = webchat.visitor_inbound(session, text, client_id)
+    present = functools.partial(webchat.reply_present, session)
+    if sse.wants_stream(request) and agent.processing["streaming_enabled"]:
+        return sse.stream_response(agent, inbound, present)
+    from ai_agents.conversations.engine import message_process
+
+    body = present(message_process(agent=agent, inbound=inbound))
+    limited_body = body.pop("rate_limited", None)
+    if limited_body is not None:
+        retry = int(limited_body["retry_after_s"])
+        response = json_error(
+            429,
+            _("Demasiados mensajes en esta conversación."),
+            code="rate_limited",
+            retry_after=retry,
+        )
+        response["Retry-After"] = str(retry)
+        return response
+    return JsonResponse(body)
+
+
+# --- demo page ----------------------------------------------------------------------------
+
+
+@require_GET
+@staff_member_required
+def demo_page(request: HttpRequest) -> HttpResponse:
+    """The widget on a page of ours with a strict CSP, for trying a binding (staff only: it
+    shows a tenant's public key, which is public anyway, but the page is not for visitors)."""
+    bindings = ChannelBinding.objects.filter(type=ChannelBinding.Type.WEBCHAT, is_active=True)
+    key = request.GET.get("key", "")
+    binding = bindings.filter(token=key).first() if key else bindings.first()
+    if binding is None:
+        raise Http404
+    response = render(
+        request,
+        "ai_agents/webchat_demo.html",
+        {"binding": binding, "lang": request.GET.get("lang", "")},
+    )
+    response["Content-Security-Policy"] = DEMO_CSP
+    return response

@@ -1,0 +1,288 @@
+"""The web chat: a visitor on a customer's site talks to an agent through `/widget.js`.
+
+Trust model. The binding's public key (`ChannelBinding.token`) is published in the page, so it
+proves nothing by itself: a browser request must also come from one of the binding's
+`allowed_origins` (browsers always send `Origin` on cross-origin requests and scripts cannot
+forge it). `session_start` then hands the visitor a session token signed with SECRET_KEY that
+names the binding and a random visitor id; every later call carries it. The visitor id is the
+conversation thread, so a token can only ever read its own binding's (and so its own
+tenant's) thread, and a forged or expired token is refused.
+
+No adapter is registered: the widget pulls. Replies stream back on the POST (SSE); a person's
+replies from the staff inbox (`Message.author` set) reach the visitor when the widget polls
+`messages_after`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core import signing
+from django.utils.translation import gettext as _
+from django.utils.translation import override
+
+from ai_agents.conversations.inbound import Inbound, inbound_clean
+from ai_agents.models import ChannelBinding, Conversation, Message
+from erp import ratelimit
+
+CHANNEL = "webchat"
+SESSION_SALT = "ai_agents.webchat.session"
+SESSION_MAX_AGE_S = 30 * 24 * 3600  # a returning visitor's token is renewed on each visit
+TEXT_MAX_CHARS = 4000
+POLL_INTERVAL_MS = 4000
+HISTORY_MAX_MESSAGES = 200
+LANGUAGES = ("es", "en")
+
+# (limit, window seconds). Module constants so a test can lower them.
+VISITOR_MESSAGES = (12, 60)
+IP_MESSAGES = (60, 60)
+IP_SESSIONS = (30, 600)
+VISITOR_READS = (60, 60)
+
+
+class SessionInvalid(Exception):
+    """Missing, forged, expired, or for another binding: 401."""
+
+
+@dataclass(frozen=True)
+class Session:
+    binding: ChannelBinding
+    visitor_id: str
+
+    @property
+    def thread_id(self) -> str:
+        return f"wc-{self.visitor_id}"
+
+    @property
+    def contact(self) -> dict[str, str]:
+        return {"external_id": f"webchat:{self.visitor_id}"}
+
+
+# --- binding and origin -------------------------------------------------------------------
+
+
+def binding_by_key(key: str) -> ChannelBinding | None:
+    """The active web chat binding with this public key (any tenant: the key is the router)."""
+    if not key or len(key) > 64:
+        return None
+    return (
+        ChannelBinding.objects.unscoped()
+        .select_related("agent", "tenant")
+        .filter(token=key, type=ChannelBinding.Type.WEBCHAT, is_active=True, agent__is_active=True)
+        .first()
+    )
+
+
+def origin_normalize(origin: str) -> str:
+    """`scheme://host[:port]`, or "" for anything that is not an origin (a browser never sends
+    a port over 65535 or a malformed host: such a header is refused, not a 500)."""
+    try:
+        parts = urlsplit(origin.strip().rstrip("/").lower())
+        given_port = parts.port
+    except ValueError:
+        return ""
+    if not parts.scheme or not parts.hostname:
+        return ""
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    port = f":{given_port}" if given_port and given_port != default else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
+
+
+def origin_allowed(binding: ChannelBinding, origin: str, *, own_origin: str = "") -> bool:
+    """True for one of the binding's allowed origins (`https://*.example.com` matches its
+    subdomains) or our own origin (the demo page). A request without `Origin` is not a
+    cross-origin browser request and is checked by `origin_request_allowed`."""
+    wanted = origin_normalize(origin)
+    if not wanted:
+        return False
+    if own_origin and wanted == origin_normalize(own_origin):
+        return True
+    for allowed in binding.allowed_origins or []:
+        pattern = str(allowed).strip().rstrip("/").lower()
+        if "://*." in pattern:
+            scheme, suffix = pattern.split("://*.", 1)
+            if wanted.startswith(f"{scheme}://") and wanted.endswith(f".{suffix}"):
+                return True
+        elif origin_normalize(pattern) == wanted:
+            return True
+    return False
+
+
+# --- sessions -----------------------------------------------------------------------------
+
+
+def session_start(
+    *, binding: ChannelBinding, session: Session | None = None
+) -> tuple[Session, str]:
+    """A fresh token for `session` (a returning visitor: history survives, expiry slides) or
+    for a new visitor."""
+    if session is None or session.binding.pk != binding.pk:
+        session = Session(binding=binding, visitor_id=secrets.token_urlsafe(16))
+    payload = {"b": str(binding.pk), "v": session.visitor_id}
+    token = signing.TimestampSigner(salt=SESSION_SALT).sign_object(payload, compress=False)
+    return session, token
+
+
+def session_read(*, binding: ChannelBinding, token: str) -> Session:
+    if not token or len(token) > 512:
+        raise SessionInvalid
+    try:
+        payload = signing.TimestampSigner(salt=SESSION_SALT).unsign_object(
+            token, max_age=SESSION_MAX_AGE_S
+        )
+    except signing.BadSignature:  # includes SignatureExpired
+        raise SessionInvalid from None
+    if not isinstance(payload, dict) or payload.get("b") != str(binding.pk):
+        raise SessionInvalid
+    visitor_id = payload.get("v")
+    if not isinstance(visitor_id, str) or not visitor_id:
+        raise SessionInvalid
+    return Session(binding=binding, visitor_id=visitor_id)
+
+
+# --- reads --------------------------------------------------------------------------------
+
+
+def _thread_conversations(session: Session) -> Any:
+    binding = session.binding
+    return Conversation.objects.for_tenant(binding.tenant_id).filter(
+        agent_id=binding.agent_id, channel=CHANNEL, channel_conversation_id=session.thread_id
+    )
+
+
+def conversation_state(session: Session) -> dict[str, Any]:
+    """Who answers the visitor now: `bot`, `waiting` (escalated, nobody has it yet) or `human`
+    (a person holds it). A closed conversation reads as `bot`: the next message opens a new one."""
+    current = (
+        _thread_conversations(session)
+        .order_by("-started_at")
+        .values("status", "assigned_to_id")
+        .first()
+    )
+    status = current["status"] if current else Conversation.Status.ACTIVE
+    held = bool(current and current["assigned_to_id"])
+    if status in Conversation.OPEN_STATUSES and held:
+        state = "human"
+    elif status == Conversation.Status.ESCALATED:
+        state = "waiting"
+    else:
+        state = "bot"
+    return {"state": state, "human": state == "human", "conversation_status": status}
+
+
+def message_public(message: Message) -> dict[str, Any]:
+    """What the visitor may see of a message: never the staff member's e-mail or usage."""
+    author = message.author
+    return {
+        "id": str(message.pk),
+        "role": message.role,
+        "text": message.content,
+        "created_at": message.created_at.isoformat(),
+        "human": message.author_id is not None,
+        "author_name": (author.first_name if author is not None else "") or "",
+    }
+
+
+def messages_after(session: Session, after: datetime | None) -> list[dict[str, Any]]:
+    """The thread's visible messages (every conversation of it, oldest first), after `after`."""
+    binding = session.binding
+    rows = (
+        Message.objects.for_tenant(binding.tenant_id)
+        .filter(
+            conversation__in=_thread_conversations(session).values("pk"),
+            role__in=[Message.Role.USER, Message.Role.ASSISTANT],
+        )
+        .select_related("author")
+    )
+    if after is not None:
+        rows = rows.filter(created_at__gt=after).order_by("created_at")[:HISTORY_MAX_MESSAGES]
+        return [message_public(m) for m in rows]
+    latest = rows.order_by("-created_at")[:HISTORY_MAX_MESSAGES]
+    return [message_public(m) for m in reversed(latest)]
+
+
+# --- writes -------------------------------------------------------------------------------
+
+
+def visitor_inbound(session: Session, text: str, client_message_id: str = "") -> Inbound:
+    """The pipeline input for one visitor message. A client id makes a retried POST return the
+    stored result; it is namespaced by visitor so nobody can replay another visitor's id."""
+    message_id = None
+    if client_message_id:
+        message_id = f"webchat:{session.visitor_id}:{client_message_id[:80]}"
+    return inbound_clean(
+        Inbound(
+            text=text,
+            contact=session.contact,
+            channel=CHANNEL,
+            thread_id=session.thread_id,
+            channel_message_id=message_id,
+            metadata={"binding_id": str(session.binding.pk)},
+            binding=session.binding,
+        )
+    )
+
+
+def reply_present(session: Session, body: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline result as the visitor sees it (runs in the pipeline's thread: it reads the
+    state). Keeps `rate_limited` for the SSE relay; drops usage, costs and escalation reasons."""
+    reply = body.get("reply")
+    shown: dict[str, Any] = {
+        "message_id": body.get("message_id"),
+        "reply": None
+        if not reply
+        else {
+            "id": reply["id"],
+            "text": reply["text"],
+            "citations": [{"title": c.get("title", "")} for c in reply.get("citations") or []],
+        },
+        **conversation_state(session),
+    }
+    if "rate_limited" in body:
+        shown["rate_limited"] = body["rate_limited"]
+    return shown
+
+
+# --- limits -------------------------------------------------------------------------------
+
+
+def limit_hit(scope: str, subject: str, rule: tuple[int, int]) -> ratelimit.LimitResult:
+    limit, window = rule
+    return ratelimit.hit(f"webchat:{scope}:{subject}", limit=limit, window_s=window)
+
+
+# --- texts --------------------------------------------------------------------------------
+
+
+def language_pick(requested: str) -> str:
+    code = (requested or "").strip().lower()[:2]
+    return code if code in LANGUAGES else "es"
+
+
+def widget_texts(lang: str, agent_name: str) -> dict[str, str]:
+    """Every string the widget shows, in the visitor's language (Spanish source strings)."""
+    with override(lang):
+        return {
+            "open": _("Abrir el chat"),
+            "close": _("Cerrar el chat"),
+            "title": agent_name,
+            "greeting": _("¡Hola! Soy %(name)s. ¿En qué puedo ayudarle?") % {"name": agent_name},
+            "input_label": _("Escriba su mensaje"),
+            "placeholder": _("Escriba su mensaje…"),
+            "send": _("Enviar"),
+            "you": _("Usted"),
+            "bot": agent_name,
+            "person": _("Persona del equipo"),
+            "state_human": _("Le atiende una persona"),
+            "state_waiting": _("Le pasamos con una persona; le atenderá en breve"),
+            "delivered_to_person": _("Su mensaje ha llegado a la persona que le atiende."),
+            "error": _("No se pudo enviar el mensaje. Inténtelo de nuevo."),
+            "rate_limited": _("Demasiados mensajes. Espere %(s)s s.") % {"s": "{s}"},
+            "too_long": _("El mensaje es demasiado largo."),
+            "unavailable": _("El chat no está disponible ahora."),
+            "unread": _("Mensajes nuevos: %(n)s") % {"n": "{n}"},
+        }

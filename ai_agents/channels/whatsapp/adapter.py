@@ -1,0 +1,426 @@
+"""The WhatsApp Cloud API channel: accepting webhook batches, applying status updates, and the
+outbound adapter (registered as "whatsapp").
+
+Inbound: every message is stored with `inbound_accept` before the webhook answers 200 (Meta
+never replays a lost webhook); the model runs later on the real-time queue. Redeliveries meet
+the unique constraint on the message id. Outbound: text split at 4096 characters (one Delivery
+per part), retries for throttling, and the 24-hour customer-service window (outside it only an
+approved template may go, else the delivery is recorded as failed for the staff to see).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from ai_agents.channels import adapter_register
+from ai_agents.channels.whatsapp.graph import (
+    TYPING_TIMEOUT,
+    GraphClient,
+    GraphResult,
+    messages_post_with_retries,
+)
+from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
+from ai_agents.conversations.delivery import delivery_status_summary
+from ai_agents.conversations.inbound import Inbound, inbound_accept
+from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "whatsapp"
+TEXT_LIMIT = 4096
+WINDOW = timedelta(hours=24)
+OUTSIDE_WINDOW = "outside_24h_window"
+# How long a status for a wamid we have not stored yet waits for it.
+PARKED_SECONDS = 3600
+# Status order: a status never moves a delivery backwards; failed is final.
+_RANK = {"pending": 0, "sent": 1, "delivered": 2, "read": 3, "played": 3, "failed": 4}
+
+
+# --- inbound -------------------------------------------------------------------------------
+
+
+@dataclass
+class WebhookOutcome:
+    stored: int = 0
+    duplicates: int = 0
+    statuses: int = 0
+    unrouted: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+def binding_for_number(phone_number_id: str, *, active: bool = True) -> ChannelBinding | None:
+    """The WhatsApp binding of a business number (platform-wide unique): the only way to a
+    tenant before any tenant is known, hence `unscoped`. Inactive bindings take no new
+    messages but still get the statuses of what they sent."""
+    rows = ChannelBinding.objects.unscoped().filter(
+        type=ChannelBinding.Type.WHATSAPP, phone_number_id=phone_number_id
+    )
+    if active:
+        rows = rows.filter(is_active=True)
+    return rows.select_related("agent__tenant").first()
+
+
+def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
+    """Stores every message of the batch and applies every status. Unknown numbers are
+    logged and skipped (Meta would otherwise retry for a week)."""
+    batch = batch_parse(payload)
+    outcome = WebhookOutcome(skipped=batch.skipped, errors=len(batch.errors))
+    bindings: dict[tuple[str, bool], ChannelBinding | None] = {}
+
+    def binding_of(number: str, active: bool = True) -> ChannelBinding | None:
+        if (number, active) not in bindings:
+            bindings[number, active] = binding_for_number(number, active=active)
+            if bindings[number, active] is None:
+                logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
+        return bindings[number, active]
+
+    for item in batch.messages:
+        binding = binding_of(item.phone_number_id)
+        if binding is None:
+            outcome.unrouted += 1
+            continue
+        _message, created = inbound_accept(
+            binding=binding, inbound=_inbound(item), answer=item.answer
+        )
+        if created:
+            outcome.stored += 1
+        else:
+            outcome.duplicates += 1
+    for status in batch.statuses:
+        binding = binding_of(status.phone_number_id, active=False)
+        if binding is None:
+            outcome.unrouted += 1
+        elif delivery_status_apply(binding=binding, status=status):
+            outcome.statuses += 1
+    for error in batch.errors:
+        logger.warning(
+            "whatsapp.webhook_error",
+            extra={"phone_number_id": error.phone_number_id, "error_code": error.code},
+        )
+    if outcome.skipped:
+        logger.warning("whatsapp.items_skipped", extra={"count": outcome.skipped})
+    return outcome
+
+
+def _inbound(item: WaMessage) -> Inbound:
+    contact: dict[str, Any] = {"external_id": item.wa_id, "phone": f"+{item.wa_id}"}
+    if item.name:
+        contact["name"] = item.name
+    return Inbound(
+        text=item.text,
+        contact=contact,
+        channel=CHANNEL,
+        # One thread per customer and business number (a tenant may have several numbers).
+        thread_id=f"{item.phone_number_id}:{item.wa_id}",
+        channel_message_id=item.message_id,
+        metadata=item.metadata,
+    )
+
+
+def delivery_status_apply(*, binding: ChannelBinding, status: WaStatus) -> bool:
+    """Moves the delivery with this wamid (in the binding's tenant) forward, never back, and
+    refreshes its message's status. A wamid not (yet) ours is parked for `PARKED_SECONDS`: Meta
+    may report "sent" before its answer to our POST, which carries the wamid, is stored; the
+    send applies what was parked (`_parked_apply`). False when the wamid is unknown."""
+    if status.status not in _RANK:
+        return False
+    if _status_move(binding.tenant_id, status):
+        return True
+    _status_park(binding.tenant_id, status)
+    # The send may have stored the wamid and looked for parked statuses in between: look
+    # again, so one of the two always sees the other (applying twice changes nothing).
+    return _status_move(binding.tenant_id, status)
+
+
+def _status_move(tenant_id: Any, status: WaStatus) -> bool:
+    """False when no delivery of the tenant has this wamid."""
+    rank = _RANK[status.status]
+    new = Delivery.Status.READ if status.status == "played" else status.status
+    with transaction.atomic():
+        delivery = (
+            Delivery.objects.for_tenant(tenant_id)
+            .select_for_update()
+            .filter(channel=CHANNEL, external_id=status.message_id)
+            .first()
+        )
+        if delivery is None:
+            return False
+        if _RANK.get(delivery.status, 0) >= rank:
+            return True  # stale or repeated: already there or further
+        delivery.status = new
+        delivery.status_at = _when(status.timestamp)
+        fields = ["status", "status_at"]
+        if new == Delivery.Status.FAILED:
+            delivery.error_code = status.error_code[:40]
+            delivery.error_message = status.error_message[:500]
+            fields += ["error_code", "error_message"]
+        delivery.save(update_fields=fields)
+        _message_status_refresh(delivery.message_id, tenant_id, error=delivery)
+    return True
+
+
+def _parked_key(tenant_id: Any, wamid: str, status: str) -> str:
+    # One key per status kind: two statuses parked at once never overwrite each other.
+    digest = hashlib.sha256(wamid.encode()).hexdigest()[:32]
+    return f"wa-status:{tenant_id}:{digest}:{status}"
+
+
+def _status_park(tenant_id: Any, status: WaStatus) -> None:
+    try:
+        cache.set(
+            _parked_key(tenant_id, status.message_id, status.status),
+            dataclasses.asdict(status),
+            PARKED_SECONDS,
+        )
+    except Exception as exc:  # Redis down: the status is lost, the webhook still answers 200
+        logger.warning("whatsapp.status_not_parked", extra={"error": type(exc).__name__})
+
+
+def _parked_apply(tenant_id: Any, wamid: str) -> None:
+    """Applies the statuses that arrived before this wamid was stored."""
+    keys = [_parked_key(tenant_id, wamid, kind) for kind in _RANK]
+    try:
+        parked = cache.get_many(keys)
+        if parked:
+            cache.delete_many(list(parked))
+    except Exception as exc:
+        logger.warning("whatsapp.parked_unavailable", extra={"error": type(exc).__name__})
+        return
+    for data in sorted(parked.values(), key=lambda item: _RANK[item["status"]]):
+        _status_move(tenant_id, WaStatus(**data))
+
+
+def _message_status_refresh(message_id: Any, tenant_id: Any, *, error: Delivery | None) -> str:
+    message = (
+        Message.objects.for_tenant(tenant_id).select_for_update().filter(pk=message_id).first()
+    )
+    if message is None:
+        return ""
+    statuses = list(
+        Delivery.objects.for_tenant(tenant_id)
+        .filter(message_id=message_id)
+        .values_list("status", flat=True)
+    )
+    summary = delivery_status_summary(statuses)
+    message.delivery_status = summary
+    fields = ["delivery_status"]
+    if summary == Delivery.Status.FAILED and error is not None and error.error_code:
+        message.metadata = {
+            **(message.metadata or {}),
+            "delivery_error": {"code": error.error_code, "message": error.error_message},
+        }
+        fields.append("metadata")
+    message.save(update_fields=fields)
+    return summary
+
+
+def _when(timestamp: str) -> datetime:
+    try:
+        return datetime.fromtimestamp(int(timestamp), tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return timezone.now()
+
+
+# --- outbound ------------------------------------------------------------------------------
+
+
+def text_split(text: str, limit: int = TEXT_LIMIT) -> list[str]:
+    """Parts of at most `limit` characters, cut at the last paragraph break, else sentence
+    end, else space before the limit (a word longer than the limit is cut hard)."""
+    text = text.strip()
+    parts: list[str] = []
+    while len(text) > limit:
+        window = text[: limit + 1]
+        cut = _last_break(window, limit)
+        parts.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    if text:
+        parts.append(text)
+    return parts
+
+
+def _last_break(window: str, limit: int) -> int:
+    for pattern in (r"\n\s*\n", r"[.!?…](?=\s)", r"\s"):
+        ends = [m.end() for m in re.finditer(pattern, window) if 0 < m.end() <= limit]
+        if ends and ends[-1] > limit // 4:  # a break too early would make tiny parts
+            return ends[-1]
+    return limit
+
+
+def window_open(conversation: Conversation, *, now: datetime | None = None) -> bool:
+    """Inside the 24-hour customer-service window (free-form messages allowed)?"""
+    last = conversation.last_inbound_at
+    return last is not None and (now or timezone.now()) - last < WINDOW
+
+
+def text_body(to: str, text: str) -> dict[str, Any]:
+    return {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "text",
+        "text": {"preview_url": False, "body": text},
+    }
+
+
+def template_body(to: str, template: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": str(template["name"]),
+        "language": {"code": str(template.get("language") or "es")},
+    }
+    if template.get("components"):
+        body["components"] = template["components"]
+    return {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "template",
+        "template": body,
+    }
+
+
+def mark_read_body(message_id: str) -> dict[str, Any]:
+    return {
+        "messaging_product": "whatsapp",
+        "status": "read",
+        "message_id": message_id,
+        "typing_indicator": {"type": "text"},
+    }
+
+
+def recipient_of(conversation: Conversation) -> str:
+    data = conversation.channel_data or {}
+    return str(data.get("wa_id") or conversation.contact_identifier)
+
+
+class WhatsAppAdapter:
+    """The channel adapter (see `ai_agents.channels.ChannelAdapter`). Bot and staff replies
+    both come here; it never raises for channel errors, it records them."""
+
+    def client(self, binding: ChannelBinding) -> GraphClient:
+        return GraphClient(access_token=binding.access_token)
+
+    def typing(self, *, binding: Any, conversation: Any, inbound: Any) -> None:
+        """Marks the customer's message read with the typing indicator (dismissed by the reply
+        or after 25 s). Best effort: one attempt, failures only logged."""
+        if not inbound.channel_message_id:
+            return
+        result = self.client(binding).messages_post(
+            phone_number_id=binding.phone_number_id,
+            body=mark_read_body(inbound.channel_message_id),
+            timeout=TYPING_TIMEOUT,
+        )
+        if not result.ok:
+            logger.info("whatsapp.typing_failed", extra={"error_code": result.error_code})
+
+    def send(self, *, binding: Any, conversation: Any, message: Any) -> str:
+        to = recipient_of(conversation)
+        if window_open(conversation):
+            bodies = [text_body(to, part) for part in text_split(message.content)]
+        elif (binding.whatsapp_template or {}).get("name"):
+            bodies = [template_body(to, binding.whatsapp_template)]
+        else:
+            return self._outside_window(conversation, message)
+        client = self.client(binding)
+        for part, body in enumerate(bodies):
+            delivery, _created = Delivery.objects.for_tenant(message.tenant_id).get_or_create(
+                tenant_id=message.tenant_id,
+                message=message,
+                part=part,
+                defaults={"channel": CHANNEL},
+            )
+            if delivery.status != Delivery.Status.PENDING:
+                continue  # already handed over by an earlier run
+            result = messages_post_with_retries(
+                client, phone_number_id=binding.phone_number_id, body=body
+            )
+            _delivery_record(delivery, result)
+            if not result.ok:
+                logger.warning(
+                    "whatsapp.send_failed",
+                    extra={"message_id": str(message.pk), "error_code": result.error_code},
+                )
+                break  # later parts would read out of context
+        with transaction.atomic():
+            return _message_status_refresh(message.pk, message.tenant_id, error=_failed(message))
+
+    def _outside_window(self, conversation: Any, message: Any) -> str:
+        """No free-form text after 24 h and no template configured: recorded as failed with
+        a clear code, and the team is notified (e-mail / webhook of the handoff settings)."""
+        from ai_agents.services.handoff import staff_notify
+
+        text = _(
+            "Han pasado más de 24 horas desde el último mensaje del cliente: WhatsApp solo "
+            "permite plantillas aprobadas y el canal no tiene ninguna configurada."
+        )
+        Delivery.objects.for_tenant(message.tenant_id).update_or_create(
+            tenant_id=message.tenant_id,
+            message=message,
+            part=0,
+            defaults={
+                "channel": CHANNEL,
+                "status": Delivery.Status.FAILED,
+                "error_code": OUTSIDE_WINDOW,
+                "error_message": text[:500],
+                "status_at": timezone.now(),
+            },
+        )
+        logger.warning(
+            "whatsapp.outside_window",
+            extra={
+                "conversation_id": str(conversation.pk),
+                "message_id": str(message.pk),
+                "staff_notice": True,
+            },
+        )
+        staff_notify(conversation, OUTSIDE_WINDOW, str(text))
+        with transaction.atomic():
+            return _message_status_refresh(message.pk, message.tenant_id, error=_failed(message))
+
+
+def _delivery_record(delivery: Delivery, result: GraphResult) -> None:
+    delivery.attempts = result.attempts
+    delivery.status_at = timezone.now()
+    if result.ok:
+        delivery.status = Delivery.Status.SENT
+        delivery.external_id = result.external_id or None
+    else:
+        delivery.status = Delivery.Status.FAILED
+        delivery.error_code = result.error_code[:40]
+        delivery.error_message = result.error_message[:500]
+    delivery.save(
+        update_fields=[
+            "attempts",
+            "status_at",
+            "status",
+            "external_id",
+            "error_code",
+            "error_message",
+        ]
+    )
+    if delivery.external_id:
+        _parked_apply(delivery.tenant_id, delivery.external_id)
+
+
+def _failed(message: Any) -> Delivery | None:
+    return (
+        Delivery.objects.for_tenant(message.tenant_id)
+        .filter(message_id=message.pk, status=Delivery.Status.FAILED)
+        .order_by("part")
+        .first()
+    )
+
+
+adapter_register(CHANNEL, WhatsAppAdapter())

@@ -1,0 +1,181 @@
+"""Accepting inbound messages: store first, answer on the real-time queue.
+
+`inbound_clean` is the one place where what a customer sent (text, contact, ids, metadata)
+is made storable: every channel, the REST API and the web chat build their `Inbound` and pass
+it here (through `inbound_accept` or directly), so a NUL or a lone surrogate becomes U+FFFD and
+the message is stored instead of failing with a 500 (see `erp.storable`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ai_agents.conversations import store
+from ai_agents.models import Agent, ChannelBinding, Conversation, Message
+from erp.celery import enqueue
+from erp.storable import storable, storable_text
+from erp.tenancy.scoping import tenant_scope
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Inbound:
+    text: str
+    contact: Mapping[str, Any]  # external_id, name?, email?, phone?
+    channel: str = "api"
+    thread_id: str | None = None  # channel conversation id; default: the contact's id
+    channel_message_id: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    binding: Any = None  # the ChannelBinding it came through (replies go out through it)
+
+
+def inbound_message_row(
+    agent: Agent, conversation: Conversation, inbound: Inbound, *, created_at: Any
+) -> Message:
+    """The customer's message as a row (not saved)."""
+    return Message(
+        tenant_id=agent.tenant_id,
+        conversation=conversation,
+        agent=agent,
+        role=Message.Role.USER,
+        content=inbound.text,
+        channel_message_id=inbound.channel_message_id or None,
+        metadata={"channel_metadata": dict(inbound.metadata or {})},
+        created_at=created_at,
+    )
+
+
+def message_receive(
+    *,
+    agent: Agent,
+    inbound: Inbound,
+    answer: bool = True,
+) -> tuple[Message, bool]:
+    """Stores one inbound channel message before it is acknowledged; the model runs later
+    (`conversation_answer_pending`, on the real-time queue). Returns the message and whether it
+    is new: a redelivered `channel_message_id` meets the unique constraint and returns the
+    first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
+    already handled, so it is never answered.
+
+    Takes no thread lock: a webhook never waits for a model call in progress. Five statements
+    for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
+    by the failed INSERT, not by a SELECT before every new message)."""
+    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
+        return _message_receive(agent=agent, inbound=inbound, answer=answer)
+
+
+def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
+    contact = store.contact_upsert(tenant=agent.tenant, data=inbound.contact)
+    thread_id = inbound.thread_id or contact.external_id
+    binding = inbound.binding
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            conversation = store.conversation_open(
+                agent=agent,
+                channel=inbound.channel,
+                thread_id=thread_id,
+                contact=contact,
+                binding=binding,
+            )
+            message = inbound_message_row(agent, conversation, inbound, created_at=now)
+            if not answer:
+                message.metadata["result"] = {
+                    "conversation_id": str(conversation.pk),
+                    "reply": None,
+                    "ignored": True,
+                }
+            message.save(force_insert=True)
+            changes: dict[str, Any] = {
+                "message_count": F("message_count") + 1,
+                "last_message_at": now,
+                "last_inbound_at": now,
+            }
+            if binding is not None and conversation.binding_id is None:
+                changes["binding"] = binding
+            Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
+                **changes
+            )
+    except IntegrityError:
+        if not inbound.channel_message_id:
+            raise
+        # Redelivered: the first copy was stored (everything above was rolled back).
+        existing = store.message_by_channel_id(
+            agent=agent, channel_message_id=inbound.channel_message_id
+        )
+        if existing is None:
+            raise
+        return existing, False
+    return message, True
+
+
+def inbound_accept(
+    *, binding: ChannelBinding, inbound: Inbound, answer: bool = True
+) -> tuple[Message, bool]:
+    """Stores the message (idempotent on `channel_message_id`) and, when it is new and needs an
+    answer, queues `channel_conversation_answer` once the row is committed. Returns the message
+    and whether it was new."""
+    message, created = message_receive(
+        agent=binding.agent, inbound=replace(inbound_clean(inbound), binding=binding), answer=answer
+    )
+    if created and answer:
+        conversation_id = str(message.conversation_id)
+        message_id = str(message.pk)
+        transaction.on_commit(lambda: _enqueue(conversation_id, message_id))
+    return message, created
+
+
+# Column widths of what a channel hands us (Contact, Conversation, Message).
+_CONTACT_ID_MAX = 100
+_CONTACT_FIELDS_MAX = {"name": 200, "email": 254, "phone": 40}
+_THREAD_ID_MAX = 255
+_MESSAGE_ID_MAX = 255
+
+
+def inbound_clean(inbound: Inbound) -> Inbound:
+    """`inbound` with every character PostgreSQL cannot store replaced by U+FFFD, and every
+    field within its column: an id too long becomes a hash of itself (still unique, so a
+    redelivery is still recognised), a name is cut."""
+    contact = storable(dict(inbound.contact))
+    contact["external_id"] = _bounded_id(str(contact["external_id"]), _CONTACT_ID_MAX)
+    for field, limit in _CONTACT_FIELDS_MAX.items():
+        if isinstance(contact.get(field), str):
+            contact[field] = contact[field][:limit]
+    thread_id, message_id = inbound.thread_id, inbound.channel_message_id
+    return replace(
+        inbound,
+        text=storable_text(inbound.text),
+        contact=contact,
+        thread_id=_bounded_id(storable_text(thread_id), _THREAD_ID_MAX) if thread_id else thread_id,
+        channel_message_id=(
+            _bounded_id(storable_text(message_id), _MESSAGE_ID_MAX) if message_id else message_id
+        ),
+        metadata=storable(dict(inbound.metadata)) if inbound.metadata is not None else None,
+    )
+
+
+def _bounded_id(value: str, limit: int) -> str:
+    if len(value) <= limit:
+        return value
+    return "sha256:" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()
+
+
+def _enqueue(conversation_id: str, message_id: str) -> None:
+    """After commit. If the broker is down the message is safe in the database and
+    `channel_pending_sweep` queues it within a minute; the webhook still answers 200."""
+    try:
+        enqueue("ai_agents.channel_conversation_answer", conversation_id, message_id)
+    except Exception:
+        logger.exception(
+            "channel.enqueue_failed",
+            extra={"conversation_id": conversation_id, "message_id": message_id},
+        )

@@ -1,0 +1,96 @@
+"""Shared pieces of the WhatsApp tests: the recorded Graph API payloads (`fixtures/whatsapp/`),
+signed posts to the webhook, and a binding per tenant."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agents.models import ChannelBinding
+from ai_agents.services.agents import agent_create
+
+FIXTURES = Path(__file__).parent / "fixtures"
+APP_SECRET = "3f8b2c9d1e6a4f7b8c0d2e4f6a8b1c3d"  # whatsapp_signature_cases.json
+VERIFY_TOKEN = "meatyhamhock"
+NUMBER_A = "106540352242922"  # the payloads' phone_number_id
+NUMBER_B = "209876543210987"
+WA_ID = "16505551234"
+URL = "/webhooks/whatsapp"
+FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
+
+
+def payload(name: str) -> Any:
+    return json.loads((FIXTURES / f"whatsapp_{name}.json").read_text())
+
+
+def raw(data: Any) -> bytes:
+    """Meta's wire form: compact, non-ASCII escaped, `/` escaped."""
+    return json.dumps(data, separators=(",", ":")).replace("/", "\\/").encode()
+
+
+def sign(body: bytes, secret: str = APP_SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def post(client: Any, data: Any) -> Any:
+    body = data if isinstance(data, bytes) else raw(data)
+    return client.post(
+        URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256=sign(body)
+    )
+
+
+def text_payload(
+    text: str, message_id: str, *, number: str = NUMBER_A, wa_id: str = WA_ID, name: str = "Ana"
+) -> dict[str, Any]:
+    data = copy.deepcopy(payload("text"))
+    value = data["entry"][0]["changes"][0]["value"]
+    value["metadata"]["phone_number_id"] = number
+    value["contacts"] = [{"profile": {"name": name}, "wa_id": wa_id}]
+    message = value["messages"][0]
+    message.update({"id": message_id, "from": wa_id, "text": {"body": text}})
+    return data
+
+
+def with_number(data: dict[str, Any], number: str) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    for entry in data["entry"]:
+        for change in entry["changes"]:
+            change["value"]["metadata"]["phone_number_id"] = number
+    return data
+
+
+def respond(fake_google: Any, text: str, **kw: Any) -> None:
+    fake_google.push(fake_google.reply_json({"action": "respond", "answer": text}, **kw))
+
+
+def binding_create(tenant: Any, number: str, *, token: str, **extra: Any) -> ChannelBinding:
+    agent = agent_create(
+        tenant=tenant,
+        data={"name": "Lucía", "system_prompt": "Eres Lucía.", "processing_config": FAST},
+    )
+    return ChannelBinding.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        agent=agent,
+        type=ChannelBinding.Type.WHATSAPP,
+        phone_number_id=number,
+        access_token=token,
+        **extra,
+    )
+
+
+@pytest.fixture
+def wa_settings(settings: Any) -> Any:
+    settings.WHATSAPP_APP_SECRET = APP_SECRET
+    settings.WHATSAPP_VERIFY_TOKEN = VERIFY_TOKEN
+    return settings
+
+
+@pytest.fixture
+def wa_binding(tenant_a: Any, wa_settings: Any, fake_graph: Any) -> ChannelBinding:
+    return binding_create(tenant_a, NUMBER_A, token="EAAG-token-a")

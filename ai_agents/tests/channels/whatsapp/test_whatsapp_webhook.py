@@ -1,0 +1,514 @@
+"""`/webhooks/whatsapp`: verification, signatures over the raw body, batches, redeliveries,
+message types, routing by business number and tenant isolation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from ai_agents.models import Conversation, Message
+from ai_agents.tests.channels.whatsapp.support import (
+    NUMBER_A,
+    NUMBER_B,
+    URL,
+    VERIFY_TOKEN,
+    WA_ID,
+    binding_create,
+    payload,
+    post,
+    raw,
+    respond,
+    sign,
+    text_payload,
+    with_number,
+)
+from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
+from erp.testing.fake_google import FakeGoogle
+from erp.testing.fake_graph import FakeGraph
+
+
+def _stored(tenant: Any) -> list[Message]:
+    with tenant_scope(tenant):
+        return list(Message.objects.filter(role="user").order_by("created_at"))
+
+
+# --- verification ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_verification_echoes_the_challenge_for_the_configured_token(
+    client: Client, wa_settings: Any
+) -> None:
+    case = payload("verify_get")
+    response = client.get(URL + "?" + case["request"]["query_string"])
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert response.content == b"1158201444"
+
+
+@pytest.mark.django_db
+def test_verification_with_a_wrong_token_is_refused_without_the_challenge(
+    client: Client, wa_settings: Any
+) -> None:
+    case = payload("verify_get_bad_token")
+    response = client.get(URL + "/?" + case["request"]["query_string"])
+
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "invalid_verify_token"
+    assert b"1158201444" not in response.content
+
+
+@pytest.mark.django_db
+def test_an_unconfigured_webhook_refuses_everything(client: Client, settings: Any) -> None:
+    settings.WHATSAPP_APP_SECRET = None
+    settings.WHATSAPP_VERIFY_TOKEN = None
+    got = client.get(f"{URL}?hub.mode=subscribe&hub.challenge=1&hub.verify_token=")
+    body = raw(text_payload("hola", "wamid.x"))
+    posted = client.post(
+        URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256=sign(body, "")
+    )
+
+    assert (got.status_code, posted.status_code) == (503, 503)
+    assert posted.json()["error"]["code"] == "whatsapp_not_configured"
+
+
+# --- signatures -----------------------------------------------------------------------------
+
+CASES = payload("signature_cases")["cases"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_signature_cases_of_the_reference_vectors(
+    case: dict[str, Any], client: Client, wa_binding: Any, tenant_a: Any
+) -> None:
+    headers = {}
+    if case["x_hub_signature_256"] is not None:
+        headers["HTTP_X_HUB_SIGNATURE_256"] = case["x_hub_signature_256"]
+    if case.get("x_hub_signature"):
+        headers["HTTP_X_HUB_SIGNATURE"] = case["x_hub_signature"]
+
+    response = client.post(
+        URL, data=case["raw_body"].encode(), content_type="application/json", **headers
+    )
+
+    stored = _stored(tenant_a)
+    if case["expect_valid"]:
+        assert response.status_code == 200
+        assert [m.content for m in stored] == ["Café äöå 😀 </script> 50% @home"]
+        with tenant_scope(tenant_a):
+            assert stored[0].conversation.contact.name == "José Muñoz"
+    else:
+        # Missing header: 401; present but wrong (re-serialised body, wrong secret, tampered,
+        # no prefix, uppercase hex: Meta sends lowercase, so we accept only that): 403.
+        expected = 401 if case["x_hub_signature_256"] is None else 403
+        assert response.status_code == expected
+        assert response.json()["error"]["code"] in {"missing_signature", "invalid_signature"}
+        assert stored == []
+
+
+@pytest.mark.django_db
+def test_a_signed_body_that_is_not_json_is_a_400(
+    client: Client, wa_binding: Any, tenant_a: Any
+) -> None:
+    body = b"not json"
+    response = client.post(
+        URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256=sign(body)
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert _stored(tenant_a) == []
+
+
+# --- batches and redeliveries ---------------------------------------------------------------
+
+
+def _batch() -> dict[str, Any]:
+    """Two entries: a text and a button reply from one customer, an image from another,
+    a status for a wamid we never sent and a system error, in one POST."""
+    first = text_payload("¿Abren el sábado?", "wamid.batch-1")
+    button = payload("interactive_button_reply")["entry"][0]["changes"][0]["value"]["messages"][0]
+    first["entry"][0]["changes"][0]["value"]["messages"].append(
+        {**button, "id": "wamid.batch-2", "from": WA_ID}
+    )
+    second = copy.deepcopy(payload("image"))
+    value = second["entry"][0]["changes"][0]["value"]
+    value["contacts"][0]["wa_id"] = "34600111222"
+    value["messages"][0].update({"from": "34600111222", "id": "wamid.batch-3"})
+    value["statuses"] = payload("status_delivered")["entry"][0]["changes"][0]["value"]["statuses"]
+    value["errors"] = [{"code": 130429, "title": "Rate limit hit"}]
+    first["entry"].append(second["entry"][0])
+    return first
+
+
+@pytest.mark.django_db
+def test_a_batch_of_several_messages_gets_one_reply_each(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    for text in ("Sí, de 9 a 14.", "Cancelado.", "Veo su foto."):
+        respond(fake_google, text)
+    with run_tasks():
+        response = post(client, _batch())
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "stored": 3}
+    stored = _stored(tenant_a)
+    assert [m.channel_message_id for m in stored] == [
+        "wamid.batch-1",
+        "wamid.batch-2",
+        "wamid.batch-3",
+    ]
+    assert [m.content for m in stored][:2] == ["¿Abren el sábado?", "Cancel"]
+    assert len(fake_google.generate_requests) == 3
+    assert sorted((b["to"], b["text"]["body"]) for b in fake_graph.sent) == [
+        ("16505551234", "Cancelado."),
+        ("16505551234", "Sí, de 9 a 14."),
+        ("34600111222", "Veo su foto."),
+    ]
+    with tenant_scope(tenant_a):
+        assert Conversation.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_the_same_payload_redelivered_gets_exactly_one_reply(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "Abrimos de 9 a 14.")
+    data = payload("text")
+    with run_tasks():
+        first = post(client, data)
+        second = post(client, data)
+    third = post(client, data)  # after the answer went out
+
+    assert [r.status_code for r in (first, second, third)] == [200, 200, 200]
+    assert [r.json()["stored"] for r in (first, second, third)] == [1, 0, 0]
+    assert len(_stored(tenant_a)) == 1
+    assert len(fake_google.generate_requests) == 1
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Abrimos de 9 a 14."]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ten_concurrent_posts_of_one_payload_get_one_reply_and_one_model_call(
+    wa_binding: Any, tenant_a: Any, fake_google: FakeGoogle, fake_graph: FakeGraph
+) -> None:
+    from django.db import connection
+
+    from erp.celery import app
+
+    respond(fake_google, "Una sola respuesta.")
+    body = raw(payload("text"))
+    barrier = deadlines.barrier(10)
+    statuses: list[int] = []
+
+    def deliver() -> None:
+        try:
+            barrier.wait()
+            response = Client().post(
+                URL,
+                data=body,
+                content_type="application/json",
+                HTTP_X_HUB_SIGNATURE_256=sign(body),
+            )
+            statuses.append(response.status_code)
+        finally:
+            connection.close()
+
+    app.conf.task_always_eager = True  # the creating request runs the task at commit
+    try:
+        threads = [threading.Thread(target=deliver) for _ in range(10)]
+        for t in threads:
+            t.start()
+        deadlines.threads_join(threads)
+    finally:
+        app.conf.task_always_eager = False
+
+    assert statuses == [200] * 10
+    assert len(_stored(tenant_a)) == 1
+    assert len(fake_google.generate_requests) == 1
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Una sola respuesta."]
+    with tenant_scope(tenant_a):
+        assert Message.objects.filter(role="assistant").count() == 1
+
+
+# --- types ----------------------------------------------------------------------------------
+
+TYPES = [
+    ("text", "Hi! What are your opening hours on Saturday?", {}),
+    ("interactive_button_reply", "Cancel", {"interactive": {"id": "cancel-button"}}),
+    (
+        "interactive_list_reply",
+        "Priority Mail Express",
+        {"interactive": {"id": "priority_express"}},
+    ),
+    (
+        "image",
+        "[El cliente envió una imagen: This is the part that broke]",
+        {"media": {"id": "1003383421387256", "caption": "This is the part that broke"}},
+    ),
+    (
+        "audio_voice",
+        "[El cliente envió una nota de voz que no podemos escuchar]",
+        {"media": {"id": "1177845126715924", "voice": True}},
+    ),
+    (
+        "document",
+        "[El cliente envió un documento «invoice-2025-03.pdf»: Invoice for March]",
+        {"media": {"id": "2098734512209841", "filename": "invoice-2025-03.pdf"}},
+    ),
+    (
+        "location",
+        "[El cliente compartió una ubicación: Philz Coffee, 101 Forest Ave, Palo Alto, CA 94301 "
+        "(37.44221496582, -122.16152191162)]",
+        {"location": {"name": "Philz Coffee"}},
+    ),
+    (
+        "unsupported",
+        "[El cliente envió un mensaje de un tipo que no podemos leer (poll_update). "
+        "Pídele que lo escriba como texto.]",
+        {"unsupported": {"type": "poll_update"}},
+    ),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "text", "facts"), TYPES, ids=[t[0] for t in TYPES])
+def test_each_message_type_is_stored_with_its_text_and_facts(
+    name: str,
+    text: str,
+    facts: dict[str, Any],
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "Entendido.")
+    with run_tasks():
+        response = post(client, payload(name))
+
+    assert response.status_code == 200
+    [message] = _stored(tenant_a)
+    assert message.content == text
+    meta = message.metadata["channel_metadata"]
+    assert meta["type"] == name.split("_")[0]
+    assert meta["wa_id"] == WA_ID
+    for key, expected in facts.items():
+        assert {k: meta[key][k] for k in expected} == expected
+    # Every one of these is answered (unsupported too: the customer should not be ignored).
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Entendido."]
+    assert fake_google.generate_requests[0]["contents"][-1]["parts"][0]["text"].count(text) == 1
+    with tenant_scope(tenant_a):
+        contact = message.conversation.contact
+        assert (contact.external_id, contact.name, contact.phone) == (
+            WA_ID,
+            "Sheena Nelson",
+            "+16505551234",
+        )
+
+
+@pytest.mark.django_db
+def test_a_reaction_is_stored_and_never_answered(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    with run_tasks():
+        response = post(client, payload("reaction"))
+
+    assert response.status_code == 200
+    [message] = _stored(tenant_a)
+    assert message.content == "[Reacción: 👍]"
+    assert message.metadata["channel_metadata"]["reaction"]["emoji"] == "👍"
+    assert message.metadata["result"]["ignored"] is True
+    assert fake_google.generate_requests == []
+    assert fake_graph.requests == []
+
+
+@pytest.mark.django_db
+def test_an_unknown_future_type_and_odd_items_answer_200_without_crashing(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    data = text_payload("x", "wamid.future")
+    messages = data["entry"][0]["changes"][0]["value"]["messages"]
+    messages[0] = {
+        "from": WA_ID,
+        "id": "wamid.future",
+        "timestamp": "1749419000",
+        "type": "hologram",
+        "hologram": {"id": "h-1"},
+    }
+    messages.append({"type": "text"})  # no id, no sender: skipped
+    messages.append("garbage")
+    data["entry"].append({"id": "x", "changes": [{"field": "account_update", "value": {}}]})
+    data["entry"].append({"changes": "nope"})
+    respond(fake_google, "¿Puede escribirlo como texto?")
+    with run_tasks():
+        response = post(client, data)
+
+    assert response.status_code == 200
+    [message] = _stored(tenant_a)
+    assert "(hologram)" in message.content
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["¿Puede escribirlo como texto?"]
+
+
+@pytest.mark.django_db
+def test_payloads_with_only_errors_or_another_object_are_acknowledged(
+    client: Client, wa_binding: Any, tenant_a: Any
+) -> None:
+    errors_only = copy.deepcopy(payload("text"))
+    value = errors_only["entry"][0]["changes"][0]["value"]
+    del value["messages"], value["contacts"]
+    value["errors"] = [
+        {
+            "code": 130429,
+            "title": "Rate limit hit",
+            "message": "Rate limit hit",
+            "error_data": {"details": "Message failed to send because there were too many"},
+        }
+    ]
+    for data in (errors_only, {"object": "page", "entry": []}, [], {"object": None}):
+        assert post(client, data).status_code == 200
+    assert _stored(tenant_a) == []
+
+
+# --- routing and tenants --------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_message_for_an_unknown_or_inactive_number_is_acknowledged_and_not_stored(
+    client: Client, wa_binding: Any, tenant_a: Any, caplog: Any
+) -> None:
+    unknown = post(client, text_payload("hola", "wamid.u1", number="999"))
+    wa_binding.is_active = False
+    wa_binding.save(update_fields=["is_active"])
+    inactive = post(client, text_payload("hola", "wamid.u2"))
+
+    assert (unknown.status_code, inactive.status_code) == (200, 200)
+    assert _stored(tenant_a) == []
+    assert "whatsapp.unknown_number" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_binding_of_tenant_b_never_gets_tenant_a_messages(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    tenant_b: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    binding_create(tenant_b, NUMBER_B, token="EAAG-token-b")
+    respond(fake_google, "Respuesta A")
+    respond(fake_google, "Respuesta B")
+    with run_tasks():
+        post(client, text_payload("hola A", "wamid.same-id"))
+    with run_tasks():
+        # Same wamid and customer on B's number: a different tenant, its own message.
+        post(client, text_payload("hola B", "wamid.same-id", number=NUMBER_B))
+
+    assert [m.content for m in _stored(tenant_a)] == ["hola A"]
+    assert [m.content for m in _stored(tenant_b)] == ["hola B"]
+    by_number = {
+        r.path.split("/")[2]: (r.header("authorization"), r.json().get("text", {}).get("body"))
+        for r in fake_graph.requests
+        if "status" not in r.json()
+    }
+    assert by_number == {
+        NUMBER_A: ("Bearer EAAG-token-a", "Respuesta A"),
+        NUMBER_B: ("Bearer EAAG-token-b", "Respuesta B"),
+    }
+    # A status arriving on B's number for A's wamid does not touch A's delivery.
+    with tenant_scope(tenant_a):
+        delivery = Message.objects.get(role="assistant").deliveries.get()
+    status = with_number(payload("status_read"), NUMBER_B)
+    status["entry"][0]["changes"][0]["value"]["statuses"][0]["id"] = delivery.external_id
+    assert post(client, status).status_code == 200
+    delivery.refresh_from_db()
+    assert delivery.status == "sent"
+
+
+def test_the_signature_helper_matches_the_reference_vector() -> None:
+    valid = CASES[0]
+    assert sign(valid["raw_body"].encode()) == valid["x_hub_signature_256"]
+    assert (
+        json.loads(valid["raw_body"])["entry"][0]["changes"][0]["value"]["metadata"][
+            "phone_number_id"
+        ]
+        == NUMBER_A
+    )
+    assert payload("verify_get")["configured_verify_token"] == VERIFY_TOKEN
+
+
+@pytest.mark.django_db
+def test_a_batch_over_the_api_body_limit_is_still_accepted(
+    client: Client, wa_binding: Any, tenant_a: Any, settings: Any
+) -> None:
+    # Meta sends batches of up to 3 MB; a 413 would make it retry them for a week.
+    data = text_payload("hola", "wamid.big")
+    data["entry"][0]["changes"][0]["value"]["padding"] = "x" * (settings.API_MAX_BODY_BYTES + 1)
+
+    assert post(client, data).status_code == 200
+    assert [m.content for m in _stored(tenant_a)] == ["hola"]
+
+
+@pytest.mark.django_db
+def test_an_agent_switched_off_stores_messages_but_never_answers(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    wa_binding.agent.is_active = False
+    wa_binding.agent.save(update_fields=["is_active"])
+    respond(fake_google, "No debería salir.")
+
+    with run_tasks():
+        assert post(client, payload("text")).status_code == 200
+
+    text = payload("text")["entry"][0]["changes"][0]["value"]["messages"][0]["text"]["body"]
+    assert [m.content for m in _stored(tenant_a)] == [text]
+    assert fake_google.generate_requests == []
+    assert fake_graph.requests == []  # not even the read mark with "typing…"
+    with tenant_scope(tenant_a):
+        assert not Message.objects.filter(role="assistant").exists()
+
+
+@pytest.mark.django_db
+def test_a_non_ascii_signature_header_is_refused_with_403(client: Client, wa_binding: Any) -> None:
+    body = raw(text_payload("hola", "wamid.sig"))
+    response = client.post(
+        URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256="sha256=ñandú"
+    )
+
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "invalid_signature"
+    assert _stored(wa_binding.tenant) == []

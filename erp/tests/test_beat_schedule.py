@@ -1,0 +1,37 @@
+"""The beat schedule is declared once, in erp/settings.py: every entry names a registered task,
+and starting the apps adds nothing to it."""
+
+from __future__ import annotations
+
+from celery.schedules import crontab
+from django.apps import apps
+from django.conf import settings
+
+from erp.celery import app
+
+
+def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> None:
+    app.loader.import_default_modules()
+    schedule = settings.CELERY_BEAT_SCHEDULE
+
+    assert {name: entry["task"] for name, entry in schedule.items()} == {
+        "ai-agents-expire-conversations": "ai_agents.bulk_expire_conversations",
+        "ai-agents-channel-pending-sweep": "ai_agents.channel_pending_sweep",
+        "correo-digest-daily": "correo.tasks.bulk_correo_digest_all",
+    }
+    assert schedule["ai-agents-expire-conversations"]["schedule"] == 15 * 60.0
+    assert schedule["ai-agents-channel-pending-sweep"]["schedule"] == float(
+        settings.CHANNEL_PENDING_SWEEP_SECONDS
+    )
+    assert schedule["correo-digest-daily"]["schedule"] == crontab(hour=6, minute=0)
+    assert app.conf.beat_schedule == schedule
+    assert [entry["task"] for entry in schedule.values() if entry["task"] not in app.tasks] == []
+
+
+def test_starting_the_apps_again_leaves_the_schedule_alone() -> None:
+    before = dict(settings.CELERY_BEAT_SCHEDULE)
+
+    for label in ("ai_agents", "correo"):
+        apps.get_app_config(label).ready()
+
+    assert before == settings.CELERY_BEAT_SCHEDULE
