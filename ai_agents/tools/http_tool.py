@@ -37,11 +37,10 @@ from urllib.parse import quote, urlsplit
 
 from django.utils.translation import gettext as _
 
-from erp.http.client import HttpClient
+from erp.http.client import HttpClient, HttpResponse
 from erp.http.errors import (
     HttpBlockedDestination,
     HttpError,
-    HttpResponse,
     HttpResponseTooLarge,
     HttpStatusError,
     HttpTimeout,

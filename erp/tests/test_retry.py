@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
+from erp.http.client import HttpClient
+from erp.http.errors import (
+    HttpClientError,
+    HttpRateLimited,
+    HttpServerError,
+    is_retryable,
+    retry_after_of,
+)
 from erp.retry import Attempts, Backoff, call_with_retries
+from erp.testing.fake_http import FakeResponse, FakeServer
 
 
 class Flaky(Exception):
@@ -75,3 +87,71 @@ def test_the_deadline_stops_a_retry_whose_wait_would_not_leave_time_for_the_atte
     assert loop.remaining_s() == 5.0
     assert loop.retry_wait(retryable=True, reserve_s=1.0) is None  # 8 s wait, 5 s left
     assert loop.retry_wait(retryable=False) is None
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as fake:
+        yield fake
+
+
+# --- with the HTTP client's rules (erp.http.errors) ----------------------------------------------
+FAST = Backoff(attempts=3, base_delay_s=0.01)
+HTTP_RULES: dict[str, Any] = {"retryable": is_retryable, "retry_after": retry_after_of}
+
+
+def no_wait(seconds: float) -> None:
+    pass
+
+
+def test_retry_helper_tries_three_times_on_503_then_raises(server: FakeServer):
+    server.route("GET", r"/down", FakeResponse.json({}, status=503))
+    client = HttpClient(base_url=server.url)
+    waits: list[float] = []
+
+    with pytest.raises(HttpServerError):
+        call_with_retries(
+            lambda: client.get("/down"), backoff=FAST, **HTTP_RULES, sleep=waits.append
+        )
+
+    assert len(server.requests_to(r"/down")) == 3
+    assert waits == [0.01, 0.02]
+
+
+def test_retry_helper_does_not_retry_a_400(server: FakeServer):
+    server.route("GET", r"/bad", FakeResponse.json({}, status=400))
+    client = HttpClient(base_url=server.url)
+
+    with pytest.raises(HttpClientError):
+        call_with_retries(lambda: client.get("/bad"), backoff=FAST, **HTTP_RULES, sleep=no_wait)
+
+    assert len(server.requests_to(r"/bad")) == 1
+
+
+def test_retry_helper_honours_retry_after_and_recovers(server: FakeServer):
+    busy = FakeResponse.json({}, status=429, headers={"Retry-After": "2"})
+    server.route("GET", r"/flaky", server.sequence(busy, FakeResponse.json({"n": 2})))
+    client = HttpClient(base_url=server.url)
+    waits: list[float] = []
+
+    result = call_with_retries(
+        lambda: client.get("/flaky"), backoff=Backoff(), **HTTP_RULES, sleep=waits.append
+    )
+
+    assert result.json() == {"n": 2}
+    assert waits == [2.0]
+
+
+def test_retry_helper_gives_up_at_once_when_retry_after_exceeds_the_cap(server: FakeServer):
+    server.route(
+        "GET", r"/later", FakeResponse.json({}, status=429, headers={"Retry-After": "3600"})
+    )
+    client = HttpClient(base_url=server.url)
+
+    with pytest.raises(HttpRateLimited) as info:
+        call_with_retries(
+            lambda: client.get("/later"), backoff=Backoff(), **HTTP_RULES, sleep=no_wait
+        )
+
+    assert info.value.retry_after == 3600
+    assert len(server.requests_to(r"/later")) == 1
