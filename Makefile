@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: run test lint format install install-dev messages bench clean
+.PHONY: run test lint typecheck format install install-dev messages bench clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -30,6 +30,10 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy over erp and ai_agents ([tool.mypy] in pyproject.toml); starts no database.
+typecheck: $(VENV)/.installed-dev
+	$(VENV)/bin/mypy
 
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format .

@@ -124,13 +124,30 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
         return super().change_view(request, object_id, form_url, extra)
 
 
-class ChunkInline(TenantAdminMixin, admin.TabularInline):  # type: ignore[type-arg]
+_DOCUMENT_FIELDS = (
+    "knowledge_base",
+    "title",
+    "source",
+    "original_filename",
+    "mime_type",
+    "content_hash",
+    "status",
+    "progress",
+    "error",
+    "chunk_count",
+    "created_at",
+    "updated_at",
+)
+_CHUNK_FIELDS = ("ordinal", "heading_text", "token_count", "preview")
+
+
+class ChunkInline(TenantAdminMixin, admin.TabularInline):
     model = Chunk
     extra = 0
     can_delete = False
     max_num = 0
-    fields = ["ordinal", "heading_text", "token_count", "preview"]
-    readonly_fields = fields
+    fields = _CHUNK_FIELDS
+    readonly_fields = _CHUNK_FIELDS
     ordering = ["ordinal"]
     verbose_name_plural = gettext_lazy("fragmentos (vista previa)")
 
@@ -160,21 +177,8 @@ class DocumentAdmin(TenantOwnedAdmin):
     search_fields = ["title", "original_filename"]
     actions = ["reindex"]
     inlines = [ChunkInline]
-    fields = [
-        "knowledge_base",
-        "title",
-        "source",
-        "original_filename",
-        "mime_type",
-        "content_hash",
-        "status",
-        "progress",
-        "error",
-        "chunk_count",
-        "created_at",
-        "updated_at",
-    ]
-    readonly_fields = fields
+    fields = _DOCUMENT_FIELDS
+    readonly_fields = _DOCUMENT_FIELDS
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).defer("data").select_related("knowledge_base")
@@ -200,7 +204,7 @@ class AgentAdmin(TenantOwnedAdmin):
     filter_horizontal = ["knowledge_bases"]
 
 
-class HttpToolForm(forms.ModelForm):  # type: ignore[type-arg]
+class HttpToolForm(forms.ModelForm):
     """The headers (often an Authorization) are write-only: empty keeps the stored ones."""
 
     headers_json = forms.CharField(
@@ -236,7 +240,8 @@ class HttpToolForm(forms.ModelForm):  # type: ignore[type-arg]
         self.initial.pop("headers_json", None)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         clear = bool(data.get("headers_json_clear"))
         data["headers_json"] = keep_secret(self, "headers_json", clear=clear)
         return data
@@ -259,7 +264,7 @@ class HttpToolAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
             return ""
 
 
-class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+class HandoffSettingsForm(forms.ModelForm):
     """Recipients as one address per line; the webhook secret is write-only (left empty, the
     stored one is kept)."""
 
@@ -309,7 +314,8 @@ class HandoffSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         return list(dict.fromkeys(emails))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         clear = bool(data.get("webhook_secret_clear"))
         data["webhook_secret"] = keep_secret(self, "webhook_secret", clear=clear)
         return data

@@ -24,7 +24,7 @@ from erp.tenancy.admin_secrets import SecretFieldsAdminMixin, WriteOnlyInput
 _request: ContextVar[HttpRequest | None] = ContextVar("channel_admin_request", default=None)
 
 
-class ChannelBindingForm(forms.ModelForm):  # type: ignore[type-arg]
+class ChannelBindingForm(forms.ModelForm):
     access_token = forms.CharField(
         label=_("nuevo token de acceso"),
         required=False,
@@ -62,7 +62,8 @@ class ChannelBindingForm(forms.ModelForm):  # type: ignore[type-arg]
         self.initial.pop("access_token", None)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         kind = data.get("type") or self.instance.type
         if kind not in services.TYPE_FIELDS:
             return data

@@ -19,11 +19,11 @@ class RedisCacheClient(DjangoRedisCacheClient):
         self._clients: dict[int, Any] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        index = self._get_connection_pool_index(write)
+        index = self._get_connection_pool_index(write)  # type: ignore[attr-defined]  # private to Django, unstubbed
         client = self._clients.get(index)
         if client is None:
-            client = self._clients[index] = self._client(
-                connection_pool=self._get_connection_pool(write)
+            client = self._clients[index] = self._client(  # type: ignore[attr-defined]  # private to Django, unstubbed
+                connection_pool=self._get_connection_pool(write)  # type: ignore[attr-defined]  # private to Django, unstubbed
             )
         return client
 

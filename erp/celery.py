@@ -15,7 +15,7 @@ from kombu import Exchange, Queue
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 
 
-class ContextTask(Task):  # type: ignore[misc]
+class ContextTask(Task):
     """Runs the task with the enqueuing request's id in `erp.logging.request_id_var`."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -57,4 +57,5 @@ def enqueue(name: str, *args: Any, countdown: float | None = None) -> None:
     CELERY_TASK_ALWAYS_EAGER and the queue routes like `task.delay` does."""
     if name not in app.tasks:
         app.loader.import_default_modules()  # autodiscovery: every installed app's tasks module
-    app.tasks[name].apply_async(args=args, countdown=countdown)
+    options: dict[str, Any] = {} if countdown is None else {"countdown": countdown}
+    app.tasks[name].apply_async(args=args, **options)

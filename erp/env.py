@@ -7,6 +7,7 @@ typo in a deployment never turns silently into a default.
 from __future__ import annotations
 
 import os
+from typing import Any, overload
 from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 
@@ -14,7 +15,16 @@ class ImproperlyConfiguredEnv(RuntimeError):
     pass
 
 
+@overload
+def env_str(name: str) -> str | None: ...
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: str | None) -> str | None: ...
+
+
 def env_str(name: str, default: str | None = None) -> str | None:
+    """The variable's value; unset or empty gives `default` (a str default gives a str)."""
     value = os.environ.get(name)
     if value is None or value == "":
         return default
@@ -50,7 +60,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def database_from_url(url: str) -> dict[str, object]:
+def database_from_url(url: str) -> dict[str, Any]:
     """Django DATABASES entry from `postgresql://user:pass@host:port/name?host=/socket/dir`."""
     parts = urlsplit(url)
     if parts.scheme not in {"postgres", "postgresql", "pgsql"}:

@@ -18,7 +18,7 @@ from erp.db_outage import (
     outage_suspected,
 )
 from erp.logging import clean_request_id, request_id_var
-from erp.tenancy.scoping import ALL_TENANTS, reset_scope, set_scope
+from erp.tenancy.scoping import ALL_TENANTS, Scope, reset_scope, set_scope
 
 logger = logging.getLogger(__name__)
 Handler = Callable[[HttpRequest], HttpResponse]
@@ -40,7 +40,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = clean_request_id(request.headers.get("X-Request-ID"))
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request.request_id = request_id  # type: ignore[attr-defined]  # read by erp.logging
         token = request_id_var.set(request_id)
         try:
             response = self.get_response(request)
@@ -92,8 +92,8 @@ class BodySizeLimitMiddleware:
                 body = request.read(limit + 1)
                 if len(body) > limit:
                     return self._too_large(limit)
-                request._body = body  # type: ignore[attr-defined]
-                request._stream = io.BytesIO(body)  # type: ignore[attr-defined]
+                request._body = body
+                request._stream = io.BytesIO(body)
             if _json_candidate(request) and json_too_deep(request.body, JSON_MAX_DEPTH):
                 message = _("El JSON está anidado a más de %(n)s niveles.") % {"n": JSON_MAX_DEPTH}
                 return json_error(400, message, code="json_too_deep", max_depth=JSON_MAX_DEPTH)
@@ -209,6 +209,7 @@ class StaffTenantScopeMiddleware:
         user = getattr(request, "user", None)
         if wants_json(request) or user is None or not user.is_authenticated:
             return self.get_response(request)
+        scope: Scope
         if user.is_superuser:
             scope = ALL_TENANTS
         else:

@@ -84,7 +84,7 @@ class LimitResult:
 
 def _client_and_key(key: str) -> tuple[Any, str]:
     full = cache.make_and_validate_key(f"rl:{key}")
-    return cache._cache.get_client(full, write=True), full  # type: ignore[attr-defined]
+    return cache._cache.get_client(full, write=True), full  # type: ignore[attr-defined]  # Django's private Redis client
 
 
 def _window_ms(window_s: float) -> int:

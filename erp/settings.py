@@ -112,7 +112,11 @@ DATABASE_APP_ROLE = env_str("DATABASE_APP_ROLE") or "erp_app"
 DATABASE_APP_PASSWORD = env_str("DATABASE_APP_PASSWORD") or ""
 # Under ASGI every request runs in a thread of its own, so Django's persistent connections
 # (CONN_MAX_AGE) are never reused and pile up until PostgreSQL refuses new clients. A psycopg
-# pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process.
+# pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process,
+# however many threads (ASGI requests, real-time worker threads) the process runs; a thread
+# returns its connection when Django closes it (end of request; Celery's Django fixup closes a
+# task's connections before and after it). `make run` and docker-compose give each process its
+# share of a budget of 20 (erp/supervisor.py DB_POOL_PER_CHILD); 10 is for a process started alone.
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # A database that is down must cost a request seconds at most, never minutes: connecting gives
 # up after DB_CONNECT_TIMEOUT_SECONDS (libpq's minimum is 2), waiting for a pooled connection
@@ -121,12 +125,10 @@ DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # While it is down, requests get 503 at once (erp/db_outage.py).
 DB_CONNECT_TIMEOUT_SECONDS = env_int("DB_CONNECT_TIMEOUT_SECONDS", 2)
 DB_POOL_TIMEOUT_SECONDS = env_int("DB_POOL_TIMEOUT_SECONDS", 5)
-DATABASES["default"]["OPTIONS"].setdefault(  # type: ignore[union-attr]
-    "connect_timeout", DB_CONNECT_TIMEOUT_SECONDS
-)
+DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", DB_CONNECT_TIMEOUT_SECONDS)
 if DB_POOL_MAX_SIZE > 0:
-    DATABASES["default"]["OPTIONS"] = {  # type: ignore[index]
-        **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
+    DATABASES["default"]["OPTIONS"] = {
+        **DATABASES["default"]["OPTIONS"],
         "pool": {
             "min_size": 1,
             "max_size": DB_POOL_MAX_SIZE,
@@ -167,6 +169,16 @@ CELERY_TASK_DEFAULT_QUEUE = "realtime"
 CELERY_TASK_ROUTES = {"*.bulk_*": {"queue": "bulk"}}
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # our LOGGING (JSON lines, request ids) applies
+# Celery's default slots for a worker started without `-c`. `make run` and docker-compose set
+# theirs: the real-time worker runs the threads pool (CELERY_REALTIME_CONCURRENCY threads in
+# `make run`, REALTIME_CONCURRENCY in compose), the bulk worker processes (prefork).
+# Under threads Celery enforces no time limit (soft_time_limit/time_limit below and on each
+# task apply to prefork only): a real-time task is bounded by its own deadlines instead. A reply
+# (ai_agents.tasks.channel_conversation_answer) starts no message past ANSWER_RUN_S (300 s) and
+# each message's model calls share its agent's total_timeout_ms (<= 300 s, 45 s by default), each
+# call with its own llm_timeout_ms; tools, sends and notices are bounded by their HTTP timeouts
+# and retry counts, and a wait for a pooled connection by DB_POOL_TIMEOUT_SECONDS. Nothing
+# replaces a stuck thread: a task that must be stoppable by force belongs on the bulk queue.
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 # Channel messages stored but still unanswered after this long (broker down when they arrived, a
 # worker killed mid-answer) are queued again by beat, which checks as often.

@@ -1,8 +1,10 @@
 """`make run`: one foreground command that supervises the whole embedded stack.
 
 Order: embedded PostgreSQL (unless DATABASE_URL) -> valkey (unless REDIS_URL) -> migrate ->
-demo_load -> uvicorn (ASGI, so SSE streams) + a real-time Celery worker (queue `realtime`) + a
-bulk worker (queue `bulk`, so an upload never delays a customer's reply) + Celery beat.
+demo_load -> uvicorn (ASGI, so SSE streams) + a real-time Celery worker (queue `realtime`,
+threads: a reply mostly waits for the model, so tens of them share one process) + a bulk
+worker (queue `bulk`, processes: ingestion is CPU work, and an upload never delays a customer's
+reply) + Celery beat. Each child gets its own database pool size (DB_POOL_PER_CHILD).
 Children run in sessions of their own; the supervisor alone receives Ctrl-C / SIGTERM and
 stops them in reverse order.
 
@@ -36,6 +38,23 @@ WEB_GIVE_UP = 3  # the web server exiting this many times in a row, each within 
 WEB_EARLY = 10.0
 SERVICE_CHECK_EVERY = 1.0
 PG_START_ATTEMPTS = 5
+# Threads of the real-time worker (CELERY_REALTIME_CONCURRENCY): replies in flight at once. A
+# thread waiting for the model costs ~no CPU, little memory (Celery starts them as tasks come),
+# and no database connection once the engine holds none during the model call. 200 contacts at
+# once with a 3 s model (bench/concurrency.py) take two rounds of model calls, not four as
+# with 64 threads (issue 14: all answered within 15 s).
+REALTIME_THREADS = "100"
+# Database connections per process of each child (psycopg pool, DB_POOL_MAX_SIZE), chosen so the
+# whole stack stays within 20 at once: web 8 + real-time 8 + bulk 2 per process (1 process by
+# default) + beat 1 (it never queries; a cap all the same) = 19. The real-time worker's threads
+# share its 8: each holds one only for its short transactions. DB_POOL_MAX_SIZE set in the
+# environment applies to every child instead.
+DB_POOL_PER_CHILD = {"web": 8, "worker-realtime": 8, "worker-bulk": 2, "beat": 1}
+# A worker thread may wait longer for a pooled connection than a web request, which answers 503
+# after DB_POOL_TIMEOUT_SECONDS (5): nobody holds an HTTP request open behind it, and a task that
+# gives up is only answered by the sweep a minute later. 60 s covers every thread queueing for
+# the pool even while each answer holds a connection through a 3-5 s model call.
+REALTIME_POOL_TIMEOUT = "60"
 
 
 @dataclass
@@ -72,7 +91,9 @@ def web_command(port: int, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
-def worker_command(queue: str, concurrency: str) -> list[str]:
+def worker_command(queue: str, concurrency: str, pool: str = "prefork") -> list[str]:
+    """A Celery worker consuming `queue` with `concurrency` slots of `pool` (prefork: processes;
+    threads: threads of one process)."""
     return [
         sys.executable,
         "-m",
@@ -84,6 +105,8 @@ def worker_command(queue: str, concurrency: str) -> list[str]:
         queue,
         "-c",
         concurrency,
+        "-P",
+        pool,
         "-l",
         "INFO",
         "--without-gossip",
@@ -167,11 +190,11 @@ class Supervisor:
     def start_children(self) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        concurrency = self.env.get("CELERY_WORKER_CONCURRENCY", "2")
-        bulk_concurrency = self.env.get("CELERY_BULK_CONCURRENCY", "1")
+        threads = self.env.get("CELERY_REALTIME_CONCURRENCY") or REALTIME_THREADS
+        bulk_concurrency = self.env.get("CELERY_BULK_CONCURRENCY") or "1"
         self.children = [
             Child("web", web_command(self.port)),
-            Child("worker-realtime", worker_command("realtime", concurrency)),
+            Child("worker-realtime", worker_command("realtime", threads, pool="threads")),
             Child("worker-bulk", worker_command("bulk", bulk_concurrency)),
             Child(
                 "beat",
@@ -191,7 +214,18 @@ class Supervisor:
         ]
         for child in self.children:
             child.log = logs / f"{child.name}.log"
+            child.extra_env.update(self.pool_env(child.name))
             self.spawn(child)
+
+    def pool_env(self, name: str) -> dict[str, str]:
+        """The database pool of child `name`: its share of the connection budget, unless the
+        environment sets one for all."""
+        env = {}
+        if not self.env.get("DB_POOL_MAX_SIZE"):
+            env["DB_POOL_MAX_SIZE"] = str(DB_POOL_PER_CHILD[name])
+        if name == "worker-realtime" and not self.env.get("DB_POOL_TIMEOUT_SECONDS"):
+            env["DB_POOL_TIMEOUT_SECONDS"] = REALTIME_POOL_TIMEOUT
+        return env
 
     def spawn(self, child: Child) -> None:
         assert child.log is not None

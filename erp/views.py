@@ -4,7 +4,7 @@ import logging
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
@@ -29,7 +29,7 @@ def _database_ok() -> bool:
     if not database_up():
         return False
     try:
-        pool = connection.pool
+        pool = connection.pool  # type: ignore[attr-defined]  # PostgreSQL backend only, unstubbed
         if pool is None:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT 1")
@@ -44,5 +44,5 @@ def _database_ok() -> bool:
         return False
 
 
-def home(request: HttpRequest):  # type: ignore[no-untyped-def]
+def home(request: HttpRequest) -> HttpResponseRedirect:
     return redirect("admin:index")

@@ -21,7 +21,7 @@ from erp.tenancy.models import Tenant
 from erp.tenancy.selectors import access_tenant_object
 
 
-class AgentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class AgentSerializer(serializers.ModelSerializer):
     knowledge_bases = serializers.ListField(
         child=serializers.CharField(), required=False, write_only=True
     )
@@ -120,14 +120,14 @@ class AgentDetailView(TenantGenericAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ContactInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContactInputSerializer(serializers.Serializer):
     external_id = serializers.CharField(max_length=100)
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     email = serializers.EmailField(required=False, allow_blank=True)
     phone = serializers.CharField(max_length=40, required=False, allow_blank=True)
 
 
-class MessageInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MessageInputSerializer(serializers.Serializer):
     contact = ContactInputSerializer()
     text = serializers.CharField(max_length=8000, trim_whitespace=True)
     channel_message_id = serializers.CharField(max_length=100, required=False, allow_blank=False)
@@ -172,7 +172,7 @@ class AgentMessageView(TenantGenericAPIView):
             if agent.processing["streaming_enabled"]:
                 started = sse.stream_start(agent, inbound)
                 if started.response is not None:
-                    return started.response  # type: ignore[return-value]
+                    return started.response  # type: ignore[return-value]  # Django serves a StreamingHttpResponse
                 body = started.limited_body or {}
                 return _rate_limited(body, body.pop("rate_limited"))
         body = message_process(agent=agent, inbound=inbound)

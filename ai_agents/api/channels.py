@@ -25,7 +25,7 @@ from erp.tenancy.models import ApiKey, Tenant
 from erp.tenancy.selectors import access_tenant_object
 
 
-class ChannelInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ChannelInputSerializer(serializers.Serializer):
     """Shapes only; the rules per type live in `ai_agents.services.channels`."""
 
     type = serializers.ChoiceField(choices=ChannelBinding.Type.choices, required=False)
@@ -45,7 +45,7 @@ class ChannelInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ChannelSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ChannelSerializer(serializers.Serializer):
     """The response: common fields plus those of the binding's type (the others are left out)."""
 
     id = serializers.UUIDField()

@@ -21,7 +21,7 @@ from erp.tenancy.permissions import HasTenant
 from erp.tenancy.selectors import access_tenant_object
 
 
-class ConversationSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class ConversationSerializer(serializers.ModelSerializer):
     agent = serializers.UUIDField(source="agent_id", read_only=True)
     contact = serializers.UUIDField(source="contact_id", read_only=True)
     assigned_to = serializers.SerializerMethodField()
@@ -74,7 +74,7 @@ class ConversationSerializer(serializers.ModelSerializer):  # type: ignore[type-
         read_only_fields = fields
 
 
-class MessageSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class MessageSerializer(serializers.ModelSerializer):
     author = serializers.SerializerMethodField()
 
     def get_author(self, obj: Message) -> dict[str, Any] | None:

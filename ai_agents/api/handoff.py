@@ -33,7 +33,7 @@ from erp.tenancy.permissions import HasTenant
 from erp.tenancy.selectors import access_tenant_object
 
 
-class StaffSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class StaffSerializer(serializers.Serializer):
     staff_email = serializers.EmailField(
         required=False, help_text=_("Con clave de API: el miembro del equipo que actúa.")
     )

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from ai_agents.models import Document, KnowledgeBase
 
 
-class KnowledgeBaseSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class KnowledgeBaseSerializer(serializers.ModelSerializer):
     class Meta:
         model = KnowledgeBase
         fields = [
@@ -25,7 +25,7 @@ class KnowledgeBaseSerializer(serializers.ModelSerializer):  # type: ignore[type
         read_only_fields = ["id", "created_at", "updated_at"]
 
 
-class KnowledgeBaseCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class KnowledgeBaseCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     embedding_provider = serializers.ChoiceField(
@@ -37,14 +37,14 @@ class KnowledgeBaseCreateSerializer(serializers.Serializer):  # type: ignore[typ
     chunk_overlap = serializers.IntegerField(min_value=0, max_value=500, required=False)
 
 
-class KnowledgeBaseUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class KnowledgeBaseUpdateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     chunk_size = serializers.IntegerField(min_value=32, max_value=1000, required=False)
     chunk_overlap = serializers.IntegerField(min_value=0, max_value=500, required=False)
 
 
-class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class DocumentSerializer(serializers.ModelSerializer):
     knowledge_base = serializers.UUIDField(source="knowledge_base_id", read_only=True)
 
     class Meta:
@@ -67,31 +67,31 @@ class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         read_only_fields = fields
 
 
-class TextDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TextDocumentSerializer(serializers.Serializer):
     title = serializers.CharField(max_length=300)
     text = serializers.CharField(trim_whitespace=False)
 
 
-class UploadDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UploadDocumentSerializer(serializers.Serializer):
     """The form fields beside an uploaded file (CharField refuses NUL and lone surrogates)."""
 
     title = serializers.CharField(max_length=300, required=False, allow_blank=True)
 
 
-class UrlDocumentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UrlDocumentSerializer(serializers.Serializer):
     url = serializers.CharField(
         max_length=2000, validators=[URLValidator(schemes=["http", "https"])]
     )
     title = serializers.CharField(max_length=300, required=False, allow_blank=True)
 
 
-class SearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SearchSerializer(serializers.Serializer):
     query = serializers.CharField(max_length=2000)
     k = serializers.IntegerField(min_value=1, max_value=50, default=5)
     min_score = serializers.FloatField(min_value=0, max_value=1, required=False)
 
 
-class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SearchHitSerializer(serializers.Serializer):
     chunk_id = serializers.UUIDField()
     document_id = serializers.UUIDField()
     document_title = serializers.CharField()

@@ -149,7 +149,8 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
                 raise exceptions.ValidationError({"url": [str(exc)]}) from None
             return _added_response(added)
         if upload is not None:
-            upload_form = UploadDocumentSerializer(data={"title": request.data.get("title", "")})
+            title = request.data.get("title", "") if isinstance(request.data, dict) else ""
+            upload_form = UploadDocumentSerializer(data={"title": title})
             upload_form.is_valid(raise_exception=True)
             data = upload.read()
             args: dict[str, Any] = {

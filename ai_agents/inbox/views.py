@@ -45,7 +45,7 @@ def _member_conversation(request: HttpRequest, conversation_id: Any) -> Conversa
     )
     if conversation is None:
         raise Http404
-    return conversation  # type: ignore[no-any-return]
+    return conversation
 
 
 def message_kind(message: Message) -> str:

@@ -114,10 +114,10 @@ def _remote(
     provider = get_provider(kb.embedding_provider)
     result = llm_embed(
         list(texts),
-        provider=provider,  # type: ignore[arg-type]
+        provider=provider,  # type: ignore[arg-type]  # the KB names an embedding provider
         model=kb.embedding_model,
         dimensions=kb.embedding_dimensions,
-        task=task,  # type: ignore[arg-type]
+        task=task,  # type: ignore[arg-type]  # callers pass "query" or "passage"
         context=context or CallContext(tenant=tenant),
         retry=retry,
     )
@@ -257,7 +257,8 @@ def query_prefetch(text: str) -> None:
     with _inflight_lock:
         if key in _inflight:
             return
-        _inflight[key] = future = Future()
+        future: Future[tuple[float, ...]] = Future()
+        _inflight[key] = future
     try:
         _executor().submit(_prefetch_job, key, text, future)
     except RuntimeError:  # interpreter shutting down
@@ -273,7 +274,7 @@ def _prefetch_job(key: str, text: str, future: Future[tuple[float, ...]]) -> Non
     except BaseException as exc:
         future.set_exception(exc)
     else:
-        future.inference_s = inference_s  # type: ignore[attr-defined]
+        future.inference_s = inference_s  # type: ignore[attr-defined]  # read by the request that waits
         future.set_result(vector)
     finally:
         with _inflight_lock:

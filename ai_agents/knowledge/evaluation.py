@@ -77,7 +77,7 @@ def evaluate(kb: KnowledgeBase, questions: list[Question], *, depth: int = 10) -
         .filter(knowledge_base=kb)
         .values_list("pk", "original_filename", "title")
     }
-    results = {mode: Scores(mode) for mode in MODES}
+    results: dict[str, Scores] = {mode: Scores(mode) for mode in MODES}
     for question in questions:
         for mode in MODES:
             hits = knowledge_search(

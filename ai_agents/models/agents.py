@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -129,11 +130,11 @@ class Agent(TenantOwnedModel):
         return [*BUILTIN_TOOL_NAMES, *sorted(own)]
 
     @property
-    def processing(self) -> dict[str, object]:
+    def processing(self) -> dict[str, Any]:
         return validate_processing_config(self.processing_config)
 
     @property
-    def history(self) -> dict[str, object]:
+    def history(self) -> dict[str, Any]:
         return validate_history_config(self.history_config)
 
 

@@ -123,7 +123,7 @@ class EscalationTrigger:
     min_words: int = 2
 
     def to_dict(self) -> dict[str, Any]:
-        condition: dict[str, Any] = {
+        conditions: dict[str, dict[str, Any]] = {
             "keyword": {"keywords": list(self.keywords), "exclude": list(self.exclude)},
             "sentiment": {"threshold": self.threshold},
             "intent": {"intents": list(self.intents)},
@@ -135,7 +135,8 @@ class EscalationTrigger:
                 "min_words": self.min_words,
             },
             "user_request": {"phrases": list(self.keywords), "exclude": list(self.exclude)},
-        }[self.type]
+        }
+        condition = conditions[self.type]
         out: dict[str, Any] = {"type": self.type, "condition": condition, "priority": self.priority}
         if self.message:
             out["message"] = self.message

@@ -277,7 +277,8 @@ def _heading_path(value: Any) -> list[str]:
     """A chunk's heading path from a raw row, decoded by its JSONField as the ORM does
     (Django's psycopg setup hands jsonb over as text)."""
     field = Chunk._meta.get_field("heading_path")
-    return list(field.from_db_value(value, None, connection) or [])  # type: ignore[union-attr]
+    decoded = field.from_db_value(value, None, connection)  # type: ignore[arg-type]  # unused
+    return list(decoded or [])
 
 
 def _embedding_s(started: float, timeout_ms: int | None) -> float | None:

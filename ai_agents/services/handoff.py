@@ -151,13 +151,13 @@ def conversation_waiting_since(conversation: Conversation) -> datetime | None:
         ).first()
         if annotated is None:
             return None
-        conversation.last_human_reply_at = annotated.last_human_reply_at  # type: ignore[attr-defined]
-        conversation.first_inbound_after_human = annotated.first_inbound_after_human  # type: ignore[attr-defined]
-    last_human = conversation.last_human_reply_at  # type: ignore[attr-defined]
+        conversation.last_human_reply_at = annotated.last_human_reply_at  # type: ignore[attr-defined]  # a per-instance cache
+        conversation.first_inbound_after_human = annotated.first_inbound_after_human  # type: ignore[attr-defined]  # a per-instance cache
+    last_human = conversation.last_human_reply_at  # type: ignore[attr-defined]  # set above or by the annotating query
     escalated_at = conversation.escalated_at
     if last_human is None or (escalated_at is not None and last_human < escalated_at):
         return escalated_at or conversation.last_inbound_at
-    return conversation.first_inbound_after_human  # type: ignore[attr-defined,no-any-return]
+    return conversation.first_inbound_after_human  # type: ignore[attr-defined]  # set above or by the annotating query
 
 
 def inbox_conversations(tenant_ids: list[int]) -> list[Conversation]:
@@ -190,7 +190,7 @@ def _reload(conversation: Conversation) -> Conversation:
     fresh = _rows(conversation).select_related("assigned_to").first()
     if fresh is None:
         raise ConversationClosed(_("La conversación ya no existe."))
-    return fresh  # type: ignore[no-any-return]
+    return fresh
 
 
 def _closed_error(conversation: Conversation) -> ConversationClosed:
@@ -317,7 +317,7 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
         "handoff.replied",
         extra={"conversation_id": str(conversation.pk), "message_id": message_id},
     )
-    return message  # type: ignore[no-any-return]
+    return message
 
 
 def _holder_or_unclaimed(user: Any, now: datetime) -> Q:

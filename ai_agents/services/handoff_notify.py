@@ -32,7 +32,7 @@ LAST_MESSAGE_CHARS = 1000
 
 
 def handoff_settings(tenant_id: int) -> HandoffSettings | None:
-    return HandoffSettings.objects.for_tenant(tenant_id).first()  # type: ignore[no-any-return]
+    return HandoffSettings.objects.for_tenant(tenant_id).first()
 
 
 def inbox_url(conversation: Conversation) -> str:

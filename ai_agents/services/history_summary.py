@@ -149,7 +149,11 @@ def history_summary_generate(*, conversation: Conversation, upto_message_id: str
             count_before = int(cached.get("count") or 0)
     rows = list(span)
     text = _summary_model(agent, conversation, rows, previous) or summary_extractive(rows, previous)
-    value = {"text": text, "upto_message_id": str(upto.pk), "count": count_before + len(rows)}
+    value: dict[str, Any] = {
+        "text": text,
+        "upto_message_id": str(upto.pk),
+        "count": count_before + len(rows),
+    }
     current = (
         Conversation.objects.for_tenant(conversation.tenant_id)
         .filter(pk=conversation.pk)

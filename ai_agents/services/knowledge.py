@@ -335,7 +335,7 @@ def document_ingest(
     (also when the task's time limit stops it). A document deleted meanwhile stops at the next
     checkpoint and nothing more is written. `on_progress(percent)` is called as the saved
     progress changes (command-line bars)."""
-    document._on_progress = on_progress  # type: ignore[attr-defined]
+    document._on_progress = on_progress  # type: ignore[attr-defined]  # read by the ingestion checkpoints
     kb = document.knowledge_base
     try:
         _progress(document, status=Document.Status.PROCESSING, progress=1, error="")

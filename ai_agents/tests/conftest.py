@@ -98,6 +98,11 @@ def visitor_page(
         ),
     )
     page = context.new_page()
-    page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+
+    def on_console(message: Any) -> None:
+        if message.type == "error":
+            console_errors.append(message.text)
+
+    page.on("console", on_console)
     yield page
     context.close()

@@ -49,7 +49,7 @@ def agent_for(tenant: Tenant, name: str = "Lucía") -> Agent:
 
 
 def binding_for(agent: Agent) -> ChannelBinding:
-    return ChannelBinding.objects.for_tenant(agent.tenant_id).create(  # type: ignore[no-any-return]
+    return ChannelBinding.objects.for_tenant(agent.tenant_id).create(
         tenant_id=agent.tenant_id, agent=agent, type=ChannelBinding.Type.WEBCHAT
     )
 
@@ -107,8 +107,8 @@ def conversation_make(
             metadata={"escalation_notice": True},
             created_at=now - timedelta(minutes=escalated_minutes_ago),
         )
-    return conversation  # type: ignore[no-any-return]
+    return conversation
 
 
 def fresh(conversation: Conversation) -> Conversation:
-    return Conversation.objects.for_tenant(conversation.tenant_id).get(pk=conversation.pk)  # type: ignore[no-any-return]
+    return Conversation.objects.for_tenant(conversation.tenant_id).get(pk=conversation.pk)

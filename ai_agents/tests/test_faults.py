@@ -9,6 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import requests
@@ -111,7 +112,7 @@ def test_worker_killed_mid_answer(stack: FaultStack) -> None:
 
 
 def test_database_restarted_during_webhooks(stack: FaultStack) -> None:
-    outage: dict[str, float] = {}
+    outage: dict[str, Any] = {}
 
     def fault() -> None:
         stack.kill_postgres()

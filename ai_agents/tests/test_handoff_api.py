@@ -75,7 +75,12 @@ def test_close_and_then_every_action_is_a_409_conversation_closed(
     assert closed.status_code == 200
     assert closed.json()["status"] == "closed" and closed.json()["closed_at"]
 
-    actions = (("claim", {}), ("reply", {"text": "hola"}), ("release", {}), ("close", {}))
+    actions: tuple[tuple[str, dict[str, str]], ...] = (
+        ("claim", {}),
+        ("reply", {"text": "hola"}),
+        ("release", {}),
+        ("close", {}),
+    )
     for action, data in actions:
         response = owner_client.post(_url(conversation, action), data, format="json")
         assert response.status_code == 409, action
@@ -94,7 +99,8 @@ def test_claim_held_by_someone_else_is_409_with_holder_and_lease(
     error = response.json()["error"]
     assert error["code"] == "conversation_claimed"
     assert error["assigned_to"] == {"id": owner.user.pk, "name": owner.user.email}
-    assert error["claim_expires_at"] == fresh(conversation).claim_expires_at.isoformat()
+    expires = fresh(conversation).claim_expires_at
+    assert expires is not None and error["claim_expires_at"] == expires.isoformat()
     assert owner.user.email in error["message"]
 
 

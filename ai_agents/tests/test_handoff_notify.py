@@ -38,7 +38,7 @@ def no_backoff(monkeypatch: Any) -> None:
 
 
 def _webhook(tenant: Any, server: FakeServer, secret: str = SECRET) -> HandoffSettings:
-    return HandoffSettings.objects.for_tenant(tenant).create(  # type: ignore[no-any-return]
+    return HandoffSettings.objects.for_tenant(tenant).create(
         tenant=tenant, webhook_url=f"{server.url}/hooks/erp", webhook_secret=secret
     )
 

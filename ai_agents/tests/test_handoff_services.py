@@ -40,9 +40,11 @@ def test_claim_takes_an_escalated_conversation_for_the_default_lease(owner: Pers
     assert claimed.assigned_to_id == owner.user.pk
     assert claimed.status == "escalated"
     assert claimed.escalation_reason == "user_request"  # kept
+    assert claimed.claim_expires_at is not None
     lease = claimed.claim_expires_at - before
     assert timedelta(minutes=14, seconds=59) < lease < timedelta(minutes=15, seconds=5)
-    assert handoff.conversation_holder(claimed).name == owner.user.email
+    holder = handoff.conversation_holder(claimed)
+    assert holder is not None and holder.name == owner.user.email
 
 
 @pytest.mark.django_db
@@ -57,6 +59,7 @@ def test_claim_uses_the_tenants_lease_and_takes_over_from_the_bot(owner: Persona
     assert claimed.status == "escalated"
     assert claimed.escalation_reason == handoff.TAKEOVER_REASON
     assert claimed.escalated_at is not None
+    assert claimed.claim_expires_at is not None
     assert claimed.claim_expires_at - timezone.now() > timedelta(minutes=39)
 
 
@@ -126,6 +129,7 @@ def test_reply_is_stored_as_the_persons_message_and_renews_the_lease(owner: Pers
     assert message.content == "Hola, soy Ana."
     assert message.metadata == {"human": True}
     after = fresh(conversation)
+    assert after.claim_expires_at is not None
     assert after.claim_expires_at - timezone.now() > timedelta(minutes=14)
     assert after.message_count == 1  # the helper's rows were inserted without counting
 
@@ -284,7 +288,8 @@ def test_opening_the_conversation_renews_only_the_holders_lease(
     assert not handoff.conversation_lease_renew(conversation, member.user)
     assert fresh(conversation).claim_expires_at == soon
     assert handoff.conversation_lease_renew(conversation, owner.user)
-    assert fresh(conversation).claim_expires_at > soon + timedelta(minutes=10)
+    renewed = fresh(conversation).claim_expires_at
+    assert renewed is not None and renewed > soon + timedelta(minutes=10)
 
 
 @pytest.mark.django_db

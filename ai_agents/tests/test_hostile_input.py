@@ -101,7 +101,7 @@ def test_the_pipeline_limits_match_what_each_channel_accepts() -> None:
     from ai_agents.rules.input_bound import INPUT_MAX_CHARS
 
     assert INPUT_MAX_CHARS == {"api": 8000, "webchat": 4000, "email": 8000, "whatsapp": 4096}
-    assert MessageInputSerializer().fields["text"].max_length == INPUT_MAX_CHARS["api"]
+    assert MessageInputSerializer().fields["text"].max_length == INPUT_MAX_CHARS["api"]  # type: ignore[attr-defined]  # a CharField
     assert INPUT_MAX_CHARS["webchat"] == webchat.TEXT_MAX_CHARS
     assert INPUT_MAX_CHARS["email"] == email_parse.TEXT_LIMIT
 

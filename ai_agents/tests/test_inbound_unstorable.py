@@ -223,7 +223,7 @@ def test_whatsapp_ids_and_names_longer_than_their_columns_are_stored_bounded(
     assert (first.json()["stored"], redelivered.json()["stored"]) == (1, 0)
     [message] = _user_messages(wa_binding.tenant)
     assert message.content == "hola"
-    assert len(message.channel_message_id) <= 255
+    assert len(message.channel_message_id or "") <= 255
     with tenant_scope(wa_binding.tenant):
         contact = Contact.objects.get()
         assert contact.name == "N" * 200

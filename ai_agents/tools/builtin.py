@@ -11,7 +11,7 @@ and `contact` from the pipeline and act only on them, whatever the model put in 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -94,7 +94,7 @@ def _session_variable_set(args: dict[str, Any], *, conversation: Any, **_ctx: An
 
 def register_builtin_tools(target: ToolRegistry) -> None:
     string = {"type": "string", "maxLength": 500}
-    tools = [
+    tools: list[tuple[ToolSpec, Callable[..., ToolResult]]] = [
         (
             ToolSpec(
                 KNOWLEDGE_SEARCH,

@@ -102,9 +102,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     status = exc.status_code
     headers: dict[str, str] = {}
     if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]  # checked by the getattr above
     if getattr(exc, "wait", None) is not None:
-        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]  # checked by the getattr above
 
     detail = exc.detail
     extra: dict[str, Any] = {}

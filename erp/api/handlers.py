@@ -17,7 +17,7 @@ RETRY_AFTER_SECONDS = 5
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if wants_json(request):
         return json_error(404, default_message(404))
-    return defaults.page_not_found(request, exception)  # type: ignore[arg-type]
+    return defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

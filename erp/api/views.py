@@ -2,55 +2,57 @@
 
 from __future__ import annotations
 
+from contextvars import Token
 from typing import Any
 
-from django.http import HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase
 from rest_framework import generics
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from erp.tenancy.models import Tenant
-from erp.tenancy.scoping import reset_scope, set_scope
+from erp.tenancy.scoping import Scope, reset_scope, set_scope
 
 
-class TenantScopedMixin:
+class TenantScopedMixin(APIView):
     """After authentication, every query in the view runs scoped to `request.tenant`."""
 
-    request: Request
+    _scope_token: Token[Scope | None] | None = None
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        super().initial(request, *args, **kwargs)
         tenant = self.tenant
         self._scope_token = set_scope(frozenset({tenant.pk}))
 
-    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         # An exception DRF does not handle skips `finalize_response`: the scope must not
         # outlive the request (the thread serves another tenant's request next).
         try:
-            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc,no-any-return]
+            return super().dispatch(request, *args, **kwargs)
         finally:
-            token = getattr(self, "_scope_token", None)
+            token = self._scope_token
             if token is not None:
                 reset_scope(token)
                 self._scope_token = None
 
     def finalize_response(
-        self, request: Request, response: Any, *args: Any, **kwargs: Any
-    ) -> HttpResponseBase:
-        token = getattr(self, "_scope_token", None)
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        token = self._scope_token
         if token is not None:
             reset_scope(token)
             self._scope_token = None
-        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc,no-any-return]
+        return super().finalize_response(request, response, *args, **kwargs)
 
     @property
     def tenant(self) -> Tenant:
-        return self.request._request.tenant  # type: ignore[attr-defined,no-any-return]
+        return self.request._request.tenant  # type: ignore[attr-defined]  # set by the authentication
 
 
 class TenantAPIView(TenantScopedMixin, APIView):
     pass
 
 
-class TenantGenericAPIView(TenantScopedMixin, generics.GenericAPIView):  # type: ignore[type-arg]
+class TenantGenericAPIView(TenantScopedMixin, generics.GenericAPIView):
     pass

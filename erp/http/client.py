@@ -407,5 +407,5 @@ def _iter_raw(raw: requests.Response) -> Iterator[bytes]:
 def _root_cause(exc: BaseException) -> str:
     seen = exc
     while seen.__context__ is not None or seen.__cause__ is not None:
-        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]  # the loop condition: one is set
     return type(seen).__name__

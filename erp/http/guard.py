@@ -64,7 +64,7 @@ class _PinnedConnectionMixin:
         for address in self.pinned_addresses:
             self._dns_host = address
             try:
-                return super()._new_conn()  # type: ignore[misc,no-any-return]
+                return super()._new_conn()  # type: ignore[misc]  # a mixin of urllib3 HTTPConnection
             except (NewConnectionError, ConnectTimeoutError) as exc:
                 last = exc
             finally:

@@ -11,7 +11,7 @@ from erp.tenancy.admin_base import ReadOnlyTenantOwnedAdmin
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ModelPriceAdmin(admin.ModelAdmin):
     """Prices are global (every tenant is billed with them): only superusers edit them."""
 
     list_display = ["provider", "model", "input_per_million_usd", "output_per_million_usd"]

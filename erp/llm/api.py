@@ -20,11 +20,11 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 366
 
 
-class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageQuerySerializer(serializers.Serializer):
     to = serializers.DateField(required=False, input_formats=["%Y-%m-%d"])
     group_by = serializers.ChoiceField(choices=GROUP_BY_CHOICES, required=False, default="day")
 
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
         # `from` is a Python keyword, so it cannot be declared as a class attribute.
         fields["from"] = serializers.DateField(required=False, input_formats=["%Y-%m-%d"])
@@ -46,13 +46,13 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         return {"from": date_from, "to": date_to, "group_by": attrs["group_by"]}
 
 
-class UsageTotalsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageTotalsSerializer(serializers.Serializer):
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
     total_tokens = serializers.IntegerField()
     cost_usd = serializers.DecimalField(max_digits=16, decimal_places=6)
     calls = serializers.IntegerField()
-    errors = serializers.IntegerField()
+    errors = serializers.IntegerField()  # type: ignore[assignment]  # a field, not Serializer.errors
 
 
 class UsageGroupSerializer(UsageTotalsSerializer):
@@ -63,13 +63,13 @@ class UsageGroupSerializer(UsageTotalsSerializer):
     provider = serializers.CharField(required=False, help_text=_("Solo con group_by=model."))
 
 
-class UsageReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageReportSerializer(serializers.Serializer):
     results = UsageGroupSerializer(many=True)
     next = serializers.CharField(allow_null=True)
     totals = UsageTotalsSerializer()
     to = serializers.DateField(help_text=_("Último día incluido (efectivo)."))
 
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
         fields["from"] = serializers.DateField(help_text=_("Primer día incluido (efectivo)."))
         return fields

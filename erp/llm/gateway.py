@@ -113,7 +113,7 @@ def default_provider_name() -> str:
 def get_provider(name: str | None = None) -> Provider:
     """The provider `name` ("google", "openai", "offline") built from settings, or the
     configured default. Raises NotConfigured when it lacks its settings."""
-    return _provider_class(name or default_provider_name()).from_settings()  # type: ignore[no-any-return]
+    return _provider_class(name or default_provider_name()).from_settings()
 
 
 # --- calls --------------------------------------------------------------------------------

@@ -51,13 +51,13 @@ def price_cache_clear() -> None:
 def _price_table() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
     loaded_at = _price_cache["loaded_at"]
     now = time.monotonic()
-    if loaded_at is None or now - float(loaded_at) > PRICE_CACHE_SECONDS:  # type: ignore[arg-type]
+    if loaded_at is None or now - float(loaded_at) > PRICE_CACHE_SECONDS:  # type: ignore[arg-type]  # the cache dict mixes value types
         _price_cache["prices"] = {
             (row.provider, row.model): (row.input_per_million_usd, row.output_per_million_usd)
             for row in ModelPrice.objects.all()
         }
         _price_cache["loaded_at"] = now
-    return _price_cache["prices"]  # type: ignore[return-value]
+    return _price_cache["prices"]  # type: ignore[return-value]  # the cache dict mixes value types
 
 
 def price_for(provider: str, model: str) -> tuple[Decimal, Decimal]:

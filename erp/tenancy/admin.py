@@ -19,7 +19,7 @@ from erp.tenancy.services import apikey_create, apikey_revoke
 
 
 @admin.register(Tenant)
-class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):
     tenant_lookup = "pk"
     list_display = ["name", "slug", "timezone", "language", "ai_credit_balance_usd", "is_active"]
     search_fields = ["name", "slug"]
@@ -50,7 +50,7 @@ class MembershipAdmin(TenantOwnedAdmin):
     list_display = ["user", "role", "created_at"]
     list_select_related = ["user", "tenant"]
     search_fields = ["user__username", "user__email"]
-    autocomplete_fields: list[str] = []
+    autocomplete_fields = ()
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         # New members come from `manage.py user_create` (or a superuser): staff cannot
@@ -81,8 +81,11 @@ class ApiKeyAdmin(TenantOwnedAdmin):
             super().save_model(request, obj, form, change)
             return
         self.check_target_tenant(request, obj, change)
+        user = request.user  # the admin lets only signed-in staff this far
         created = apikey_create(
-            tenant=Tenant.objects.get(pk=obj.tenant_id), name=obj.name, created_by=request.user
+            tenant=Tenant.objects.get(pk=obj.tenant_id),
+            name=obj.name,
+            created_by=user if user.is_authenticated else None,
         )
         obj.pk = created.api_key.pk
         obj.prefix = created.api_key.prefix

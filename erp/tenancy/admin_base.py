@@ -43,7 +43,7 @@ def tenant_roles(request: HttpRequest) -> dict[int, str]:
     cached = getattr(request, "_tenant_roles", None)
     if cached is None:
         cached = {m.tenant_id: str(m.role) for m in user_memberships(request.user)}
-        request._tenant_roles = cached  # type: ignore[attr-defined]
+        request._tenant_roles = cached  # type: ignore[attr-defined]  # a per-request cache
     return cached
 
 
@@ -115,7 +115,7 @@ class TenantAdminMixin:
     # --- pages of one object: 404 before any permission answer ---------------------------
 
     def _object_or_404(self, request: HttpRequest, object_id: str) -> None:
-        if self.get_object(request, unquote(object_id)) is None:  # type: ignore[attr-defined]
+        if self.get_object(request, unquote(object_id)) is None:  # type: ignore[attr-defined]  # a mixin of ModelAdmin
             raise Http404
 
     def changeform_view(
@@ -127,18 +127,18 @@ class TenantAdminMixin:
     ) -> HttpResponse:
         if object_id is not None:
             self._object_or_404(request, object_id)
-        return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc,no-any-return]
+        return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc]  # a mixin of ModelAdmin
 
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
         self._object_or_404(request, object_id)
-        return super().delete_view(request, object_id, extra_context)  # type: ignore[misc,no-any-return]
+        return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]  # a mixin of ModelAdmin
 
     # --- actions: declared permission, re-checked on each selected row -------------------
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        actions = super().get_actions(request)  # type: ignore[misc]
+        actions = super().get_actions(request)  # type: ignore[misc]  # a mixin of ModelAdmin
         return {
             name: (self._guarded_action(func), name, description)
             for name, (func, _name, description) in actions.items()
@@ -174,7 +174,7 @@ class TenantAdminMixin:
     ) -> tuple[models.QuerySet[Any], bool]:
         if _is_autocomplete(request) and not request.user.is_superuser:
             queryset = queryset.filter(**{f"{self.tenant_lookup}__in": managed_tenant_ids(request)})
-        return super().get_search_results(request, queryset, search_term)  # type: ignore[misc,no-any-return]
+        return super().get_search_results(request, queryset, search_term)  # type: ignore[misc]  # a mixin of ModelAdmin
 
 
 class TenantFormMixin:
@@ -187,14 +187,14 @@ class TenantFormMixin:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        instance = self.instance  # type: ignore[attr-defined]
+        instance = self.instance  # type: ignore[attr-defined]  # a mixin of ModelForm
         if not instance.tenant_id and self.only_tenant_id is not None:
             instance.tenant_id = self.only_tenant_id
 
     def clean(self) -> dict[str, Any]:
-        data: dict[str, Any] = super().clean()  # type: ignore[misc]
+        data: dict[str, Any] = super().clean()  # type: ignore[misc]  # a mixin of ModelForm
         tenant = data.get("tenant")
-        tenant_id = tenant.pk if isinstance(tenant, Tenant) else self.instance.tenant_id  # type: ignore[attr-defined]
+        tenant_id = tenant.pk if isinstance(tenant, Tenant) else self.instance.tenant_id  # type: ignore[attr-defined]  # a mixin of ModelForm
         if tenant_id is None:
             return data
         for name, value in list(data.items()):  # add_error drops the field from data
@@ -202,32 +202,32 @@ class TenantFormMixin:
             if any(
                 isinstance(row, TenantOwnedModel) and row.tenant_id != tenant_id for row in related
             ):
-                self.add_error(name, _("Pertenece a otra empresa."))  # type: ignore[attr-defined]
+                self.add_error(name, _("Pertenece a otra empresa."))  # type: ignore[attr-defined]  # a mixin of ModelForm
         return data
 
     def _get_validation_exclusions(self) -> set[str]:
-        exclude: set[str] = super()._get_validation_exclusions()  # type: ignore[misc]
-        if self.instance.tenant_id:  # type: ignore[attr-defined]
+        exclude: set[str] = super()._get_validation_exclusions()  # type: ignore[misc]  # a mixin of ModelForm
+        if self.instance.tenant_id:  # type: ignore[attr-defined]  # a mixin of ModelForm
             exclude.discard("tenant")
         return exclude
 
     def _update_errors(self, errors: ValidationError) -> None:
         # An error on a field the form does not show (the tenant) is reported for the form.
-        fields = self.fields  # type: ignore[attr-defined]
+        fields = self.fields  # type: ignore[attr-defined]  # a mixin of ModelForm
         if hasattr(errors, "error_dict") and any(name not in fields for name in errors.error_dict):
             moved: dict[str, list[Any]] = {}
             for name, messages_ in errors.error_dict.items():
                 key = name if name in fields else NON_FIELD_ERRORS
                 moved.setdefault(key, []).extend(messages_)
             errors = ValidationError(moved)
-        super()._update_errors(errors)  # type: ignore[misc]
+        super()._update_errors(errors)  # type: ignore[misc]  # a mixin of ModelForm
 
 
-class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):
     """ModelAdmin for a `TenantOwnedModel`."""
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet[Any]:
-        queryset = self.model.objects.unscoped()  # type: ignore[attr-defined]
+        queryset = self.model.objects.unscoped()
         if request.user.is_superuser:
             return queryset
         return queryset.filter(tenant_id__in=member_tenant_ids(request))
@@ -303,7 +303,7 @@ class TenantOwnedAdmin(TenantAdminMixin, admin.ModelAdmin):  # type: ignore[type
         if not obj.tenant_id and len(allowed) == 1:
             obj.tenant_id = allowed[0]
         if change:
-            stored = self.model.objects.unscoped().filter(pk=obj.pk)  # type: ignore[attr-defined]
+            stored = self.model.objects.unscoped().filter(pk=obj.pk)
             if list(stored.values_list("tenant_id", flat=True)) != [obj.tenant_id]:
                 raise PermissionDenied
         if not self.has_change_permission(request, obj) or obj.tenant_id not in allowed:

@@ -44,7 +44,7 @@ def secret_badge(is_set: bool, detail: str = "") -> SafeString:
     )
 
 
-def keep_secret(form: forms.ModelForm, name: str, *, clear: bool = False) -> str:  # type: ignore[type-arg]
+def keep_secret(form: forms.ModelForm, name: str, *, clear: bool = False) -> str:
     """The value to store for a write-only field: the typed one, "" when cleared, else the
     stored one (the instance is not yet updated while the form cleans)."""
     typed = form.cleaned_data.get(name) or ""
@@ -66,13 +66,13 @@ class SecretFieldsAdminMixin:
             setattr(self, f"{name}_state", self._state_display(name))
 
     def _state_display(self, name: str) -> Callable[[Any], SafeString]:
-        field = self.model._meta.get_field(name)  # type: ignore[attr-defined]
+        field = self.model._meta.get_field(name)  # type: ignore[attr-defined]  # a mixin of ModelAdmin
 
         def display(obj: Any) -> SafeString:
             value = getattr(obj, name, "") if obj is not None else ""
             return secret_badge(bool(value), self.secret_detail(name, obj) if value else "")
 
-        display.short_description = field.verbose_name  # type: ignore[attr-defined]
+        display.short_description = field.verbose_name  # type: ignore[attr-defined]  # Django admin reads it
         return display
 
     def secret_detail(self, name: str, obj: Any) -> str:
@@ -80,15 +80,15 @@ class SecretFieldsAdminMixin:
         return ""
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        fields = list(super().get_readonly_fields(request, obj))  # type: ignore[misc]
+        fields = list(super().get_readonly_fields(request, obj))  # type: ignore[misc]  # a mixin of ModelAdmin
         return fields + [f"{name}_state" for name in self.secret_fields]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]
+        fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]  # a mixin of ModelAdmin
         if obj is None:
-            writable = self.has_add_permission(request)  # type: ignore[attr-defined]
+            writable = self.has_add_permission(request)  # type: ignore[attr-defined]  # a mixin of ModelAdmin
         else:
-            writable = self.has_change_permission(request, obj)  # type: ignore[attr-defined]
+            writable = self.has_change_permission(request, obj)  # type: ignore[attr-defined]  # a mixin of ModelAdmin
         states = {f"{name}_state" for name in self.secret_fields}
         companions = {f"{name}_clear" for name in self.secret_fields}
         present = {f for _title, options in fieldsets for f in options["fields"]}

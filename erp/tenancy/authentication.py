@@ -51,8 +51,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         api_key = apikey_authenticate(key=key)
         if api_key is None:
             raise exceptions.AuthenticationFailed(_("Clave de API no válida o revocada."))
-        request._request.tenant = api_key.tenant  # type: ignore[attr-defined]
-        request._request.membership = None  # type: ignore[attr-defined]
+        request._request.tenant = api_key.tenant  # type: ignore[attr-defined]  # read by TenantScopedMixin
+        request._request.membership = None  # type: ignore[attr-defined]  # read by the permissions
         return ApiKeyPrincipal(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:
@@ -70,6 +70,6 @@ class StaffSessionAuthentication(authentication.SessionAuthentication):
         if not user.is_staff:
             return None
         membership: Membership | None = membership_for(user, request.headers.get("X-Tenant"))
-        request._request.tenant = membership.tenant if membership else None  # type: ignore[attr-defined]
-        request._request.membership = membership  # type: ignore[attr-defined]
+        request._request.tenant = membership.tenant if membership else None  # type: ignore[attr-defined]  # read by TenantScopedMixin
+        request._request.membership = membership  # type: ignore[attr-defined]  # read by the permissions
         return user, None

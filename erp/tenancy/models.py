@@ -95,7 +95,7 @@ def _base_manager_install(sender: type[models.Model], **kwargs: Any) -> None:
         manager.name = "_base_manager"
         manager.model = sender
         manager.auto_created = True
-        sender._meta.base_manager = manager  # type: ignore[misc]
+        sender._meta.base_manager = manager
 
 
 class_prepared.connect(_base_manager_install)

@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection
-from django.db.models import Model
+from django.db.models import Field, Model
 
 from erp.tenancy.scoping import Scope, current_scope, reset_scope, set_scope, tenant_scope
 
@@ -46,6 +46,12 @@ class _Table:
     fields: list[Any]
 
 
+def _column(field: Field[Any, Any]) -> str:
+    """A concrete field's column (the stubs allow None, for fields without one of their own)."""
+    assert field.column is not None, field
+    return field.column
+
+
 @cache
 def _table(model: type[Model]) -> _Table:
     quote = connection.ops.quote_name
@@ -58,7 +64,7 @@ def _table(model: type[Model]) -> _Table:
             converters.append((position, [(c, col) for c in found]))
     return _Table(
         name=quote(model._meta.db_table),
-        columns=", ".join(quote(f.column) for f in fields),
+        columns=", ".join(quote(_column(f)) for f in fields),
         attnames=[f.attname for f in fields],
         converters=converters,
         fields=fields,
@@ -164,7 +170,7 @@ def inserted(objs: Sequence[Model]) -> None:
 def insert(objs: Sequence[Model]) -> None:
     """INSERT these new instances (one model) in one statement."""
     if objs:
-        with tenant_scope(*{obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]
+        with tenant_scope(*{obj.tenant_id for obj in objs}):  # type: ignore[attr-defined]  # tenant-owned rows only
             run_together([insert_statement(objs)])
         inserted(objs)
 
@@ -200,7 +206,8 @@ def update_statement(
         else:
             sets.append(f"{column} = %s")
             set_params.append(field.get_db_prep_save(value, connection))
-    pk_column = quote(meta.pk.column)  # type: ignore[union-attr]
+    assert meta.pk is not None  # every model has a primary key
+    pk_column = quote(_column(meta.pk))
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
         f"WHERE tenant_id = %s AND {pk_column} = %s"

@@ -81,7 +81,7 @@ class TenantBaseManager(models.Manager[Any]):
     def get_queryset(self) -> models.QuerySet[Any]:
         queryset = super().get_queryset()
         if _scope.get() is None:
-            queryset.query.rls_scope = ALL_TENANTS  # type: ignore[attr-defined]
+            queryset.query.rls_scope = ALL_TENANTS  # type: ignore[attr-defined]  # our attribute on Django's Query
         return queryset
 
 
@@ -105,7 +105,7 @@ def acts_for(argument: str) -> Callable[[F], F]:
             finally:
                 _scope.reset(token)
 
-        return scoped  # type: ignore[return-value]
+        return scoped  # type: ignore[return-value]  # the wrapper keeps the signature
 
     return decorate
 
@@ -176,12 +176,12 @@ class TenantManager(models.Manager[Any]):
     def for_tenant(self, tenant: Tenant | int) -> models.QuerySet[Any]:
         tenant_id = tenant if isinstance(tenant, int) else tenant.pk
         queryset = super().get_queryset().filter(tenant_id=tenant_id)
-        queryset.query.rls_scope = frozenset({tenant_id})  # type: ignore[attr-defined]
+        queryset.query.rls_scope = frozenset({tenant_id})  # type: ignore[attr-defined]  # our attribute on Django's Query
         return queryset
 
     def unscoped(self) -> models.QuerySet[Any]:
         """Every tenant's rows. Superuser and maintenance code only: the database's bypass
         too (row-level security's `app.all_tenants`)."""
         queryset = super().get_queryset()
-        queryset.query.rls_scope = ALL_TENANTS  # type: ignore[attr-defined]
+        queryset.query.rls_scope = ALL_TENANTS  # type: ignore[attr-defined]  # our attribute on Django's Query
         return queryset

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import Http404
@@ -28,10 +28,10 @@ def access_tenant_object(
     if value is None:
         raise Http404
     if queryset is None:
-        queryset = model.objects.for_tenant(tenant)  # type: ignore[attr-defined]
+        queryset = model.objects.for_tenant(tenant)  # type: ignore[attr-defined]  # tenant-owned models have TenantManager
     try:
-        return queryset.get(pk=value)  # type: ignore[union-attr]
-    except model.DoesNotExist:  # type: ignore[attr-defined]
+        return queryset.get(pk=value)
+    except model.DoesNotExist:  # type: ignore[attr-defined]  # every concrete model has it
         raise Http404 from None
 
 
@@ -75,5 +75,7 @@ def membership_for(user: AbstractBaseUser, tenant_slug: str | None) -> Membershi
     return memberships.first()
 
 
-def tenant_ids_for(user: AbstractBaseUser) -> list[int]:
+def tenant_ids_for(user: AbstractBaseUser | AnonymousUser) -> list[int]:
+    if not user.is_authenticated:
+        return []  # nobody signed in acts for no tenant
     return list(user_memberships(user).values_list("tenant_id", flat=True))

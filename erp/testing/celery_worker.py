@@ -37,7 +37,9 @@ def worker_running(
     tmp_path: Path, *, pool: tuple[str, ...] = ("-P", "solo"), prefix: str = "test", **env: str
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A `celery worker` consuming both queues until the block ends; `proc.log_path` is its
-    log. `pool` picks the pool (prefork enforces time limits); `env` adds variables."""
+    log. `pool` picks the pool and its slots: solo by default, `("-P", "prefork", "-c", "2")`
+    enforces time limits, `("-P", "threads", "-c", "16")` is the real-time worker of `make run`
+    and compose (no time limits, concurrent I/O); `env` adds variables."""
     name = f"{prefix}{os.getpid()}-{time.monotonic_ns()}@%h"
     environ = dict(os.environ, DATABASE_URL=_database_url(), LOG_FORMAT="json", **env)
     log_path = tmp_path / "worker.log"
@@ -61,7 +63,7 @@ def worker_running(
             proc.kill()
             proc.wait(timeout=10)
             raise RuntimeError(f"worker not ready:\n{log_path.read_text()}")
-    proc.log_path = log_path  # type: ignore[attr-defined]
+    proc.log_path = log_path  # type: ignore[attr-defined]  # for the tests that read the log
     try:
         yield proc
     finally:

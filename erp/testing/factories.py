@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from erp.tenancy.models import Membership, Tenant
 
 
-class TenantFactory(factory.django.DjangoModelFactory):
+class TenantFactory(factory.django.DjangoModelFactory[Tenant]):
     class Meta:
         model = Tenant
         django_get_or_create = ("slug",)
@@ -33,12 +34,13 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.PostGenerationMethodCall("set_password", "pass-1234")
 
     @factory.post_generation
-    def _save(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]
+    def _save(user: Any, create: bool, extracted: Any, **kwargs: Any) -> None:
+        # Called with the built user, not the factory.
         if create:
-            self.save()
+            user.save()
 
 
-class MembershipFactory(factory.django.DjangoModelFactory):
+class MembershipFactory(factory.django.DjangoModelFactory[Membership]):
     class Meta:
         model = Membership
 
@@ -47,5 +49,5 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     role = Membership.Role.OWNER
 
     @classmethod
-    def _create(cls, model_class, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def _create(cls, model_class: type[Membership], *args: Any, **kwargs: Any) -> Membership:
         return model_class.objects.for_tenant(kwargs["tenant"]).create(*args, **kwargs)

@@ -78,6 +78,8 @@ class FakeServer:
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self.requests: list[FakeRequest] = []
         self._lock = threading.Lock()
+        self.in_flight = 0  # requests being answered right now
+        self.max_in_flight = 0  # the most answered at once (overlap of slow fake calls)
         self._httpd: _Httpd | None = None
         self._thread: threading.Thread | None = None
 
@@ -106,12 +108,14 @@ class FakeServer:
     def url(self) -> str:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host}:{port}"  # type: ignore[str-bytes-safe]  # TCP: host is a str
 
     def requests_clear(self) -> None:
-        """Forget the recorded requests (between tests sharing one server)."""
+        """Forget the recorded requests and the overlap seen (between tests sharing one
+        server)."""
         with self._lock:
             self.requests.clear()
+            self.max_in_flight = self.in_flight
 
     def requests_snapshot(self) -> list[FakeRequest]:
         """The recorded requests so far, copied under the lock."""
@@ -127,6 +131,17 @@ class FakeServer:
         with self._lock:
             self.requests.append(request)
             routes = list(self.routes)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._route(request, routes)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _route(
+        self, request: FakeRequest, routes: list[tuple[str, re.Pattern[str], Handler]]
+    ) -> FakeResponse:
         for method, pattern, handler in routes:
             match = pattern.fullmatch(request.path)
             if method == request.method and match:

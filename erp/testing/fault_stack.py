@@ -59,6 +59,13 @@ with tenant_scope(tenant):
 """ % (NUMBER,)  # noqa: UP031 - a literal inside code text
 
 
+def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    """The one row of an aggregate query (psycopg types fetchone as optional)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
 @dataclass
 class Delivery:
     """One message posted until acknowledged (Meta redelivers a non-200)."""
@@ -242,20 +249,24 @@ class FaultStack:
         duplicates among all of these."""
         like = prefix + "%"
         with psycopg.connect(self.database_url, autocommit=True, connect_timeout=5) as conn:
-            stored, distinct, answered = conn.execute(
-                "SELECT count(*), count(DISTINCT channel_message_id),"
-                " count(*) FILTER (WHERE metadata ? 'result')"
-                " FROM ai_agents_message WHERE role = 'user' AND channel_message_id LIKE %s",
-                [like],
-            ).fetchone()
-            replies, replied_to, max_replies = conn.execute(
-                "SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM ("
-                "  SELECT r.reply_to_id, count(*) AS n FROM ai_agents_message r"
-                "  JOIN ai_agents_message u ON u.id = r.reply_to_id"
-                "  WHERE r.role = 'assistant' AND u.channel_message_id LIKE %s"
-                "  GROUP BY r.reply_to_id) per_inbound",
-                [like],
-            ).fetchone()
+            stored, distinct, answered = _one(
+                conn.execute(
+                    "SELECT count(*), count(DISTINCT channel_message_id),"
+                    " count(*) FILTER (WHERE metadata ? 'result')"
+                    " FROM ai_agents_message WHERE role = 'user' AND channel_message_id LIKE %s",
+                    [like],
+                )
+            )
+            replies, replied_to, max_replies = _one(
+                conn.execute(
+                    "SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM ("
+                    "  SELECT r.reply_to_id, count(*) AS n FROM ai_agents_message r"
+                    "  JOIN ai_agents_message u ON u.id = r.reply_to_id"
+                    "  WHERE r.role = 'assistant' AND u.channel_message_id LIKE %s"
+                    "  GROUP BY r.reply_to_id) per_inbound",
+                    [like],
+                )
+            )
         sends = [
             to
             for s in self.graph.sent

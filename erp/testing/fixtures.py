@@ -28,17 +28,17 @@ class Persona:
 
 @pytest.fixture
 def tenant_a(db: Any) -> Tenant:
-    return TenantFactory(slug="acme", name="Acme")
+    return TenantFactory.create(slug="acme", name="Acme")
 
 
 @pytest.fixture
 def tenant_b(db: Any) -> Tenant:
-    return TenantFactory(slug="globex", name="Globex")
+    return TenantFactory.create(slug="globex", name="Globex")
 
 
 def _persona(tenant: Tenant, username: str, role: str) -> Persona:
     user = UserFactory(username=username)
-    membership = MembershipFactory(tenant=tenant, user=user, role=role)
+    membership = MembershipFactory.create(tenant=tenant, user=user, role=role)
     return Persona(user=user, tenant=tenant, membership=membership)
 
 
@@ -61,7 +61,7 @@ def api_client_for(tenant: Tenant) -> APIClient:
     client = APIClient()
     created = apikey_create(tenant=tenant, name="tests")
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {created.key}")
-    client.api_key = created  # type: ignore[attr-defined]
+    client.api_key = created  # type: ignore[attr-defined]  # for the tests that need the key
     return client
 
 

@@ -7,15 +7,17 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import requests
 
 BASE_DIR = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
-def wait_until(what: str, predicate, timeout: float, every: float = 0.05):  # type: ignore[no-untyped-def]
+def wait_until(what: str, predicate: Callable[[], T], timeout: float, every: float = 0.05) -> T:
     """Polls `predicate` until it returns something truthy; AssertionError after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:

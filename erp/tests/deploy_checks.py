@@ -141,7 +141,7 @@ def task_queues() -> dict[str, str]:
     for name, task in app.tasks.items():
         if name.startswith("celery."):
             continue
-        options = dict(task._get_exec_options())
+        options = dict(task._get_exec_options())  # type: ignore[attr-defined]  # Celery private, no public equivalent
         queues[name] = app.amqp.router.route(options, name, (), {})["queue"].name
     return queues
 
@@ -158,7 +158,7 @@ def settings_env_names() -> set[str]:
             and node.args
             and isinstance(node.args[0], ast.Constant)
         ):
-            names.add(node.args[0].value)
+            names.add(str(node.args[0].value))
     return names
 
 

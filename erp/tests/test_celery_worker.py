@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_real_worker_reads_committed_row(celery_worker_process):
-    tenant = TenantFactory(slug="from-worker")
+    tenant = TenantFactory.create(slug="from-worker")
     assert ping_database.delay(tenant.pk).get(timeout=20) == "from-worker"
 
 

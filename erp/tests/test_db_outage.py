@@ -36,7 +36,12 @@ def test_an_unreachable_database_is_503_on_pages_too():
 
 def test_while_it_stays_down_requests_are_refused_without_touching_it(monkeypatch, client):
     probes = []
-    monkeypatch.setattr(db_outage, "_probe", lambda: probes.append(1) or False)
+
+    def probe() -> bool:
+        probes.append(1)
+        return False
+
+    monkeypatch.setattr(db_outage, "_probe", probe)
     client.get("/api/v1/database-gone")  # the error that reveals the outage
 
     refused = client.get("/api/v1/tenant")

@@ -377,6 +377,7 @@ def test_guard_pins_https_keeping_sni_and_certificate_hostname(tmp_path, monkeyp
             return None if ip.is_loopback else address_blocked_reason(ip)
 
     with FakeServer() as tls_server:
+        assert tls_server._httpd is not None
         tls_server._httpd.socket = context.wrap_socket(tls_server._httpd.socket, server_side=True)
         tls_server.route("GET", r"/ok", FakeResponse.json({"tls": True}))
         port = _port(tls_server)

@@ -36,7 +36,7 @@ def test_log_lines_of_a_request_carry_its_id():
         Client(raise_request_exception=False).get("/api/v1/boom", HTTP_X_REQUEST_ID="req-42")
     finally:
         logger.removeHandler(handler)
-    assert [r.request_id for r in records if r.getMessage() == "unhandled_error"] == ["req-42"]
+    assert [r.request_id for r in records if r.getMessage() == "unhandled_error"] == ["req-42"]  # type: ignore[attr-defined]  # added by erp.logging
     assert request_id_var.get() == "-"  # restored after the request
 
 

@@ -104,7 +104,7 @@ def test_counter_lives_in_the_real_redis_cache() -> None:
     key = fresh()
     hit(key, limit=5, window_s=60, amount=2)
     hit(key, limit=5, window_s=60)
-    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # Django's private Redis client
     full = cache.make_and_validate_key(f"rl:{key}")
     assert client.zcard(full) == 2  # one entry per counted hit, scored by its time
     assert 0 < client.pttl(full) <= 60_000

@@ -68,7 +68,7 @@ def test_a_permanent_error_is_raised_at_once_and_a_success_returns() -> None:
             raise outcome
         return outcome
 
-    rule = {"retryable": lambda e: getattr(e, "retryable", False), "sleep": lambda s: None}
+    rule: dict[str, Any] = {"retryable": lambda e: getattr(e, "retryable", False), "sleep": no_wait}
     result = call_with_retries(
         call, backoff=Backoff(), on_retry=lambda n, e, w: retries.append((n, w)), **rule
     )

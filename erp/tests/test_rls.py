@@ -26,7 +26,7 @@ TENANT_TABLES = sorted(
     for m in apps.get_models()
     if issubclass(m, TenantOwnedModel) and m._meta.db_table not in EXEMPT_TABLES
 )
-MODELS = {m._meta.db_table: m for m in apps.get_models()}
+MODELS: dict[str, Any] = {m._meta.db_table: m for m in apps.get_models()}
 _serial = itertools.count(1)
 
 
@@ -145,7 +145,7 @@ def test_raw_sql_without_a_tenant_condition_sees_only_the_scoped_tenants_rows(
     model = MODELS[table]
     _row(model, tenant_a)
     _row(model, tenant_b)
-    other = TenantFactory(slug="other", name="Other")
+    other = TenantFactory.create(slug="other", name="Other")
 
     with tenant_scope(tenant_a):
         assert _tenant_ids(table) == [tenant_a.pk]

@@ -95,6 +95,7 @@ def test_run_together_gives_one_outcome_per_statement_in_order(tenant_a):
         )
         assert [o.rowcount for o in outcomes] == [2, 1, 2]
         assert outcomes[0].rows is None and outcomes[1].rows is None
+        assert outcomes[2].rows is not None
         loaded = [rows.load(UsageLog, row) for row in outcomes[2].rows]
         assert [(log.model, log.success) for log in loaded] == [("x", True), ("y", False)]
 

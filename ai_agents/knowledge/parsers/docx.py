@@ -76,7 +76,7 @@ def parse_docx(data: bytes) -> list[Section]:
 
 def _docx_table_rows(table: object) -> list[str]:
     rows = []
-    for row in table.rows:  # type: ignore[attr-defined]
+    for row in table.rows:  # type: ignore[attr-defined]  # python-docx is untyped
         cells: list[str] = []
         for cell in row.cells:
             value = " ".join(cell.text.split())

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ class Command(BaseCommand):
                         kb=kb,
                         data=path.read_bytes(),
                         filename=path.name,
-                        on_progress=lambda pct, label=label: self._bar(label, pct),
+                        on_progress=partial(self._bar, label),
                     )
                 except KnowledgeError as exc:
                     failures += 1

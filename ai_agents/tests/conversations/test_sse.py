@@ -62,7 +62,7 @@ def test_tokens_stream_before_the_model_finishes_and_the_reply_is_stored(
         )
         assert response.status_code == 200
         assert response["Content-Type"].startswith("text/event-stream")
-        async for chunk in response.streaming_content:
+        async for chunk in response.streaming_content:  # type: ignore[attr-defined]  # an SSE stream
             arrivals.append(
                 (time.monotonic(), chunk.decode() if isinstance(chunk, bytes) else chunk)
             )
@@ -143,7 +143,7 @@ def test_streaming_chunk_delay_paces_the_token_events(
             content_type="application/json",
             headers={"authorization": f"Bearer {key}", "accept": "text/event-stream"},
         )
-        async for chunk in response.streaming_content:
+        async for chunk in response.streaming_content:  # type: ignore[attr-defined]  # an SSE stream
             text = chunk.decode() if isinstance(chunk, bytes) else chunk
             arrivals.extend((time.monotonic(), block) for block in text.split("\n\n") if block)
 

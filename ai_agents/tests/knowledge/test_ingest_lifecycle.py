@@ -100,7 +100,8 @@ def test_google_embeddings_through_gateway_with_usage_rows(
     assert len(chunk.embedding) == 768
     rows = UsageLog.objects.for_tenant(tenant_a).filter(operation="embedding")
     assert rows.count() >= 1
-    assert rows.first().provider == "google"
+    first = rows.first()
+    assert first is not None and first.provider == "google"
 
     from ai_agents.selectors.knowledge import knowledge_search
 

@@ -60,7 +60,7 @@ def test_keyword_agente_excludes_trade_agent() -> None:
 
 def test_sentiment_threshold() -> None:
     triggers = [{"type": "sentiment", "condition": {"threshold": -0.6}, "priority": "urgent"}]
-    assert evaluate(triggers, sentiment=-0.8).reason == "negative_sentiment"  # type: ignore[union-attr]
+    assert evaluate(triggers, sentiment=-0.8).reason == "negative_sentiment"  # type: ignore[union-attr]  # None fails the test as well
     assert evaluate(triggers, sentiment=-0.6) is not None
     assert evaluate(triggers, sentiment=-0.59) is None
     assert evaluate(triggers, sentiment=None) is None
@@ -89,7 +89,7 @@ def test_intent_trigger() -> None:
 
 def test_confidence_trigger() -> None:
     triggers = [{"type": "confidence", "condition": {"threshold": 0.4}}]
-    assert evaluate(triggers, confidence=0.39).reason == "low_confidence"  # type: ignore[union-attr]
+    assert evaluate(triggers, confidence=0.39).reason == "low_confidence"  # type: ignore[union-attr]  # None fails the test as well
     assert evaluate(triggers, confidence=0.4) is None
     assert evaluate(triggers, confidence=None) is None
 
@@ -220,11 +220,11 @@ def test_invalid_triggers_readable_errors(raw: Any, fragment: str) -> None:
     ("kind", "priority"), [("llm_failure", "high"), ("timeout", "high"), ("no_credits", "urgent")]
 )
 def test_failure_decision(kind: str, priority: str) -> None:
-    decision = failure_decision(kind)  # type: ignore[arg-type]
+    decision = failure_decision(kind)  # type: ignore[arg-type]  # parametrized as plain strings
     assert (decision.reason, decision.priority, decision.trigger_type) == (kind, priority, kind)
     assert decision.detail
 
 
 def test_failure_decision_unknown_kind() -> None:
     with pytest.raises(ValueError):
-        failure_decision("boom")  # type: ignore[arg-type]
+        failure_decision("boom")  # type: ignore[arg-type]  # the invalid value under test

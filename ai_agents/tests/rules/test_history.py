@@ -19,7 +19,7 @@ def test_short_history_is_untouched() -> None:
     for strategy in ("oldest_first", "summarize", "smart"):
         result = truncate_history(
             items, strategy=strategy, max_messages=20, token_budget=None, summary=None
-        )  # type: ignore[arg-type]
+        )
         assert result.items == items and result.dropped == [] and result.needs_summary_of == []
 
 
@@ -163,7 +163,7 @@ def test_estimated_tokens_when_missing() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError):
-        truncate_history([], strategy="random", max_messages=5, token_budget=None, summary=None)  # type: ignore[arg-type]
+        truncate_history([], strategy="random", max_messages=5, token_budget=None, summary=None)  # type: ignore[arg-type]  # the invalid value under test
     with pytest.raises(ValueError):
         truncate_history([], strategy="smart", max_messages=0, token_budget=None, summary=None)
     assert (

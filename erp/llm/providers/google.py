@@ -367,7 +367,7 @@ class GoogleProvider:
             try:
                 response = self._client.models.embed_content(
                     model=model,
-                    contents=batch,  # type: ignore[arg-type]
+                    contents=batch,
                     config=config,
                 )
             except Exception as exc:

@@ -91,7 +91,7 @@ def test_twenty_concurrent_calls_debit_exactly_twenty_times(fake_google: FakeGoo
     from erp.testing.factories import TenantFactory
 
     settings.AI_CREDITS_MODE = "enforce"
-    tenant = TenantFactory(slug="concurrente")
+    tenant = TenantFactory.create(slug="concurrente")
     ModelPrice.objects.create(
         provider="google",
         model=MODEL,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from erp.llm.providers.offline import OFFLINE_LABEL, OfflineProvider, trim_quote
 from erp.llm.types import LlmRequest, LlmResult, Message, Passage, TextDelta
@@ -26,13 +27,14 @@ PASSAGES = [
 ]
 
 
-def ask(**kw: object) -> LlmRequest:
-    return LlmRequest(messages=[Message("user", "¿Abren el sábado?")], **kw)  # type: ignore[arg-type]
+def ask(**kw: Any) -> LlmRequest:
+    return LlmRequest(messages=[Message("user", "¿Abren el sábado?")], **kw)
 
 
 def test_quotes_the_best_passage_with_its_source_as_a_respond_action() -> None:
     result = OfflineProvider.from_settings().generate(ask(json_schema=SCHEMA, passages=PASSAGES))
 
+    assert result.parsed is not None
     answer = result.parsed["answer"]
     assert result.parsed == {
         "action": "respond",
@@ -56,6 +58,7 @@ def test_quotes_the_best_passage_with_its_source_as_a_respond_action() -> None:
 
 def test_without_passages_says_it_does_not_know_and_offers_a_person() -> None:
     result = OfflineProvider().generate(ask(json_schema=SCHEMA))
+    assert result.parsed is not None
     answer = result.parsed["answer"]
     assert answer == (
         "No tengo información para responder a eso. "
@@ -74,8 +77,10 @@ def test_action_falls_back_to_the_first_enum_value_and_uppercase_types() -> None
     spanish = {
         "properties": {"action": {"enum": ["buscar", "responder"]}, "answer": {}},
     }
-    assert OfflineProvider().generate(ask(json_schema=schema)).parsed["action"] == "reply_draft"
-    assert OfflineProvider().generate(ask(json_schema=spanish)).parsed["action"] == "responder"
+    english = OfflineProvider().generate(ask(json_schema=schema)).parsed
+    translated = OfflineProvider().generate(ask(json_schema=spanish)).parsed
+    assert english is not None and english["action"] == "reply_draft"
+    assert translated is not None and translated["action"] == "responder"
 
 
 def test_without_an_action_schema_answers_plain_text() -> None:

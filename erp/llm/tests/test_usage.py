@@ -148,9 +148,9 @@ def test_credits_off_records_usage_without_debit(tenant_a: Tenant, settings: Any
 
 
 def test_credits_ensure_per_mode(settings: Any, db: Any) -> None:
-    spent = TenantFactory(slug="spent", ai_credit_balance_usd=Decimal("0"))
-    owing = TenantFactory(slug="owing", ai_credit_balance_usd=Decimal("-0.5"))
-    rich = TenantFactory(slug="rich", ai_credit_balance_usd=Decimal("0.000001"))
+    spent = TenantFactory.create(slug="spent", ai_credit_balance_usd=Decimal("0"))
+    owing = TenantFactory.create(slug="owing", ai_credit_balance_usd=Decimal("-0.5"))
+    rich = TenantFactory.create(slug="rich", ai_credit_balance_usd=Decimal("0.000001"))
 
     settings.AI_CREDITS_MODE = "enforce"
     for tenant in (spent, owing):
@@ -167,7 +167,7 @@ def test_credits_ensure_per_mode(settings: Any, db: Any) -> None:
 def test_spending_the_balance_makes_the_next_call_fail_fast(
     settings: Any, db: Any, enforce: None
 ) -> None:
-    tenant = TenantFactory(slug="small", ai_credit_balance_usd=Decimal("0.002"))
+    tenant = TenantFactory.create(slug="small", ai_credit_balance_usd=Decimal("0.002"))
     ModelPrice.objects.create(
         provider="openai",
         model="m",
@@ -193,7 +193,7 @@ def test_spending_the_balance_makes_the_next_call_fail_fast(
 @pytest.mark.django_db(transaction=True)
 def test_twenty_concurrent_calls_debit_exactly_twenty_times(settings: Any) -> None:
     settings.AI_CREDITS_MODE = "enforce"
-    tenant = TenantFactory(slug="busy", ai_credit_balance_usd=Decimal("100"))
+    tenant = TenantFactory.create(slug="busy", ai_credit_balance_usd=Decimal("100"))
     ModelPrice.objects.create(
         provider="openai",
         model="m",

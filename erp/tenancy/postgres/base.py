@@ -90,16 +90,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _set_autocommit(self, autocommit: bool) -> None:
         self.rls_value = ""
-        super()._set_autocommit(autocommit)
+        super()._set_autocommit(autocommit)  # type: ignore[misc]  # private: not in django-stubs
 
     def _commit(self) -> None:
         self.rls_value = ""
-        super()._commit()
+        super()._commit()  # type: ignore[misc]  # private: not in django-stubs
 
     def _rollback(self) -> None:
         self.rls_value = ""
-        super()._rollback()
+        super()._rollback()  # type: ignore[misc]  # private: not in django-stubs
 
     def _savepoint_rollback(self, sid: str) -> None:
-        super()._savepoint_rollback(sid)  # plain: the transaction may be in error until it ran
+        # Plain: the transaction may be in error until it ran.
+        super()._savepoint_rollback(sid)  # type: ignore[misc]  # private: not in django-stubs
         self.rls_value = _UNKNOWN

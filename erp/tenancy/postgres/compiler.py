@@ -16,10 +16,10 @@ class _QueryScope:
     def execute_sql(self, *args: Any, **kwargs: Any) -> Any:
         scope = getattr(self.query, "rls_scope", None)
         if scope is None:
-            return super().execute_sql(*args, **kwargs)  # type: ignore[misc]
+            return super().execute_sql(*args, **kwargs)  # type: ignore[misc]  # a mixin: the compiler comes after it
         token = set_scope(scope)
         try:
-            return super().execute_sql(*args, **kwargs)  # type: ignore[misc]
+            return super().execute_sql(*args, **kwargs)  # type: ignore[misc]  # a mixin: the compiler comes after it
         finally:
             reset_scope(token)
 

@@ -429,7 +429,7 @@ def test_the_reply_streams_before_the_model_finishes(
         assert response.status_code == 200
         assert response["Content-Type"].startswith("text/event-stream")
         assert response["Access-Control-Allow-Origin"] == ORIGIN
-        async for chunk in response.streaming_content:
+        async for chunk in response.streaming_content:  # type: ignore[attr-defined]  # an SSE stream
             text = chunk.decode() if isinstance(chunk, bytes) else chunk
             arrivals.append((time.monotonic(), text))
 

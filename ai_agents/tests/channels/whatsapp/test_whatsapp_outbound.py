@@ -279,6 +279,7 @@ def test_a_status_for_an_unknown_wamid_is_ignored(client: Client, sent_reply: Me
 def test_a_message_in_parts_reports_its_least_advanced_part(line: Line, client: Client) -> None:
     reply = line.customer_writes("a" * 3000 + "\n\n" + "b" * 3000)
     first, second = _deliveries(reply)
+    assert first.external_id is not None and second.external_id is not None
 
     post(client, _status("status_read", first.external_id))
     post(client, _status("status_delivered", second.external_id))

@@ -104,7 +104,8 @@ def test_signature_cases_of_the_reference_vectors(
         assert response.status_code == 200
         assert [m.content for m in stored] == ["Café äöå 😀 </script> 50% @home"]
         with tenant_scope(tenant_a):
-            assert stored[0].conversation.contact.name == "José Muñoz"
+            contact = stored[0].conversation.contact
+            assert contact is not None and contact.name == "José Muñoz"
     else:
         # Missing header: 401; present but wrong (re-serialised body, wrong secret, tampered,
         # no prefix, uppercase hex: Meta sends lowercase, so we accept only that): 403.
@@ -317,6 +318,7 @@ def test_each_message_type_is_stored_with_its_text_and_facts(
     assert fake_google.generate_requests[0]["contents"][-1]["parts"][0]["text"].count(text) == 1
     with tenant_scope(tenant_a):
         contact = message.conversation.contact
+        assert contact is not None
         assert (contact.external_id, contact.name, contact.phone) == (
             WA_ID,
             "Sheena Nelson",
@@ -392,6 +394,7 @@ def test_payloads_with_only_errors_or_another_object_are_acknowledged(
             "error_data": {"details": "Message failed to send because there were too many"},
         }
     ]
+    data: Any
     for data in (errors_only, {"object": "page", "entry": []}, [], {"object": None}):
         assert post(client, data).status_code == 200
     assert _stored(tenant_a) == []
