@@ -17,7 +17,8 @@ from ai_agents.services import handoff_notify
 from ai_agents.services.conversations import conversations_expire
 from ai_agents.services.history_summary import history_summary_generate
 from ai_agents.services.knowledge import document_ingest
-from erp.http import HttpError
+from erp.http.errors import HttpError
+from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -114,9 +115,10 @@ def _staff_notice_send(conversation_id: str, event: str, text: str) -> dict[str,
     return {"event": event, "emailed": emailed, "webhook": webhook}
 
 
-# Webhook retries: 5xx, 429, timeouts and connection errors, after 1x, 2x, 4x, 8x, 16x this.
-WEBHOOK_RETRY_BASE_SECONDS = 5.0
+# Webhook retries: 5xx, 429, timeouts and connection errors, after 5, 10, 20, 40 and 80 s (or
+# the receiver's Retry-After), as Celery countdowns: no worker slot waits them out.
 WEBHOOK_MAX_RETRIES = 5
+WEBHOOK_BACKOFF = Backoff(attempts=WEBHOOK_MAX_RETRIES + 1, base_delay_s=5.0, max_delay_s=80.0)
 
 
 @shared_task(
@@ -143,7 +145,9 @@ def handoff_webhook_send(self: Any, tenant_id: int, body: str) -> int:
                 },
             )
             return int(error.status or 0)
-        countdown = error.retry_after or WEBHOOK_RETRY_BASE_SECONDS * 2**self.request.retries
+        countdown = WEBHOOK_BACKOFF.wait_s(
+            self.request.retries, retry_after=error.retry_after or None
+        )
         raise self.retry(countdown=countdown, exc=error) from None
     return 0 if response is None else response.status
 

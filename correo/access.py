@@ -17,7 +17,8 @@ import jwt
 from django.conf import settings
 from django.core.cache import cache
 
-from erp.http import HttpClient, HttpError
+from erp.http.client import HttpClient
+from erp.http.errors import HttpError
 
 logger = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from correo.models import ZohoConnection
+from erp.html_text import html_to_text
 from erp.tenancy.models import Tenant
 
 READ_LIMIT_CHARS = 4000
@@ -147,11 +148,10 @@ def mailbox_connected(user: Any, tenant: Tenant) -> bool:
 def mailbox_for(user: Any, tenant: Tenant) -> Mailbox:
     """The member's mailbox; raises MailboxNotConnected when there is none to use."""
     try:
-        from correo import html_text
         from correo.zoho import client as zoho
     except ImportError:  # the Zoho client is not installed in this build
         raise MailboxNotConnected("zoho client missing") from None
     connection = connection_for(user, tenant)
     if not settings.ZOHO_CLIENT_ID or connection is None or not connection.is_connected:
         raise MailboxNotConnected("not connected")
-    return ZohoMailbox(zoho.ZohoMailClient(connection), zoho, html_text.html_to_text)
+    return ZohoMailbox(zoho.ZohoMailClient(connection), zoho, html_to_text)

@@ -71,7 +71,7 @@ def fuzz_world(
     def no_dns(host: str, port: int) -> list[str]:
         raise socket.gaierror(f"no DNS in the fuzz test: {host}")
 
-    monkeypatch.setattr("erp.http._resolve", no_dns)
+    monkeypatch.setattr("erp.http.guard.resolve", no_dns)
     user = UserFactory(username="staff@both.test", is_staff=True)
     MembershipFactory(tenant=tenant_a, user=user, role=Membership.Role.OWNER)
     MembershipFactory(tenant=tenant_b, user=user, role=Membership.Role.AGENT)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, serializers, status
@@ -68,10 +66,6 @@ class AgentSerializer(serializers.ModelSerializer):
 
 
 def access_agent(tenant: Tenant, agent_id: Any) -> Agent:
-    try:
-        uuid.UUID(str(agent_id))
-    except ValueError:
-        raise Http404 from None
     return access_tenant_object(Agent, tenant, agent_id)
 
 

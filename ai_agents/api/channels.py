@@ -5,11 +5,10 @@ channels (API keys, owners and admins) reads it; the `agent` role sees the other
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.translation import gettext_lazy as _
@@ -117,10 +116,6 @@ def webchat_snippet(binding: ChannelBinding, request: HttpRequest) -> str:
 
 
 def access_channel(tenant: Tenant, channel_id: Any) -> ChannelBinding:
-    try:
-        uuid.UUID(str(channel_id))
-    except ValueError:
-        raise Http404 from None
     return access_tenant_object(ChannelBinding, tenant, channel_id)
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from django.http import Http404
 from django.utils.translation import gettext as _
 from rest_framework import exceptions, mixins, serializers
 from rest_framework.request import Request
@@ -131,10 +129,6 @@ class ConversationDetailView(TenantGenericAPIView):
     serializer_class = ConversationSerializer
 
     def get(self, request: Request, conversation_id: Any) -> Response:
-        try:
-            uuid.UUID(str(conversation_id))
-        except ValueError:
-            raise Http404 from None
         conversation = access_tenant_object(Conversation, self.tenant, conversation_id)
         return Response(conversation_body(conversation))
 

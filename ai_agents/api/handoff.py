@@ -12,12 +12,10 @@ conversations of other tenants.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.http import Http404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -71,10 +69,6 @@ class HandoffActionView(TenantAPIView):
     action: Callable[..., Any]
 
     def post(self, request: Request, conversation_id: Any) -> Response:
-        try:
-            uuid.UUID(str(conversation_id))
-        except ValueError:
-            raise Http404 from None
         conversation = access_tenant_object(Conversation, self.tenant, conversation_id)
         data = request.data if isinstance(request.data, dict) else {}
         serializer = self.serializer_class(data=data)

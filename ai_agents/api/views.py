@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from django.http import Http404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import exceptions, mixins, parsers, serializers, status
@@ -31,8 +30,6 @@ from erp.tenancy.selectors import access_tenant_object
 
 
 def _access_kb(tenant: Tenant, kb_id: Any) -> KnowledgeBase:
-    if not _is_uuid(kb_id):
-        raise Http404
     return access_tenant_object(KnowledgeBase, tenant, kb_id)
 
 
@@ -123,6 +120,10 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
     )
     def post(self, request: Request, kb_id: Any) -> Response:
         kb = _access_kb(self.tenant, kb_id)
+        if not isinstance(request.data, Mapping):  # a JSON body of null, a list, a number...
+            raise exceptions.ValidationError(
+                {"non_field_errors": [_("El cuerpo debe ser un objeto JSON.")]}
+            )
         upload = request.FILES.get("file") if hasattr(request, "FILES") else None
         sources = [name for name in ("file", "url", "text") if name in request.data]
         if len(sources) > 1:
@@ -197,10 +198,7 @@ class _DocumentMixin:
 
     def _document(self, kb_id: Any, doc_id: Any) -> Document:
         kb = _access_kb(self.tenant, kb_id)
-        document = document_list(kb=kb).filter(pk=doc_id).first() if _is_uuid(doc_id) else None
-        if document is None:
-            raise Http404
-        return document
+        return access_tenant_object(Document, self.tenant, doc_id, queryset=document_list(kb=kb))
 
 
 class DocumentDetailView(_DocumentMixin, TenantGenericAPIView):
@@ -224,14 +222,6 @@ class DocumentReindexView(_DocumentMixin, TenantGenericAPIView):
     def post(self, request: Request, kb_id: Any, doc_id: Any) -> Response:
         document = services.document_reindex(document=self._document(kb_id, doc_id))
         return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
-
-
-def _is_uuid(value: Any) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 class SearchView(TenantGenericAPIView):

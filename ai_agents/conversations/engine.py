@@ -46,9 +46,10 @@ from ai_agents.conversations.store import Thread, message_by_channel_id, thread_
 from ai_agents.conversations.turn import Spent, Timer
 from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Contact, Conversation, Message
-from ai_agents.pipeline import limits
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation, failure_decision
+from ai_agents.rules.input_bound import input_bound
 from ai_agents.selectors.knowledge import SearchHit
+from erp import ratelimit
 from erp.celery import enqueue
 from erp.llm.errors import LlmError, NoCredits, Timeout
 from erp.llm.gateway import CallContext
@@ -75,7 +76,7 @@ def message_process(
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without)."""
     timer = Timer()
-    retrieval_prefetch(agent=agent, text=limits.input_bound(inbound.text, inbound.channel)[0])
+    retrieval_prefetch(agent=agent, text=input_bound(inbound.text, inbound.channel)[0])
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     with (
         tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
@@ -207,20 +208,20 @@ def _run(
         return _finish(conversation, user_message, None, None, retrieval, meta, timer)
 
     # Everything below works on the message cut to its channel's limit (stored whole).
-    text, full_length = limits.input_bound(user_message.content, conversation.channel)
+    text, full_length = input_bound(user_message.content, conversation.channel)
     prompt_text = text
     if full_length is not None:
         meta["input_truncated"] = {"chars": full_length, "kept": len(text)}
         prompt_text = f"{text}\n{INPUT_CUT_NOTE % {'chars': full_length, 'kept': len(text)}}"
 
-    limited = limits.hit(
+    limited = ratelimit.hit(
         f"conv-msgs:{conversation.pk}", limit=int(processing["messages_per_minute"]), window_s=60
     )
     if not limited.allowed:
         # RN-4: stored, no model call, at most one polite notice per window.
         meta["rate_limited"] = {"retry_after_s": limited.retry_after_s}
         notice = None
-        if limits.notice_once(f"conv-msgs:{conversation.pk}", limited.retry_after_s):
+        if ratelimit.notice_once(f"conv-msgs:{conversation.pk}", limited.retry_after_s):
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
 
@@ -269,14 +270,17 @@ def _run(
     estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
     estimate += estimate_tokens(prompt_text)
     estimate += sum(estimate_tokens(h.content) for h in retrieval.hits)
-    budget = limits.tenant_token_limit(
-        agent.tenant_id, estimate, int(processing["tokens_per_minute"])
+    budget = ratelimit.hit(
+        f"tenant-tokens:{agent.tenant_id}",
+        limit=int(processing["tokens_per_minute"]),
+        window_s=60,
+        amount=max(0, estimate),
     )
     if not budget.allowed:
         # The tenant's tokens per minute are spent: stored, no model call, one notice.
         meta["rate_limited"] = {"retry_after_s": budget.retry_after_s, "scope": "tenant_tokens"}
         notice = None
-        if limits.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
+        if ratelimit.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
             notice = str(RATE_LIMIT_NOTICE)
         return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
     actions = actions_for(agent)
@@ -359,7 +363,7 @@ def _run(
     retrieval = _with_found(retrieval, tool_found)
     difference = spent.input_tokens + spent.output_tokens - estimate
     if difference:  # the window corrected with real usage
-        limits.tenant_tokens_add(agent.tenant_id, difference)
+        ratelimit.add(f"tenant-tokens:{agent.tenant_id}", amount=difference, window_s=60)
     timer.mark("llm", within=_tools_ms(tool_calls))
     sentiment = number_field(parsed, "sentiment", -1, 1)
     confidence = number_field(parsed, "confidence", 0, 1)

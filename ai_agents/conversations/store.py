@@ -13,7 +13,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
-from ai_agents.pipeline import limits
+from ai_agents.rules.input_bound import input_max_chars
 from ai_agents.selectors.knowledge import agent_knowledge_bases_statement
 from ai_agents.services.conversations import conversation_expire_if_idle
 from erp.tenancy import rows
@@ -173,7 +173,7 @@ def thread_open(
         conversation_params=[agent.tenant_id, *conversation_params],
         limit=history_limit(agent.history),
         with_first=agent.history["truncation_strategy"] == "smart",
-        max_chars=limits.input_max_chars(channel),
+        max_chars=input_max_chars(channel),
     )
     _lock, conversation, contact, history, kbs = rows.run_together(
         [
@@ -263,7 +263,7 @@ def history_rows(
                 limit=history_limit(config),
                 before=before,
                 with_first=config["truncation_strategy"] == "smart",
-                max_chars=limits.input_max_chars(conversation.channel),
+                max_chars=input_max_chars(conversation.channel),
             )
         ]
     )

@@ -40,6 +40,7 @@ from erp.llm.gateway import CallContext
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for
+from erp.tenancy.selectors import pk_or_none
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +58,6 @@ class SearchHit:
     content: str
     heading_path: list[str]
     score: float  # fused score, 1.0 = first in both lists (see `_normalised`)
-
-
-def _is_uuid(value: uuid.UUID | str) -> bool:
-    if isinstance(value, uuid.UUID):
-        return True
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def knowledge_base_list(*, tenant: Tenant) -> QuerySet[KnowledgeBase]:
@@ -327,7 +318,7 @@ def knowledge_search(
     query = (query or "").strip()
     if not query or k <= 0:
         return []
-    wanted = [kb_id for kb_id in knowledge_base_ids if _is_uuid(kb_id)]
+    wanted = [kb_id for kb_id in knowledge_base_ids if pk_or_none(KnowledgeBase, kb_id) is not None]
     if not wanted:
         return []
     kbs = list(knowledge_base_list(tenant=tenant).filter(pk__in=wanted))

@@ -20,7 +20,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, HandoffSettings, Message
-from erp.http import HttpClient, HttpResponse
+from erp.http.client import HttpClient, HttpResponse
 from erp.tenancy.models import Membership
 
 logger = logging.getLogger(__name__)

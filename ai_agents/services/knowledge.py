@@ -29,7 +29,8 @@ from ai_agents.knowledge.parsers import DocumentError, parse_document
 from ai_agents.knowledge.spaces import INDEXED_SPACES, LOCAL_DIMENSIONS, LOCAL_MODEL
 from ai_agents.models import Chunk, Document, KnowledgeBase
 from erp.celery import enqueue
-from erp.http import HttpBlockedDestination, HttpClient, HttpError, HttpResponseTooLarge
+from erp.http.client import HttpClient
+from erp.http.errors import HttpBlockedDestination, HttpError, HttpResponseTooLarge
 from erp.llm.errors import LlmError
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for

@@ -16,6 +16,7 @@ from ai_agents import tasks
 from ai_agents.models import HandoffSettings
 from ai_agents.services.handoff import staff_notify
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
+from erp.retry import Backoff
 from erp.testing.factories import MembershipFactory, UserFactory
 from erp.testing.fake_http import FakeResponse, FakeServer
 from erp.testing.fixtures import Persona
@@ -32,7 +33,8 @@ def receiver(settings: Any) -> Iterator[FakeServer]:
 
 @pytest.fixture
 def no_backoff(monkeypatch: Any) -> None:
-    monkeypatch.setattr(tasks, "WEBHOOK_RETRY_BASE_SECONDS", 0.01)
+    backoff = Backoff(attempts=tasks.WEBHOOK_MAX_RETRIES + 1, base_delay_s=0.01)
+    monkeypatch.setattr(tasks, "WEBHOOK_BACKOFF", backoff)
 
 
 def _webhook(tenant: Any, server: FakeServer, secret: str = SECRET) -> HandoffSettings:

@@ -98,7 +98,7 @@ def test_the_pipeline_limits_match_what_each_channel_accepts() -> None:
     from ai_agents.api.agents import MessageInputSerializer
     from ai_agents.channels.email import parse as email_parse
     from ai_agents.channels.webchat import visitor as webchat
-    from ai_agents.pipeline.limits import INPUT_MAX_CHARS
+    from ai_agents.rules.input_bound import INPUT_MAX_CHARS
 
     assert INPUT_MAX_CHARS == {"api": 8000, "webchat": 4000, "email": 8000, "whatsapp": 4096}
     assert MessageInputSerializer().fields["text"].max_length == INPUT_MAX_CHARS["api"]  # type: ignore[attr-defined]  # a CharField
@@ -107,7 +107,7 @@ def test_the_pipeline_limits_match_what_each_channel_accepts() -> None:
 
 
 def test_input_bound_keeps_a_message_at_the_limit_and_cuts_one_past_it() -> None:
-    from ai_agents.pipeline.limits import input_bound
+    from ai_agents.rules.input_bound import input_bound
 
     assert input_bound("a" * 4096, "whatsapp") == ("a" * 4096, None)
     assert input_bound("a" * 4097, "whatsapp") == ("a" * 4096, 4097)

@@ -14,6 +14,7 @@ from ai_agents.models import ChannelBinding, Contact, Conversation, Message
 from ai_agents.services.agents import agent_create
 from ai_agents.tests.channels.whatsapp.support import post as wa_post
 from ai_agents.tests.channels.whatsapp.support import text_payload
+from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 
@@ -55,7 +56,7 @@ MAIL = (
 
 @pytest.fixture(autouse=True)
 def _no_retry_wait(monkeypatch: Any) -> None:
-    monkeypatch.setattr(email_channel, "RETRY_DELAYS_S", (0.0, 0.0))
+    monkeypatch.setattr(email_channel, "SEND_BACKOFF", Backoff(attempts=3, base_delay_s=0.0))
 
 
 @pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Tenant-defined HTTP tools, executed through `erp.http.HttpClient` with the SSRF guard on.
+"""Tenant-defined HTTP tools, executed through `erp.http.client.HttpClient` with the SSRF guard on.
 
 `execute_http_tool(config, args, tool_timeout_ms=10000) -> ToolResult` never raises:
 
@@ -37,11 +37,10 @@ from urllib.parse import quote, urlsplit
 
 from django.utils.translation import gettext as _
 
-from erp.http import (
+from erp.http.client import HttpClient, HttpResponse
+from erp.http.errors import (
     HttpBlockedDestination,
-    HttpClient,
     HttpError,
-    HttpResponse,
     HttpResponseTooLarge,
     HttpStatusError,
     HttpTimeout,

@@ -18,10 +18,11 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from correo import access, ratelimit
+from correo import access
 from correo.mailbox import MailboxError, MailboxNotConnected
 from correo.models import QUESTION_STORED_CHARS, ChatQuery
 from correo.secretary import HistoryMessage, secretary_ask
+from erp import ratelimit
 from erp.api.errors import error_body
 from erp.api.schema import StaffSessionScheme, error_serializer
 from erp.api.views import TenantAPIView

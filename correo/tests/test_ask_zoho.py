@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from correo import html_text, secretary
 from correo import mailbox as mailbox_module
+from correo import secretary
 from correo.tests import fake_zoho as fake_zoho_module
 from correo.tests.fakes import clean_cache, fake_mailbox  # noqa: F401
 from correo.zoho import client as zoho
+from erp.html_text import html_to_text
 from erp.llm.gateway import RetryPolicy
 from erp.testing.fake_google import FakeGoogle
 
@@ -50,7 +51,7 @@ def use_client(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(secretary, "RETRY", RetryPolicy(timeout_s=2, attempts=2, base_delay_s=0))
 
     def install(client: StubClient) -> None:
-        box = mailbox_module.ZohoMailbox(client, zoho, html_text.html_to_text)
+        box = mailbox_module.ZohoMailbox(client, zoho, html_to_text)
         monkeypatch.setattr(mailbox_module, "mailbox_for", lambda user, tenant: box)
 
     return install

@@ -52,13 +52,8 @@ from correo.zoho.errors import (
 )
 from correo.zoho.oauth import ZohoAccountsClient
 from correo.zoho.schemas import MailSummary, account_from, mail_summary, received_at
-from erp.http import (
-    HttpClient,
-    HttpConnectionError,
-    HttpError,
-    HttpTimeout,
-    parse_retry_after,
-)
+from erp.http.client import HttpClient
+from erp.http.errors import HttpConnectionError, HttpError, HttpTimeout, parse_retry_after
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger("correo.zoho")

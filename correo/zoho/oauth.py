@@ -26,7 +26,8 @@ from correo.zoho.errors import (
     ZohoUnavailable,
 )
 from correo.zoho.schemas import TokenGrant
-from erp.http import HttpClient, HttpError, HttpTimeout
+from erp.http.client import HttpClient
+from erp.http.errors import HttpError, HttpTimeout
 
 logger = logging.getLogger("correo.zoho")
 

@@ -34,6 +34,7 @@ from erp.llm.types import (
     Provider,
     TextDelta,
 )
+from erp.retry import Attempts, Backoff
 from erp.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -57,12 +58,16 @@ class RetryPolicy:
     max_delay_s: float = 10.0  # cap for backoff and for a server's retry delay
     deadline_s: float | None = None  # bounds all attempts and waits
 
-    def delay(self, retry_index: int, error: LlmError) -> float:
-        """Seconds to wait before retry number `retry_index` (0 = the first retry)."""
-        delay = self.base_delay_s * self.factor**retry_index
-        if isinstance(error, RateLimited) and error.retry_after is not None:
-            delay = error.retry_after
-        return max(0.0, min(delay, self.max_delay_s))
+    @property
+    def backoff(self) -> Backoff:
+        """The waits between attempts; a provider's retry delay is capped like the backoff."""
+        return Backoff(
+            attempts=self.attempts,
+            base_delay_s=self.base_delay_s,
+            factor=self.factor,
+            max_delay_s=self.max_delay_s,
+            max_retry_after_s=self.max_delay_s,
+        )
 
 
 # The agents spec: 30 s per call, 3 retries, 1 s base, factor 2, 45 s in total.
@@ -156,39 +161,42 @@ def _ensure_credits(context: CallContext, provider: str, model: str) -> None:
 
 
 class _Attempts:
-    """The retry loop's bookkeeping: which attempt, its timeout, and the wait before the next."""
+    """The retry loop's bookkeeping (`erp.retry.Attempts`) plus each attempt's request, its
+    timeout cut to the total deadline."""
 
     def __init__(self, policy: RetryPolicy, request: LlmRequest) -> None:
         self.policy = policy
         self.request = request
-        self.started = time.monotonic()
         # 0 (a budget already spent) is a deadline too: no attempt, not an unbounded one.
-        budget = policy.deadline_s
-        self.deadline = None if budget is None else self.started + budget
-        self.number = 0
+        self.loop = Attempts(policy.backoff, deadline_s=policy.deadline_s)
+
+    @property
+    def number(self) -> int:
+        return self.loop.number
 
     def next_request(self) -> LlmRequest | None:
         """The request for the next attempt (timeout cut to the deadline), or None if no
         time is left."""
         timeout = self.policy.timeout_s
-        if self.deadline is not None:
-            timeout = min(timeout, self.deadline - time.monotonic())
+        remaining = self.loop.remaining_s()
+        if remaining is not None:
+            timeout = min(timeout, remaining)
             if timeout < MIN_ATTEMPT_S:
                 return None
-        self.number += 1
+        self.loop.begin()
         if timeout == self.request.timeout_s:
             return self.request
         return dataclasses.replace(self.request, timeout_s=timeout)
 
     def wait_before_retry(self, error: LlmError) -> bool:
         """Sleep before another attempt; False when the error or the budget says stop."""
-        if not error.retryable or self.number >= self.policy.attempts:
+        retry_after = error.retry_after if isinstance(error, RateLimited) else None
+        wait = self.loop.retry_wait(
+            retryable=error.retryable, retry_after=retry_after, reserve_s=MIN_ATTEMPT_S
+        )
+        if wait is None:
             return False
-        delay = self.policy.delay(self.number - 1, error)
-        if self.deadline is not None and time.monotonic() + delay + MIN_ATTEMPT_S > self.deadline:
-            return False
-        if delay:
-            time.sleep(delay)
+        self.loop.pause(wait)
         return True
 
 

@@ -7,9 +7,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from erp.http import (
+from erp.http.client import HttpClient
+from erp.http.errors import (
     HttpBlockedDestination,
-    HttpClient,
     HttpClientError,
     HttpConnectionError,
     HttpError,
@@ -17,10 +17,9 @@ from erp.http import (
     HttpResponseTooLarge,
     HttpServerError,
     HttpTimeout,
-    address_blocked_reason,
     parse_retry_after,
-    with_retries,
 )
+from erp.http.guard import address_blocked_reason
 from erp.testing.fake_http import FakeResponse, FakeServer
 
 SECRET = "s3cr3t-VALUE-do-not-log"
@@ -119,54 +118,6 @@ def test_non_raising_mode_returns_the_response(server):
     server.route("GET", r"/gone", FakeResponse.json({"e": 1}, status=404))
     response = HttpClient(base_url=server.url).get("/gone", raise_for_status=False)
     assert (response.status, response.json()) == (404, {"e": 1})
-
-
-# --- retries --------------------------------------------------------------------------------------
-def test_retry_helper_tries_three_times_on_503_then_raises(server):
-    server.route("GET", r"/down", FakeResponse.json({}, status=503))
-    client = HttpClient(base_url=server.url)
-    waits: list[float] = []
-
-    with pytest.raises(HttpServerError):
-        with_retries(lambda: client.get("/down"), attempts=3, base_delay=0.01, sleep=waits.append)
-
-    assert len(server.requests_to(r"/down")) == 3
-    assert waits == [0.01, 0.02]
-
-
-def test_retry_helper_does_not_retry_a_400(server):
-    server.route("GET", r"/bad", FakeResponse.json({}, status=400))
-    client = HttpClient(base_url=server.url)
-
-    with pytest.raises(HttpClientError):
-        with_retries(lambda: client.get("/bad"), attempts=3, base_delay=0.01, sleep=lambda s: None)
-
-    assert len(server.requests_to(r"/bad")) == 1
-
-
-def test_retry_helper_honours_retry_after_and_recovers(server):
-    busy = FakeResponse.json({}, status=429, headers={"Retry-After": "2"})
-    server.route("GET", r"/flaky", server.sequence(busy, FakeResponse.json({"n": 2})))
-    client = HttpClient(base_url=server.url)
-    waits: list[float] = []
-
-    result = with_retries(lambda: client.get("/flaky"), attempts=3, sleep=waits.append)
-
-    assert result.json() == {"n": 2}
-    assert waits == [2.0]
-
-
-def test_retry_helper_gives_up_at_once_when_retry_after_exceeds_the_cap(server):
-    server.route(
-        "GET", r"/later", FakeResponse.json({}, status=429, headers={"Retry-After": "3600"})
-    )
-    client = HttpClient(base_url=server.url)
-
-    with pytest.raises(HttpRateLimited) as info:
-        with_retries(lambda: client.get("/later"), max_retry_after=60, sleep=lambda s: None)
-
-    assert info.value.retry_after == 3600
-    assert len(server.requests_to(r"/later")) == 1
 
 
 # --- redirects, size cap --------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import smtplib
-import time
 from email.headerregistry import Address
 from email.utils import make_msgid
 from typing import Any
@@ -37,13 +36,14 @@ from django.utils.translation import gettext as _
 from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_subject
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
+from erp.retry import Backoff, call_with_retries
 
 logger = logging.getLogger(__name__)
 
 CHANNEL = "email"
 MAX_THREAD_IDS = 200
-SEND_ATTEMPTS = 3
-RETRY_DELAYS_S = (1.0, 4.0)  # before the 2nd and 3rd attempt (tests set them to 0)
+# 3 attempts in all, waiting 1 s and 4 s before the 2nd and 3rd (tests wait 0).
+SEND_BACKOFF = Backoff(attempts=3, base_delay_s=1.0, factor=4.0)
 
 
 # --- Inbound -------------------------------------------------------------------------------
@@ -270,23 +270,31 @@ def _sender_name(binding: Any) -> str:
 
 
 def _send_with_retries(email: EmailMessage, delivery: Delivery) -> str:
-    for attempt in range(1, SEND_ATTEMPTS + 1):
-        delivery.attempts = attempt
-        try:
-            email.send(fail_silently=False)
-        except Exception as exc:  # any backend error is recorded, never raised
-            code, transient = smtp_error_kind(exc)
-            if transient and attempt < SEND_ATTEMPTS:
-                logger.warning(
-                    "email.send_retry",
-                    extra={"delivery_id": delivery.pk, "attempt": attempt, "code": code},
-                )
-                time.sleep(RETRY_DELAYS_S[min(attempt - 1, len(RETRY_DELAYS_S) - 1)])
-                continue
-            logger.warning("email.send_failed", extra={"delivery_id": delivery.pk, "code": code})
-            return _delivery_finish(delivery, "failed", code, str(exc))
-        return _delivery_finish(delivery, "sent", "", "")
-    return _delivery_finish(delivery, "failed", "smtp_retries", "")  # pragma: no cover
+    """Sends, retrying transient failures (4xx replies, dropped connections); any backend error
+    is recorded on the delivery, never raised."""
+
+    def send() -> None:
+        delivery.attempts += 1
+        email.send(fail_silently=False)
+
+    def log_retry(attempt: int, exc: Exception, wait_s: float) -> None:
+        code = smtp_error_kind(exc)[0]
+        extra = {"delivery_id": delivery.pk, "attempt": attempt, "code": code}
+        logger.warning("email.send_retry", extra=extra)
+
+    delivery.attempts = 0
+    try:
+        call_with_retries(
+            send,
+            backoff=SEND_BACKOFF,
+            retryable=lambda exc: smtp_error_kind(exc)[1],
+            on_retry=log_retry,
+        )
+    except Exception as exc:  # any backend error is recorded, never raised
+        code, _transient = smtp_error_kind(exc)
+        logger.warning("email.send_failed", extra={"delivery_id": delivery.pk, "code": code})
+        return _delivery_finish(delivery, "failed", code, str(exc))
+    return _delivery_finish(delivery, "sent", "", "")
 
 
 def smtp_error_kind(exc: Exception) -> tuple[str, bool]:

@@ -16,8 +16,9 @@ from email.utils import getaddresses, parseaddr
 from typing import Any
 
 from django.utils.translation import gettext as _
+from lxml import etree
 
-from correo.html_text import html_to_text, too_nested, truncate
+from erp.html_text import drop_keep_tail, html_to_text, parse_html, too_nested, truncate
 from erp.storable import storable_text
 
 TEXT_LIMIT = 8000
@@ -297,6 +298,14 @@ def _payload_size(part: Any) -> int:
     return len(payload) if isinstance(payload, bytes) else 0
 
 
+_QUOTE_XPATH = (
+    "//blockquote | //*[@id='divRplyFwdMsg'] | //div[contains(concat(' ', normalize-space(@class), "
+    "' '), ' gmail_quote ') or contains(concat(' ', normalize-space(@class), ' '), "
+    "' gmail_signature ') or contains(concat(' ', normalize-space(@class), ' '), "
+    "' moz-cite-prefix ') or contains(concat(' ', normalize-space(@class), ' '), ' yahoo_quoted ')]"
+)
+
+
 def _html_without_quotes(html: str) -> str:
     """HTML mail quotes its history in <blockquote> (Apple, Thunderbird), Gmail's
     div.gmail_quote and Outlook's #divRplyFwdMsg / #appendonsend; they go before rendering.
@@ -304,23 +313,16 @@ def _html_without_quotes(html: str) -> str:
     if too_nested(html):
         return html
     try:
-        from selectolax.lexbor import LexborHTMLParser
-
-        tree = LexborHTMLParser(html)
-        selectors = (
-            "blockquote, div.gmail_quote, div.gmail_signature, #divRplyFwdMsg, "
-            "div.moz-cite-prefix, div.yahoo_quoted"
-        )
-        for node in tree.css(selectors):
-            node.decompose()
-        appendonsend = tree.css_first("#appendonsend")
-        if appendonsend is not None:
-            node = appendonsend.next
-            while node is not None:
-                following = node.next
-                node.decompose()
-                node = following
-        return tree.html or html
+        root = parse_html(html)
+        if root is None:
+            return html
+        for node in root.xpath(_QUOTE_XPATH):
+            drop_keep_tail(node)
+        for appendonsend in root.xpath("//*[@id='appendonsend']")[:1]:
+            appendonsend.tail = None
+            for node in list(appendonsend.itersiblings()):
+                node.getparent().remove(node)
+        return etree.tostring(root, encoding="unicode", method="html")
     except Exception:  # never fail on hostile HTML; html_to_text copes with the original
         return html
 

@@ -27,7 +27,7 @@ from django.utils.translation import override
 from ai_agents.channels.webchat.origins import origin_matches, origin_normalize
 from ai_agents.conversations.inbound import Inbound, inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
-from ai_agents.pipeline import limits
+from erp import ratelimit
 
 CHANNEL = "webchat"
 SESSION_SALT = "ai_agents.webchat.session"
@@ -227,9 +227,9 @@ def reply_present(session: Session, body: dict[str, Any]) -> dict[str, Any]:
 # --- limits -------------------------------------------------------------------------------
 
 
-def limit_hit(scope: str, subject: str, rule: tuple[int, int]) -> limits.LimitResult:
+def limit_hit(scope: str, subject: str, rule: tuple[int, int]) -> ratelimit.LimitResult:
     limit, window = rule
-    return limits.hit(f"webchat:{scope}:{subject}", limit=limit, window_s=window)
+    return ratelimit.hit(f"webchat:{scope}:{subject}", limit=limit, window_s=window)
 
 
 # --- texts --------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The Graph API calls the WhatsApp channel makes: send a message, mark as read + typing.
 
-Through `erp.http.HttpClient` (timeouts, redaction, no redirects). The base URL is the
+Through `erp.http.client.HttpClient` (timeouts, redaction, no redirects). The base URL is the
 operator's `WHATSAPP_GRAPH_BASE_URL` (version included), not a tenant's, so the SSRF guard is
 off like for the Zoho client. Graph errors are read by `error.code`, never by message.
 """
@@ -16,7 +16,9 @@ from urllib.parse import quote
 
 from django.conf import settings
 
-from erp.http import HttpClient, HttpConnectionError, HttpError, HttpTimeout
+from erp.http.client import HttpClient
+from erp.http.errors import HttpConnectionError, HttpError, HttpTimeout
+from erp.retry import Attempts, Backoff
 
 logger = logging.getLogger(__name__)
 
@@ -97,18 +99,21 @@ def messages_post_with_retries(
 ) -> GraphResult:
     """Sends, retrying 5xx, throttling (130429) and the pair rate limit (131056) with
     exponential backoff (`WHATSAPP_SEND_ATTEMPTS`, `WHATSAPP_RETRY_BASE_MS`)."""
-    attempts = attempts or int(settings.WHATSAPP_SEND_ATTEMPTS)
-    delay = settings.WHATSAPP_RETRY_BASE_MS / 1000 if base_delay is None else base_delay
-    result = GraphResult(False)
-    for attempt in range(1, attempts + 1):
+    backoff = Backoff(
+        attempts=attempts or int(settings.WHATSAPP_SEND_ATTEMPTS),
+        base_delay_s=settings.WHATSAPP_RETRY_BASE_MS / 1000 if base_delay is None else base_delay,
+        max_delay_s=30.0,
+    )
+    loop = Attempts(backoff, sleep=sleep)
+    while True:
+        number = loop.begin()
         result = client.messages_post(phone_number_id=phone_number_id, body=body)
-        result = GraphResult(**{**result.__dict__, "attempts": attempt})
-        if result.ok or not result.retryable or attempt == attempts:
+        result = GraphResult(**{**result.__dict__, "attempts": number})
+        wait = None if result.ok else loop.retry_wait(retryable=result.retryable)
+        if wait is None:
             return result
-        wait = min(30.0, delay * 2 ** (attempt - 1))
         logger.info(
             "whatsapp.send_retry",
-            extra={"attempt": attempt, "error_code": result.error_code, "wait_s": wait},
+            extra={"attempt": number, "error_code": result.error_code, "wait_s": wait},
         )
-        sleep(wait)
-    return result
+        loop.pause(wait)

@@ -9,6 +9,7 @@ import pytest
 from ai_agents.channels.email import adapter as email_channel
 from ai_agents.models import ChannelBinding
 from ai_agents.tests.channels.email.support import email_binding
+from erp.retry import Backoff
 
 
 @pytest.fixture
@@ -18,4 +19,4 @@ def binding(tenant_a: Any) -> ChannelBinding:
 
 @pytest.fixture(autouse=True)
 def _no_retry_wait(monkeypatch: Any) -> None:
-    monkeypatch.setattr(email_channel, "RETRY_DELAYS_S", (0.0, 0.0))
+    monkeypatch.setattr(email_channel, "SEND_BACKOFF", Backoff(attempts=3, base_delay_s=0.0))

@@ -5,14 +5,7 @@ import uuid
 import pytest
 from django.core.cache import cache
 
-from ai_agents.pipeline.limits import (
-    add,
-    conversation_message_limit,
-    hit,
-    notice_once,
-    tenant_token_limit,
-    tenant_tokens_add,
-)
+from erp.ratelimit import add, hit, notice_once
 from erp.testing import deadlines
 
 
@@ -20,7 +13,7 @@ def fresh() -> str:
     return uuid.uuid4().hex
 
 
-def test_fixed_window_limit_and_retry_after() -> None:
+def test_limit_and_retry_after() -> None:
     key = fresh()
     results = [hit(key, limit=3, window_s=60) for _ in range(4)]
     assert [r.allowed for r in results] == [True, True, True, False]
@@ -60,23 +53,44 @@ def test_concurrent_hits_are_atomic() -> None:
     assert sum(allowed) == 20
 
 
-def test_conversation_message_limit_is_20_per_minute() -> None:
-    conversation = uuid.uuid4()
-    results = [conversation_message_limit(conversation) for _ in range(21)]
+def test_the_window_slides_each_hit_leaves_it_on_its_own() -> None:
+    key = fresh()
+    # Hits at 0 s and 1 s in a 3 s window with room for 2: at 3.2 s the first has left (one
+    # more fits), the second has not (a second more does not); a fixed window would let both.
+    assert hit(key, limit=2, window_s=3).allowed
+    time.sleep(1)
+    assert hit(key, limit=2, window_s=3).allowed
+    refused = hit(key, limit=2, window_s=3)
+    assert not refused.allowed
+    assert 1 <= refused.retry_after_s <= 2  # the first hit leaves 2 s from now, not 3
+    time.sleep(2.2)
+    assert hit(key, limit=2, window_s=3).allowed
+    assert not hit(key, limit=2, window_s=3).allowed
+
+
+def test_keys_are_independent() -> None:
+    key = fresh()
+    results = [hit(key, limit=20, window_s=60) for _ in range(21)]
     assert all(r.allowed for r in results[:20])
     assert not results[20].allowed and results[20].retry_after_s >= 1
-    # another conversation is independent
-    assert conversation_message_limit(uuid.uuid4()).allowed
+    assert hit(fresh(), limit=20, window_s=60).allowed
 
 
-def test_tenant_token_limit_counts_amounts_and_refusals_add_nothing() -> None:
-    tenant = uuid.uuid4()
-    assert tenant_token_limit(tenant, 30_000, 50_000).allowed
-    refused = tenant_token_limit(tenant, 30_000, 50_000)
+def test_amounts_count_and_refusals_add_nothing() -> None:
+    key = fresh()
+    assert hit(key, limit=50_000, window_s=60, amount=30_000).allowed
+    refused = hit(key, limit=50_000, window_s=60, amount=30_000)
     assert not refused.allowed and refused.count == 30_000
-    assert tenant_token_limit(tenant, 20_000, 50_000).allowed
-    assert not tenant_token_limit(tenant, 1, 50_000).allowed
-    assert tenant_tokens_add(tenant, 500) == 50_500
+    assert hit(key, limit=50_000, window_s=60, amount=20_000).allowed
+    assert not hit(key, limit=50_000, window_s=60, amount=1).allowed
+    assert add(key, amount=500, window_s=60) == 50_500
+    assert add(key, amount=-1_000, window_s=60) == 49_500  # a correction of an estimate
+    assert hit(key, limit=50_000, window_s=60, amount=500).allowed
+
+
+def test_a_hit_larger_than_the_limit_waits_the_whole_window() -> None:
+    refused = hit(fresh(), limit=10, window_s=60, amount=11)
+    assert not refused.allowed and refused.retry_after_s == 60
 
 
 def test_add_unconditional() -> None:
@@ -89,9 +103,10 @@ def test_add_unconditional() -> None:
 def test_counter_lives_in_the_real_redis_cache() -> None:
     key = fresh()
     hit(key, limit=5, window_s=60, amount=2)
+    hit(key, limit=5, window_s=60)
     client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # Django's private Redis client
     full = cache.make_and_validate_key(f"rl:{key}")
-    assert int(client.get(full)) == 2
+    assert client.zcard(full) == 2  # one entry per counted hit, scored by its time
     assert 0 < client.pttl(full) <= 60_000
 
 

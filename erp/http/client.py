@@ -20,266 +20,43 @@ Every call to the outside world goes through `HttpClient` (API clients subclass 
 
 from __future__ import annotations
 
-import email.utils
 import ipaddress
 import json
 import logging
-import re
-import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ProtocolError
 from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import ProtocolError
 from urllib3.exceptions import ReadTimeoutError as Urllib3ReadTimeout
+
+from erp.http import guard
+from erp.http.errors import (
+    HttpBlockedDestination,
+    HttpConnectionError,
+    HttpError,
+    HttpResponseTooLarge,
+    HttpTimeout,
+    HttpTooManyRedirects,
+    status_error,
+)
+from erp.http.redact import SECRET_HEADERS, redact_url
 
 logger = logging.getLogger("erp.http")
 
 T = TypeVar("T")
 TimeoutArg = float | tuple[float, float] | None
 
-REDACTED = "[REDACTED]"
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key"}
-)
-SECRET_FIELDS = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "token",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "client_secret",
-        "code",
-        "password",
-        "secret",
-    }
-)
-BODY_EXCERPT_CHARS = 2000
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "erp-ai-agents/0.1"
 
 
-# --- Errors ------------------------------------------------------------------------------------
-class HttpError(Exception):
-    """Base of every outbound HTTP error. `retryable`: another attempt may succeed."""
-
-    retryable = False
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        method: str = "",
-        url: str = "",
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.method = method
-        self.url = url  # always redacted
-        self.status = status
-        self.retry_after = retry_after
-
-
-class HttpTimeout(HttpError):
-    retryable = True
-
-
-class HttpConnectionError(HttpError):
-    """Refused, reset, DNS failure, TLS failure: the server may answer later."""
-
-    retryable = True
-
-
-class HttpBlockedDestination(HttpError):
-    """The SSRF guard refused the URL (scheme, or an address that is not public)."""
-
-
-class HttpResponseTooLarge(HttpError):
-    """The body went past the size cap; reading stopped there."""
-
-
-class HttpTooManyRedirects(HttpError):
-    pass
-
-
-class HttpStatusError(HttpError):
-    """A non-2xx answer. `body` is a redacted excerpt, never the whole body."""
-
-    def __init__(self, message: str, *, body: str = "", **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.body = body
-
-
-class HttpClientError(HttpStatusError):
-    """4xx (except 429): permanent, retrying the same request will not help."""
-
-
-class HttpRateLimited(HttpStatusError):
-    """429. `retry_after` is in seconds when the server said (seconds or HTTP-date)."""
-
-    retryable = True
-
-
-class HttpServerError(HttpStatusError):
-    """5xx: retryable."""
-
-    retryable = True
-
-
-# --- Redaction ---------------------------------------------------------------------------------
-def redact_url(url: str) -> str:
-    """The URL with user:password and secret query parameters replaced."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return REDACTED
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(k, REDACTED if k.lower() in SECRET_FIELDS else v) for k, v in pairs], safe="[]"
-        )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def redact_json(value: Any) -> Any:
-    """A copy of decoded JSON with the values of secret-named fields replaced, at any depth."""
-    if isinstance(value, dict):
-        return {
-            k: REDACTED if str(k).lower() in SECRET_FIELDS else redact_json(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact_json(v) for v in value]
-    return value
-
-
-_FORM_SECRET = re.compile(
-    r"(?i)\b(" + "|".join(sorted(SECRET_FIELDS, key=len, reverse=True)) + r")=([^&\s\"']+)"
-)
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
-
-
-def redact_body(raw: bytes, limit: int = BODY_EXCERPT_CHARS) -> str:
-    """A short, redacted excerpt of a response body, for error messages (never for logs)."""
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        text = json.dumps(redact_json(json.loads(text)), ensure_ascii=False)
-    except ValueError:
-        text = _FORM_SECRET.sub(lambda m: f"{m.group(1)}={REDACTED}", text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-# --- Retry-After -------------------------------------------------------------------------------
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-# --- SSRF guard --------------------------------------------------------------------------------
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-def address_blocked_reason(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why this address is not a public destination, or None when it is."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in _NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is None and ip.teredo:
-            embedded = ip.teredo[1]
-        if embedded is not None:
-            reason = address_blocked_reason(embedded)
-            return f"{reason} (embedded in {ip})" if reason else None
-    checks = (
-        ("unspecified", ip.is_unspecified),
-        ("loopback", ip.is_loopback),
-        ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
-        ("shared address space (CGNAT)", ip in _CGNAT),
-        ("reserved", ip.is_reserved),
-        ("not globally routable", not ip.is_global),
-    )
-    for reason, hit in checks:
-        if hit:
-            return reason
-    return None
-
-
-def _resolve(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    seen: list[str] = []
-    for *_, sockaddr in infos:
-        address = str(sockaddr[0])
-        if address not in seen:
-            seen.append(address)
-    return seen
-
-
-class _PinnedConnectionMixin:
-    """Connects the socket to pre-checked addresses; `host` (Host, SNI, cert) is unchanged."""
-
-    pinned_addresses: tuple[str, ...] = ()
-    _dns_host: str
-
-    def _new_conn(self) -> socket.socket:
-        original = self._dns_host
-        last: Exception | None = None
-        for address in self.pinned_addresses:
-            self._dns_host = address
-            try:
-                return super()._new_conn()  # type: ignore[misc]  # a mixin of urllib3 HTTPConnection
-            except (NewConnectionError, ConnectTimeoutError) as exc:
-                last = exc
-            finally:
-                self._dns_host = original
-        assert last is not None
-        raise last
-
-
-def _pinned_adapter(addresses: tuple[str, ...]) -> HTTPAdapter:
-    attrs = {"pinned_addresses": addresses}
-    http_conn = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), attrs)
-    https_conn = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), attrs)
-    adapter = HTTPAdapter(pool_connections=1, pool_maxsize=1, max_retries=0)
-    adapter.poolmanager.pool_classes_by_scheme = {
-        "http": type("PinnedHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": http_conn}),
-        "https": type("PinnedHTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": https_conn}),
-    }
-    return adapter
-
-
-# --- Responses ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HttpResponse:
     status: int
@@ -336,7 +113,7 @@ class HttpClient:
         """The guard's address policy (override only to narrow it, or in tests)."""
         if settings.HTTP_ALLOW_PRIVATE_NETWORKS:
             return None
-        return address_blocked_reason(ip)
+        return guard.address_blocked_reason(ip)
 
     # Public surface ------------------------------------------------------------------------
     def get(self, url: str, **kw: Any) -> HttpResponse:
@@ -375,7 +152,9 @@ class HttpClient:
         cap = max_bytes or self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
         timeouts = self._timeouts(timeout)
         merged = {**self.default_headers(), **(headers or {})}
-        prepared = self._prepare(method, self._absolute(url), params, json, data, merged)
+        prepared = self._prepare(
+            method, self._absolute(url), params=params, json_body=json, data=data, headers=merged
+        )
 
         for _hop in range(self.max_redirects + 1):
             adapter = self._pinned_for(prepared) if guarded else None
@@ -418,6 +197,7 @@ class HttpClient:
         self,
         method: str,
         url: str,
+        *,
         params: Mapping[str, Any] | None,
         json_body: Any,
         data: Any,
@@ -503,7 +283,7 @@ class HttpClient:
                 HttpBlockedDestination("no valid host", method=method, url=safe_url), None
             )
         try:
-            addresses = _resolve(host, port)
+            addresses = guard.resolve(host, port)
         except (OSError, UnicodeError):
             raise self._log_error(
                 HttpConnectionError("name resolution failed", method=method, url=safe_url), None
@@ -517,7 +297,7 @@ class HttpClient:
                     ),
                     None,
                 )
-        return _pinned_adapter(tuple(addresses))
+        return guard.pinned_adapter(tuple(addresses))
 
     def _finish(
         self,
@@ -536,7 +316,13 @@ class HttpClient:
         status = raw.status_code
         elapsed_ms = self._log_done(prepared, status, started)
         if raise_for_status and status >= 400:
-            raise _status_error(method, safe_url, status, raw.headers, content)
+            raise status_error(
+                method=method,
+                safe_url=safe_url,
+                status=status,
+                headers=raw.headers,
+                content=content,
+            )
         return HttpResponse(
             status=status, headers=raw.headers, content=content, url=safe_url, elapsed_ms=elapsed_ms
         )
@@ -623,63 +409,3 @@ def _root_cause(exc: BaseException) -> str:
     while seen.__context__ is not None or seen.__cause__ is not None:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]  # the loop condition: one is set
     return type(seen).__name__
-
-
-def _status_error(
-    method: str, safe_url: str, status: int, headers: Mapping[str, str], content: bytes
-) -> HttpStatusError:
-    body = redact_body(content)
-    retry_after = parse_retry_after(headers.get("retry-after"))
-    kw: dict[str, Any] = {
-        "method": method,
-        "url": safe_url,
-        "status": status,
-        "body": body,
-        "retry_after": retry_after,
-    }
-    message = f"{method} {safe_url} answered {status}"
-    if status == 429:
-        return HttpRateLimited(message, **kw)
-    if status >= 500:
-        return HttpServerError(message, **kw)
-    return HttpClientError(message, **kw)
-
-
-# --- Retries -----------------------------------------------------------------------------------
-def with_retries(
-    call: Callable[[], T],
-    *,
-    attempts: int = 3,
-    base_delay: float = 0.5,
-    max_delay: float = 30.0,
-    max_retry_after: float = 60.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """Run `call`, retrying only retryable `HttpError`s, at most `attempts` times in all.
-
-    Waits `base_delay * 2**n` (capped at `max_delay`) or the server's Retry-After. When the
-    server asks for longer than `max_retry_after`, the error is raised at once: the caller (a
-    Celery task) can reschedule itself with `countdown=error.retry_after` instead of blocking.
-    """
-    for attempt in range(1, attempts + 1):
-        try:
-            return call()
-        except HttpError as error:
-            if not error.retryable or attempt == attempts:
-                raise
-            if error.retry_after is not None:
-                if error.retry_after > max_retry_after:
-                    raise
-                delay = error.retry_after
-            else:
-                delay = min(max_delay, base_delay * 2 ** (attempt - 1))
-            logger.info(
-                "http.retry attempt %s/%s after %s, waiting %.2f s",
-                attempt,
-                attempts,
-                type(error).__name__,
-                delay,
-                extra={"http_url": error.url, "attempt": attempt},
-            )
-            sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover

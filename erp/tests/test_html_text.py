@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from correo.html_text import ELLIPSIS, html_to_text
+from erp.html_text import ELLIPSIS, html_to_text
 
 EMAILS = Path(__file__).parent / "fixtures" / "emails"
 PAYLOADS = Path(__file__).resolve().parents[2] / "correo" / "tests" / "fixtures" / "zoho"

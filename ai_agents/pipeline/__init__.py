@@ -1,1 +1,0 @@
-"""The conversation engine's limits (per conversation, per tenant, message size)."""

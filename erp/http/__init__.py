@@ -1,0 +1,1 @@
+"""Outbound HTTP: the client (`client`), its errors, redaction and SSRF guard."""
