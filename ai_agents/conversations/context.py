@@ -123,7 +123,7 @@ def history_load(
 ) -> tuple[list[HistoryItem], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
-    (oldest first, for loop detection); one query, none when `thread_open` read them
+    (oldest first, for loop detection); one query, none when `store.turn_read` read them
     (`found`). With `summarize` and `smart`, once the conversation has `summarize_after`
     messages, the conversation's cached summary of the cut middle is the summary item while
     it still covers cut messages; a summary is enqueued for

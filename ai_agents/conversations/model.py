@@ -3,12 +3,15 @@ model call through the gateway and the tools the model chooses."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ai_agents.conversations.retrieval import Retrieval
 from ai_agents.models import Agent, Contact, Conversation, HttpTool
+from ai_agents.rules.escalation import failure_decision
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
 from ai_agents.tools.http_tool import execute_http_tool
@@ -20,10 +23,14 @@ from erp.llm.actions import (
     build_action_schema,
     parse_action,
 )
-from erp.llm.errors import Unavailable
+from erp.llm.errors import LlmError, NoCredits, Timeout, Unavailable
 from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate, llm_stream
 from erp.llm.types import LlmRequest, LlmResult
+from erp.llm.types import Message as LlmMessage
 from erp.llm.usage import usage_record
+
+if TYPE_CHECKING:  # annotations only
+    from ai_agents.conversations.turn import Turn
 
 logger = logging.getLogger(__name__)
 
@@ -218,3 +225,103 @@ def number_field(parsed: ParsedAction, name: str, low: float, high: float) -> fl
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return min(max(float(value), low), high)
+
+
+# --- the conversation with the model --------------------------------------------------------
+
+# Builds the model request for the actions offered and the tool rounds so far (the engine's:
+# the request needs the turn's context, which this module does not know).
+RequestMaker = Callable[[ActionSet, list[LlmMessage]], LlmRequest]
+
+
+def converse(
+    turn: Turn, *, request_for: RequestMaker, usage: CallContext
+) -> tuple[LlmResult, ParsedAction] | None:
+    """The model, and the tools it chooses, until it answers or escalates; the tool calls go
+    to the reply's metadata, the passages knowledge_search found to the turn's retrieval.
+    None: the model failed, and the turn carries the fallback (escalated when the agent says
+    so, or when the credits ran out)."""
+    tool_calls: list[dict[str, Any]] = []
+    found: list[SearchHit] = []  # passages knowledge_search gave the model
+    try:
+        answered = _tool_loop(
+            turn, request_for=request_for, usage=usage, tool_calls=tool_calls, found=found
+        )
+    except LlmError as exc:
+        kind = (
+            "no_credits"
+            if isinstance(exc, NoCredits)
+            else "timeout"
+            if isinstance(exc, Timeout)
+            else "llm_failure"
+        )
+        turn.meta["error"] = type(exc).__name__
+        escalate = kind == "no_credits" or bool(turn.agent.processing["escalate_on_failure"])
+        turn.escalation = failure_decision(kind) if escalate else None
+        turn.reply_text = turn.agent.fallback_message
+        answered = None
+    turn.meta["tool_calls"] = tool_calls
+    turn.retrieval = _with_found(turn.retrieval, found)
+    turn.timer.mark("llm", within=_tools_ms(tool_calls))
+    return answered
+
+
+def _tool_loop(
+    turn: Turn,
+    *,
+    request_for: RequestMaker,
+    usage: CallContext,
+    tool_calls: list[dict[str, Any]],
+    found: list[SearchHit],
+) -> tuple[LlmResult, ParsedAction]:
+    """Calls the model until it answers or escalates, running each tool it chooses (the last
+    allowed call offers only respond / escalate)."""
+    agent, processing = turn.agent, turn.agent.processing
+    actions = actions_for(agent)
+    max_rounds = int(processing["max_tool_rounds"])
+    exchange: list[LlmMessage] = []
+    while True:
+        offered = actions if len(tool_calls) < max_rounds else BASE_ACTIONS
+        remaining = int(processing["total_timeout_ms"]) / 1000 - turn.timer.elapsed_s
+        result, parsed = llm_call(
+            agent=agent,
+            request=request_for(offered, exchange),
+            context=usage,
+            retry=retry_policy(processing, remaining_s=remaining),
+            on_delta=turn.on_delta,
+            actions=offered,
+        )
+        turn.spent.add(result)
+        if parsed.name not in offered.tool_names:
+            return result, parsed
+        call = tool_run(
+            parsed=parsed,
+            agent=agent,
+            conversation=turn.conversation,
+            contact=turn.contact,
+            context=usage,
+            processing=processing,
+            actions=offered,
+            found=found,
+        )
+        tool_calls.append(call)
+        exchange.append(LlmMessage(role="assistant", content=parsed.raw or result.text))
+        content = call["result"] if call["ok"] else f"ERROR: {call['error']}"
+        exchange.append(LlmMessage(role="tool", content=content, name=parsed.name))
+
+
+def _tools_ms(tool_calls: list[dict[str, Any]]) -> dict[str, int]:
+    return {"tools": sum(int(c["duration_ms"]) for c in tool_calls)} if tool_calls else {}
+
+
+def _with_found(retrieval: Retrieval, found: list[SearchHit]) -> Retrieval:
+    """The retrieval with the passages the knowledge_search tool found (cited, recorded)."""
+    if not found:
+        return retrieval
+    hits = list(retrieval.hits)
+    known = {h.chunk_id for h in hits}
+    for hit in found:
+        if hit.chunk_id not in known:
+            known.add(hit.chunk_id)
+            hits.append(hit)
+    return dataclasses.replace(retrieval, hits=hits)
