@@ -16,7 +16,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from ai_agents.conversations import store
-from ai_agents.conversations.model import BASE_ACTIONS, ActionSet
+from ai_agents.conversations.actions import BASE_ACTIONS, ActionSet
 from ai_agents.models import Agent, Contact, Conversation
 from ai_agents.rules import escalation, history, intent
 from ai_agents.rules.history import HistoryItem

@@ -33,6 +33,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy
 
 from ai_agents.conversations import store
+from ai_agents.conversations.actions import ActionSet
 from ai_agents.conversations.context import (
     build_request,
     final_intent,
@@ -42,7 +43,7 @@ from ai_agents.conversations.context import (
     system_prompt,
 )
 from ai_agents.conversations.inbound import Inbound, message_receive
-from ai_agents.conversations.model import ActionSet, RequestMaker, converse, number_field
+from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.record import turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult

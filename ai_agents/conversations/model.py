@@ -1,26 +1,25 @@
-"""The model side of a turn: the action protocol (respond, escalate, one action per tool), the
-model call through the gateway and the tools the model chooses."""
+"""The model side of a turn: the model call through the gateway (the action protocol is in
+actions.py), the tools the model chooses and the loop between them."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionSet, actions_for
 from ai_agents.conversations.retrieval import Retrieval
-from ai_agents.models import Agent, Contact, Conversation, HttpTool
+from ai_agents.conversations.turn import Turn
+from ai_agents.models import Agent, Contact, Conversation
 from ai_agents.rules.escalation import failure_decision
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
 from ai_agents.tools.http_tool import execute_http_tool
 from ai_agents.tools.registry import registry
 from erp.llm.actions import (
-    ActionSpec,
     ParsedAction,
     answer_deltas,
-    build_action_schema,
     parse_action,
 )
 from erp.llm.errors import LlmError, NoCredits, Timeout, Unavailable
@@ -29,78 +28,7 @@ from erp.llm.types import LlmRequest, LlmResult
 from erp.llm.types import Message as LlmMessage
 from erp.llm.usage import usage_record
 
-if TYPE_CHECKING:  # annotations only
-    from ai_agents.conversations.turn import Turn
-
 logger = logging.getLogger(__name__)
-
-ACTIONS = (
-    ActionSpec("respond", "responder al cliente con `answer`"),
-    ActionSpec(
-        "escalate",
-        "pasar la conversación a una persona (el cliente lo pide o no puedes ayudar)",
-        {"type": "object", "properties": {"reason": {"type": "string"}}},
-    ),
-)
-COMMON_FIELDS: dict[str, dict[str, Any]] = {
-    "answer": {"type": "string", "description": "el texto para el cliente"},
-    "intent": {"type": "string", "description": "la intención detectada del cliente"},
-    "sentiment": {"type": "number", "description": "sentimiento del cliente, de -1 a 1"},
-    "confidence": {"type": "number", "description": "tu confianza en la respuesta, de 0 a 1"},
-}
-ACTION_SCHEMA = build_action_schema(ACTIONS, COMMON_FIELDS)
-
-
-@dataclass(frozen=True)
-class ActionSet:
-    actions: tuple[ActionSpec, ...]
-    schema: dict[str, Any]
-    tool_names: frozenset[str]
-    http_tools: Mapping[str, Any] = field(default_factory=dict)  # name -> HttpTool
-
-
-BASE_ACTIONS = ActionSet(ACTIONS, ACTION_SCHEMA, frozenset())
-
-
-def actions_for(agent: Agent) -> ActionSet:
-    """respond, escalate and one action per enabled tool. A tool whose argument names clash
-    with another's (different schema) is left out, with a warning."""
-    enabled = list(agent.tools_enabled or [])
-    if not enabled:
-        return BASE_ACTIONS
-    actions = list(ACTIONS)
-    names: set[str] = set()
-    http_tools = {
-        tool.name: tool
-        for tool in HttpTool.objects.for_tenant(agent.tenant_id).filter(
-            is_active=True, name__in=enabled
-        )
-    }
-    specs = [
-        *registry.specs_for(enabled),
-        *(
-            ActionSpec(t.name, t.description, t.args_schema or {})
-            for t in http_tools.values()
-            if registry.get(t.name) is None
-        ),
-    ]
-    for spec in specs:
-        candidate = ActionSpec(spec.name, spec.description, spec.args_schema)
-        try:
-            build_action_schema([*actions, candidate], COMMON_FIELDS)
-        except ValueError as exc:
-            logger.warning("pipeline.tool_skipped", extra={"tool": spec.name, "error": str(exc)})
-            continue
-        actions.append(candidate)
-        names.add(spec.name)
-    if not names:
-        return BASE_ACTIONS
-    return ActionSet(
-        tuple(actions),
-        build_action_schema(actions, COMMON_FIELDS),
-        frozenset(names),
-        {name: tool for name, tool in http_tools.items() if name in names},
-    )
 
 
 def retry_policy(processing: Mapping[str, Any], *, remaining_s: float) -> RetryPolicy:

@@ -13,18 +13,16 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ai_agents.conversations.context import Rules
 from ai_agents.conversations.retrieval import Retrieval
+from ai_agents.models import Agent, Contact, Conversation, Message
+from ai_agents.rules.escalation import EscalationDecision
+from ai_agents.rules.history import HistoryItem
+from ai_agents.rules.intent import IntentMatch
 from erp.llm.types import LlmResult
 from erp.llm.usage import cost_usd
-
-if TYPE_CHECKING:  # annotations only
-    from ai_agents.conversations.context import Rules
-    from ai_agents.models import Agent, Contact, Conversation, Message
-    from ai_agents.rules.escalation import EscalationDecision
-    from ai_agents.rules.history import HistoryItem
-    from ai_agents.rules.intent import IntentMatch
 
 
 class TurnLost(Exception):
