@@ -229,24 +229,41 @@ def conversations_in_turn(conversation_ids: Sequence[Any]) -> set[Any]:
     )
 
 
-def _pending(conversation: Conversation) -> Any:
-    return (
-        Message.objects.for_tenant(conversation.tenant_id)
-        .filter(conversation_id=conversation.pk, role=Message.Role.USER)
-        .exclude(metadata__has_key="result")
-    )
+# Stored, not yet answered: the predicate of the partial index `msg_unanswered`.
+_UNANSWERED = "conversation_id = %s AND role = 'user' AND NOT (metadata ? 'result')"
 
 
 def pending_next(*, conversation: Conversation, upto: Message | None = None) -> Message | None:
     """The conversation's oldest stored, unanswered customer message (no later than `upto`)."""
-    pending = _pending(conversation)
+    where, params = _UNANSWERED, [conversation.pk]
     if upto is not None:
-        pending = pending.filter(created_at__lte=upto.created_at)
-    return pending.order_by("created_at", "pk").first()
+        where += " AND created_at <= %s"
+        params.append(upto.created_at)
+    (outcome,) = rows.run_together(
+        [
+            rows.select_statement(
+                Message,
+                tenant_id=conversation.tenant_id,
+                where=where,
+                params=params,
+                order_by="created_at, id",
+                limit=1,
+            )
+        ]
+    )
+    return rows.first(Message, outcome)
 
 
 def pending_exists(*, conversation: Conversation) -> bool:
-    return _pending(conversation).exists()
+    (outcome,) = rows.run_together(
+        [
+            (
+                f"SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED} LIMIT 1",  # noqa: S608
+                [conversation.tenant_id, conversation.pk],
+            )
+        ]
+    )
+    return bool(outcome.rows)
 
 
 def message_result(*, message: Message) -> dict[str, Any] | None:
