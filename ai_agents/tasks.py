@@ -9,9 +9,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from ai_agents.channels import adapter_for
+from ai_agents.conversations import store
 from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
-from ai_agents.conversations.store import thread_key, threads_being_answered
+from ai_agents.conversations.store import conversations_in_turn
 from ai_agents.models import Conversation, Document, Message
 from ai_agents.services import handoff_notify
 from ai_agents.services.conversations import conversations_expire
@@ -205,12 +206,12 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             .values_list("pk", flat=True)
         )
         statuses = [reply_deliver(pk) for pk in undelivered]
-        left = (
-            Message.objects.filter(conversation_id=conversation.pk, role=Message.Role.USER)
-            .exclude(metadata__has_key="result")
-            .exists()
+        # Left by a run stopped at its deadline; not while another run holds the turn (it
+        # answers them, and looks again once it let the turn go).
+        left = store.pending_exists(conversation=conversation) and not store.conversations_in_turn(
+            [conversation.pk]
         )
-    if left:  # the run stopped at its deadline (or a message arrived meanwhile)
+    if left:
         channel_conversation_answer.delay(conversation_id)
     return statuses
 
@@ -221,8 +222,8 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
 def channel_pending_sweep() -> int:
     """Beat, every CHANNEL_PENDING_SWEEP_SECONDS (a minute): channel messages stored but not
     answered after as long (the broker was down when they arrived, or a worker died) are queued
-    again, unless their conversation is being answered right now (its thread lock is held: that
-    run answers them, and another task would only keep a second worker waiting on the lock).
+    again, unless their conversation is being answered right now (a run holds its turn, a lease
+    that expires when its worker died: that run answers them).
     Returns how many conversations were queued."""
     now = timezone.now()
     age = timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS)
@@ -235,20 +236,11 @@ def channel_pending_sweep() -> int:
             conversation__binding__isnull=False,
         )
         .exclude(metadata__has_key="result")
-        .values_list(
-            "conversation_id",
-            "conversation__agent_id",
-            "conversation__channel",
-            "conversation__channel_conversation_id",
-        )
+        .values_list("conversation_id", flat=True)
         .distinct()[:500]
     )
-    keys = {
-        conversation_id: thread_key(agent_id=agent_id, channel=channel, thread_id=thread_id)
-        for conversation_id, agent_id, channel, thread_id in found
-    }
-    busy = threads_being_answered(list(keys.values()))
-    conversation_ids = [pk for pk, key in keys.items() if key not in busy]
+    busy = conversations_in_turn(found)
+    conversation_ids = [pk for pk in found if pk not in busy]
     for conversation_id in conversation_ids:
         channel_conversation_answer.delay(str(conversation_id))
     if conversation_ids:

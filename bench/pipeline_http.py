@@ -168,7 +168,7 @@ def fixture() -> dict[str, Any]:
 
 def _instrument() -> None:
     """Time the Google provider (the model wait) and the pipeline's steps from inside."""
-    from ai_agents.conversations import engine
+    from ai_agents.conversations import engine, model, store
     from erp.llm.providers.google import GoogleProvider
 
     original = GoogleProvider.generate
@@ -195,17 +195,17 @@ def _instrument() -> None:
         setattr(module, name, wrapper)
 
     for name in (
-        "message_by_channel_id",
-        "thread_open",
+        "message_receive",
         "history_load",
         "system_prompt",
         "retrieve",
         "build_request",
-        "llm_call",
-        "tool_run",
     ):
         timed(engine, name, name)  # the engine calls the names it imported
-    timed(engine, "_finish", "finish (store reply, counters, usage)")
+    timed(store, "turn_read", "turn_read")
+    timed(model, "llm_call", "llm_call")
+    timed(model, "tool_run", "tool_run")
+    timed(engine, "turn_record", "store (reply, counters, result)")
 
 
 def overhead(label: str, send: Callable[[int], None], messages: int) -> dict[str, Any]:
@@ -271,8 +271,8 @@ def part1(fx: dict[str, Any], messages: int, latency_ms: int) -> list[dict[str, 
                 contact={"external_id": f"{prefix}-{i % CONTACTS}", "name": "Ana"},
                 channel="api",
             )
-            body = message_process(agent=agent, inbound=inbound)
-            assert body["reply"] is not None and body["escalation"] is None, body
+            result = message_process(agent=agent, inbound=inbound)
+            assert result.reply is not None and result.escalation is None, result
 
         return send
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -166,23 +167,23 @@ class AgentMessageView(TenantGenericAPIView):
                 metadata=data.get("metadata"),
             )
         )
-        if sse.wants_stream(request):
+        streaming = sse.wants_stream(request)
+        if streaming:
             request.accepted_renderer = JSONRenderer()  # a JSON answer unless streaming
             request.accepted_media_type = "application/json"
-            if agent.processing["streaming_enabled"]:
-                started = sse.stream_start(agent, inbound)
-                if started.response is not None:
-                    return started.response  # type: ignore[return-value]  # Django serves a StreamingHttpResponse
-                body = started.limited_body or {}
-                return _rate_limited(body, body.pop("rate_limited"))
-        body = message_process(agent=agent, inbound=inbound)
-        limited = body.pop("rate_limited", None)
-        if limited is not None:
-            return _rate_limited(body, limited)
-        return Response(body)
+        if streaming and agent.processing["streaming_enabled"]:
+            started = sse.stream_start(agent, inbound)
+            if started.response is not None:
+                return started.response  # type: ignore[return-value]  # Django serves a StreamingHttpResponse
+            result = started.limited  # limited before any token: 429 JSON, as without SSE
+        else:
+            result = message_process(agent=agent, inbound=inbound)
+        if result.rate_limited is not None:
+            return _rate_limited(result.as_api_body(), result.rate_limited)
+        return Response(result.as_api_body())
 
 
-def _rate_limited(body: dict[str, Any], limited: dict[str, Any]) -> Response:
+def _rate_limited(body: dict[str, Any], limited: Mapping[str, Any]) -> Response:
     """429 with Retry-After; the message was stored (RN-4) and is named in the error."""
     retry_after = int(limited["retry_after_s"])
     return Response(

@@ -2,7 +2,7 @@
 
 Events: `token` {"text"} as the model writes the answer, `citations` {"citations"}, `done`
 (the same body as the JSON response) and `error` {"code", "message"}. The pipeline runs in a
-worker thread (it holds the conversation's turn and uses the sync ORM); an async generator
+worker thread (it may wait for the conversation's turn and uses the sync ORM); an async generator
 relays its deltas because Django serves a synchronous iterator under ASGI only after consuming
 it whole, which would hold every token back until the end. If
 the client hangs up, the pipeline still finishes and stores the reply. The view waits for the
@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 from rest_framework.renderers import BaseRenderer
 
 from ai_agents.conversations.engine import Inbound, message_process
+from ai_agents.conversations.turn import TurnResult
 from ai_agents.models import Agent
 
 logger = logging.getLogger(__name__)
@@ -57,8 +58,9 @@ Present = Callable[[dict[str, Any]], dict[str, Any]]
 
 class _Run:
     """The pipeline in a worker thread, its events in a thread-safe queue: ("token", text),
-    then ("result", body) or ("fail", None). `present` shapes the result for another audience
-    (the web chat visitor); it runs in the pipeline's thread, so it may read the database."""
+    then ("result", Outcome) or ("fail", None). `present` shapes the result for another
+    audience (the web chat visitor); it runs in the pipeline's thread, so it may read the
+    database."""
 
     def __init__(self, agent: Agent, inbound: Inbound, present: Present | None = None) -> None:
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -69,12 +71,13 @@ class _Run:
 
     def _work(self, agent: Agent, inbound: Inbound, present: Present | None) -> None:
         try:
-            body = message_process(
+            result = message_process(
                 agent=agent,
                 inbound=inbound,
                 on_delta=lambda text: self.events.put(("token", text)),
             )
-            self.events.put(("result", present(body) if present is not None else body))
+            body = present(result.as_record()) if present is not None else result.as_api_body()
+            self.events.put(("result", Outcome(result=result, body=body)))
         except Exception:
             logger.exception("pipeline.stream_failed")
             self.events.put(("fail", None))
@@ -107,8 +110,9 @@ async def _events(
                 {"code": "internal_error", "message": _("No se pudo procesar el mensaje.")},
             )
             return
-        body: dict[str, Any] = value
-        limited = body.pop("rate_limited", None)
+        outcome: Outcome = value
+        result, body = outcome.result, outcome.body
+        limited = result.rate_limited
         if limited is not None:  # a stream started before the limit was known
             yield _event(
                 "error",
@@ -119,10 +123,11 @@ async def _events(
                 },
             )
             return
-        reply = body.get("reply")
-        if reply and not streamed:
-            yield _event("token", {"text": reply["text"]})
-        yield _event("citations", {"citations": reply["citations"] if reply else []})
+        body.pop("rate_limited", None)  # the web chat's shape carries it (None here)
+        if result.reply is not None and not streamed:
+            yield _event("token", {"text": result.reply.text})
+        cited = body["reply"]["citations"] if body.get("reply") else []
+        yield _event("citations", {"citations": cited})
         yield _event("done", body)
         return
 
@@ -135,12 +140,21 @@ def _streaming(events: AsyncIterator[str]) -> StreamingHttpResponse:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """The pipeline's result and the body the stream ends with (`done`): the API's, or the one
+    `present` shaped."""
+
+    result: TurnResult
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Started:
     """Either the stream to return, or the pipeline's result when it ended rate limited
     before any token (the view answers 429 JSON with Retry-After, like without SSE)."""
 
     response: StreamingHttpResponse | None = None
-    limited_body: dict[str, Any] | None = None
+    limited: TurnResult | None = None
 
 
 def stream_start(agent: Agent, inbound: Inbound) -> Started:
@@ -150,8 +164,8 @@ def stream_start(agent: Agent, inbound: Inbound) -> Started:
     first token (the headers leave with it; no later than without the wait)."""
     run = _Run(agent, inbound)
     first = run.events.get()
-    if first[0] == "result" and "rate_limited" in first[1]:
-        return Started(limited_body=first[1])
+    if first[0] == "result" and first[1].result.rate_limited is not None:
+        return Started(limited=first[1].result)
     return Started(response=_streaming(_events(run, first, _pace(agent))))
 
 

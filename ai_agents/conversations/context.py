@@ -16,7 +16,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from ai_agents.conversations import store
-from ai_agents.conversations.model import BASE_ACTIONS, ActionSet
+from ai_agents.conversations.actions import BASE_ACTIONS, ActionSet
 from ai_agents.models import Agent, Contact, Conversation
 from ai_agents.rules import escalation, history, intent
 from ai_agents.rules.history import HistoryItem
@@ -123,7 +123,7 @@ def history_load(
 ) -> tuple[list[HistoryItem], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
-    (oldest first, for loop detection); one query, none when `thread_open` read them
+    (oldest first, for loop detection); one query, none when `store.turn_read` read them
     (`found`). With `summarize` and `smart`, once the conversation has `summarize_after`
     messages, the conversation's cached summary of the cut middle is the summary item while
     it still covers cut messages; a summary is enqueued for

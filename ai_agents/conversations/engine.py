@@ -1,29 +1,39 @@
-"""The message pipeline: one inbound message in, the stored reply and its result out.
+"""The conversation engine: a stored inbound message in, its reply stored and its result out.
 
-    receive (contact, conversation, row lock, idempotency) -> escalated? stay silent
-    -> text triggers (keyword, user request) -> context (history, system prompt)
-    -> retrieve (knowledge bases, rag_timeout_ms) -> llm (gateway, action protocol)
-    -> escalate? (sentiment, intent, confidence, model request; failure -> fallback)
-    -> store (reply with per-step timings) -> result
+Every message is stored first (`ai_agents.conversations.inbound`), then answered by the run
+that holds its conversation's TURN, a lease on the conversation row (`turn_token`,
+`turn_expires_at`): one run at a time per conversation, messages in arrival order, different
+conversations in parallel. Each message goes through three phases over one `Turn`:
 
-The whole run holds the conversation's row lock, so one conversation's messages run one at
-a time; the result is stored on the inbound message, and a repeated `channel_message_id`
-returns it without calling the model again.
+1. read (short): renew the turn, re-read the conversation (a person may have claimed or closed
+   it), the contact, the history and the knowledge bases: one round trip;
+   the rules that need no model (closed, escalated, rate limits, keyword triggers) decide here;
+2. model (no transaction, no connection: `erp.db.connection_release`): retrieval, the tenant's
+   token budget, the model call and the tools it chooses (their reads are short autocommit
+   statements in the tenant's scope; usage rows are written as they happen);
+3. store (short transaction): the reply, the inbound's result and the conversation's counters,
+   written only if the conversation's status, holder and turn are unchanged; otherwise a
+   person took over (the reply is withdrawn) or the turn was lost (nothing is written).
+
+The result is stored on the inbound message: a repeated `channel_message_id` returns it
+without calling the model again. A run that cannot take the turn leaves: the holder answers
+what is pending, and after releasing the turn it looks again, so no stored message waits for
+nobody. A lease left by a killed worker expires (the agent's total_timeout_ms + a margin) and
+`channel_pending_sweep` queues its conversation again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
+import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from ai_agents.conversations import store
+from ai_agents.conversations.actions import ActionSet
 from ai_agents.conversations.context import (
     build_request,
     final_intent,
@@ -32,29 +42,20 @@ from ai_agents.conversations.context import (
     rules_for,
     system_prompt,
 )
-from ai_agents.conversations.inbound import Inbound, inbound_message_row
-from ai_agents.conversations.model import (
-    BASE_ACTIONS,
-    actions_for,
-    llm_call,
-    number_field,
-    retry_policy,
-    tool_run,
-)
-from ai_agents.conversations.retrieval import Retrieval, citations, retrieval_prefetch, retrieve
-from ai_agents.conversations.store import Thread, message_by_channel_id, thread_lock, thread_open
-from ai_agents.conversations.turn import Spent, Timer
+from ai_agents.conversations.inbound import Inbound, message_receive
+from ai_agents.conversations.model import RequestMaker, converse, number_field
+from ai_agents.conversations.record import turn_record
+from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
+from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
 from ai_agents.knowledge.chunking import estimate_tokens
-from ai_agents.models import Agent, Contact, Conversation, Message
-from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation, failure_decision
+from ai_agents.models import Agent, Conversation, Message
+from ai_agents.rules.escalation import evaluate_escalation
 from ai_agents.rules.input_bound import input_bound
-from ai_agents.selectors.knowledge import SearchHit
 from erp import ratelimit
-from erp.celery import enqueue
-from erp.llm.errors import LlmError, NoCredits, Timeout
+from erp.db import connection_release
 from erp.llm.gateway import CallContext
+from erp.llm.types import LlmRequest, LlmResult
 from erp.llm.types import Message as LlmMessage
-from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -66,43 +67,39 @@ RATE_LIMIT_NOTICE = gettext_lazy(
 INPUT_CUT_NOTE = gettext_lazy(
     "[Mensaje recortado: tenía %(chars)s caracteres; se muestran los primeros %(kept)s.]"
 )
+# A turn outlives the message it is taken for by this much: the model call and the tools are
+# bounded by the agent's total_timeout_ms, the writes after them take milliseconds.
+TURN_MARGIN_S = 10.0
+# A REST request whose conversation is busy polls for the turn this often (growing to the
+# second value) and gives up after twice the lease (the holder renews it per message).
+TURN_POLL_S = (0.01, 0.1)
+
+
+def turn_lease_s(agent: Agent) -> float:
+    """How long a turn is held for one message before it counts as abandoned."""
+    return int(agent.processing["total_timeout_ms"]) / 1000 + TURN_MARGIN_S
+
+
+# --- entry points -------------------------------------------------------------------------
 
 
 def message_process(
     *, agent: Agent, inbound: Inbound, on_delta: Callable[[str], None] | None = None
-) -> dict[str, Any]:
-    """Runs the pipeline for one message and returns the API result (see CONTRACT.md).
+) -> TurnResult:
+    """Stores one message and answers it before returning (the REST API, the web chat).
 
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
-    the returned result are the same as without)."""
+    the returned result are the same as without). Two messages of one conversation sent
+    together are answered one after the other, in arrival order."""
     timer = Timer()
     retrieval_prefetch(agent=agent, text=input_bound(inbound.text, inbound.channel)[0])
-    thread_id = inbound.thread_id or str(inbound.contact["external_id"])
-    with (
-        tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
-        rows.survive_rollback(),
-        transaction.atomic(),
-        rows.deferred_writes(),
-    ):
-        thread = thread_open(
-            agent=agent,
-            channel=inbound.channel,
-            thread_id=thread_id,
-            contact_data=inbound.contact,
-            binding=inbound.binding,
-        )
-        conversation = thread.conversation
-        if inbound.channel_message_id:
-            existing = message_by_channel_id(
-                agent=agent, channel_message_id=inbound.channel_message_id
-            )
-            if existing is not None:
-                return _stored_result(existing)
-        # Inserted with the reply at the end (one INSERT); its id is known now so usage rows
-        # can name it.
-        user_message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
+    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
+        message, _created = message_receive(agent=agent, inbound=inbound)
+        stored = (message.metadata or {}).get("result")
+        if stored is not None:
+            return TurnResult.from_record(stored)  # a repeat: the first answer
         timer.mark("receive")
-        return _run(agent, conversation, thread.contact, user_message, timer, on_delta, thread)
+        return _answer_own(agent=agent, message=message, timer=timer, on_delta=on_delta)
 
 
 def conversation_load(conversation_id: Any) -> Conversation | None:
@@ -119,496 +116,339 @@ def conversation_answer_pending(
     *,
     conversation_id: Any = None,
     conversation: Conversation | None = None,
-    on_delta: Callable[[str], None] | None = None,
     deadline_s: float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[TurnResult]:
     """Answers the conversation's stored, not yet answered messages one at a time in arrival
-    order, under the thread's lock (so concurrent tasks for one conversation queue up and the
-    later ones find nothing left). Returns the results, oldest first. Takes the conversation
-    as `conversation_load` gives it, or its id.
+    order, if this run can take the conversation's turn (another run holding it answers them).
+    Returns the results, oldest first. Takes the conversation as `conversation_load` gives it,
+    or its id.
 
     `deadline_s`: after the first message, no message is started that could end (its agent's
     total_timeout_ms) more than this many seconds after the call; those stay pending for the
-    next run, and the answers given are committed (a task's time limit would roll them back)."""
+    next run."""
     started = time.monotonic()
     if conversation is None:
         conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
     agent = conversation.agent
-    results: list[dict[str, Any]] = []
-    message_budget_s = int(agent.processing["total_timeout_ms"]) / 1000
-    with (
-        tenant_scope(agent.tenant_id),  # the agent's tenant, whoever calls (row security)
-        rows.survive_rollback(),
-        transaction.atomic(),
-        rows.deferred_writes(),
-    ):
-        thread_lock(
-            agent_id=agent.pk,
-            channel=conversation.channel,
-            thread_id=conversation.channel_conversation_id,
-        )
-        pending = list(
-            Message.objects.for_tenant(agent.tenant_id)
-            .filter(conversation_id=conversation.pk, role=Message.Role.USER)
-            .exclude(metadata__has_key="result")
-            .order_by("created_at")
-        )
-        for user_message in pending:
-            if (
-                deadline_s is not None
-                and results
-                and time.monotonic() - started + message_budget_s > deadline_s
-            ):
-                break  # the rest waits for the next run
-            # Read after the lock (and again per message): a person may have claimed or
-            # closed it; the previous answer may have escalated it.
-            conversation.refresh_from_db(
-                fields=["status", "assigned_to", "session_variables", "claim_expires_at"]
-            )
-            timer = Timer()
-            # A closed conversation, or an agent switched off in the admin: stored, unanswered.
-            if conversation.status not in Conversation.OPEN_STATUSES or not agent.is_active:
-                if not agent.is_active:
-                    logger.info(
-                        "pipeline.agent_inactive",
-                        extra={"agent_id": str(agent.pk), "conversation_id": str(conversation.pk)},
-                    )
-                results.append(
-                    _finish(conversation, user_message, None, None, Retrieval(), {}, timer)
+    results: list[TurnResult] = []
+    token = uuid.uuid4()
+    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
+        while store.turn_take(conversation=conversation, token=token, lease_s=turn_lease_s(agent)):
+            try:
+                finished = _answer_pending(
+                    conversation=conversation,
+                    token=token,
+                    results=results,
+                    deadline=None if deadline_s is None else started + deadline_s,
                 )
-                continue
-            timer.mark("receive")
-            results.append(
-                _run(agent, conversation, conversation.contact, user_message, timer, on_delta)
-            )
+            finally:
+                store.turn_release(conversation=conversation, token=token)
+            # A message stored after the last look, while its task found the turn taken.
+            if not finished or not store.pending_exists(conversation=conversation):
+                break
     return results
 
 
-def _run(
-    agent: Agent,
-    conversation: Conversation,
-    contact: Contact,
-    user_message: Message,
-    timer: Timer,
-    on_delta: Callable[[str], None] | None = None,
-    thread: Thread | None = None,
-) -> dict[str, Any]:
-    """`thread`: what `thread_open` already read (history, knowledge bases)."""
-    processing = agent.processing
-    reply_text: str | None
-    escalation: EscalationDecision | None = None
-    meta: dict[str, Any] = {}
-    retrieval = Retrieval()
-    result = None
+# --- holding the turn ---------------------------------------------------------------------
 
+
+def _answer_pending(
+    *, conversation: Conversation, token: uuid.UUID, results: list[TurnResult], deadline: Any
+) -> bool:
+    """Answers the pending messages while the turn is held; False when the deadline stopped it
+    with messages left."""
+    budget_s = int(conversation.agent.processing["total_timeout_ms"]) / 1000
+    while True:
+        message = store.pending_next(conversation=conversation)
+        if message is None:
+            return True
+        if deadline is not None and results and time.monotonic() + budget_s > deadline:
+            return False  # the rest waits for the next run
+        turn = Turn(
+            agent=conversation.agent, conversation=conversation, message=message, token=token
+        )
+        try:
+            results.append(_answer(turn))
+        except TurnLost:
+            return True  # the new holder answers the rest
+
+
+def _answer_own(
+    *, agent: Agent, message: Message, timer: Timer, on_delta: Callable[[str], None] | None
+) -> TurnResult:
+    """Waits for the conversation's turn, then answers what is pending up to `message` (an
+    earlier message of the conversation first), streaming only `message`'s answer."""
+    conversation = message.conversation
+    token = uuid.uuid4()
+    if not _turn_wait(conversation=conversation, token=token, lease_s=turn_lease_s(agent)):
+        logger.warning("pipeline.turn_busy", extra={"conversation_id": str(conversation.pk)})
+        return _result_now(message)  # stored; the next run of the conversation answers it
+    own: TurnResult | None = None
+    try:
+        while (pending := store.pending_next(conversation=conversation, upto=message)) is not None:
+            mine = pending.pk == message.pk
+            turn = Turn(
+                agent=agent,
+                conversation=conversation,
+                message=pending,
+                token=token,
+                timer=timer if mine else Timer(),
+                on_delta=on_delta if mine else None,
+            )
+            result = _answer(turn)
+            own = result if mine else own
+    except TurnLost:
+        pass
+    finally:
+        store.turn_release(conversation=conversation, token=token)
+    return own if own is not None else _result_now(message)
+
+
+def _turn_wait(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -> bool:
+    """Takes the turn, waiting for the run that holds it (at most two leases): polled, with
+    the connection given back between tries (a waiting request holds none)."""
+    deadline = time.monotonic() + 2 * lease_s
+    pause, longest = TURN_POLL_S
+    while not store.turn_take(conversation=conversation, token=token, lease_s=lease_s):
+        connection_release()
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, longest)
+    return True
+
+
+def _result_now(message: Message) -> TurnResult:
+    """`message`'s stored result (answered by another run), or, unanswered, the result that
+    says so."""
+    stored = store.message_result(message=message)
+    if stored is not None:
+        return TurnResult.from_record(stored)
+    return TurnResult(
+        conversation_id=str(message.conversation_id),
+        message_id=str(message.pk),
+        conversation_status=message.conversation.status,
+    )
+
+
+# --- one message: read, model, store -------------------------------------------------------
+
+
+def _answer(turn: Turn) -> TurnResult:
+    """The three phases for one message (see the module docstring)."""
+    _read(turn)
+    if not _decided_without_model(turn):
+        connection_release()  # phase 2 holds no connection: the pool serves other turns
+        _model(turn)
+    return turn_record(turn)
+
+
+def _read(turn: Turn) -> None:
+    """Phase 1: renews the turn for this message and reads, in one round trip, what answering
+    it needs as it is now."""
+    found = store.turn_read(
+        agent=turn.agent,
+        conversation=turn.conversation,
+        message=turn.message,
+        token=turn.token,
+        lease_s=turn_lease_s(turn.agent),
+    )
+    if found is None:
+        raise TurnLost
+    turn.contact = found.contact
+    turn.history_found = found.history
+    turn.knowledge_bases = found.knowledge_bases
+    turn.timer.mark("receive")
+
+
+def _decided_without_model(turn: Turn) -> bool:
+    """The rules decided before any model call: closed conversation or inactive agent
+    (stored, unanswered), a person holds it (silent), a rate limit (one notice), a keyword or
+    user-request trigger (escalated)."""
+    agent, conversation = turn.agent, turn.conversation
+    if conversation.status not in Conversation.OPEN_STATUSES or not agent.is_active:
+        if not agent.is_active:
+            logger.info(
+                "pipeline.agent_inactive",
+                extra={"agent_id": str(agent.pk), "conversation_id": str(conversation.pk)},
+            )
+        return True
     if conversation.status == Conversation.Status.ESCALATED:
-        # A human has it: the message is stored, the bot stays silent, no model call.
-        return _finish(conversation, user_message, None, None, retrieval, meta, timer)
-
-    # Everything below works on the message cut to its channel's limit (stored whole).
-    text, full_length = input_bound(user_message.content, conversation.channel)
-    prompt_text = text
-    if full_length is not None:
-        meta["input_truncated"] = {"chars": full_length, "kept": len(text)}
-        prompt_text = f"{text}\n{INPUT_CUT_NOTE % {'chars': full_length, 'kept': len(text)}}"
-
+        return True  # a human has it: the bot stays silent, no model call
+    _bound_input(turn)
     limited = ratelimit.hit(
-        f"conv-msgs:{conversation.pk}", limit=int(processing["messages_per_minute"]), window_s=60
+        f"conv-msgs:{conversation.pk}",
+        limit=int(agent.processing["messages_per_minute"]),
+        window_s=60,
     )
     if not limited.allowed:
         # RN-4: stored, no model call, at most one polite notice per window.
-        meta["rate_limited"] = {"retry_after_s": limited.retry_after_s}
-        notice = None
-        if ratelimit.notice_once(f"conv-msgs:{conversation.pk}", limited.retry_after_s):
-            notice = str(RATE_LIMIT_NOTICE)
-        return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
+        _limit_notice(
+            turn, f"conv-msgs:{conversation.pk}", {"retry_after_s": limited.retry_after_s}
+        )
+        return True
+    return _early_triggers(turn)
 
-    rules = rules_for(agent)
-    history, recent = history_load(
-        conversation=conversation,
-        config=agent.history,
-        before=None if user_message._state.adding else user_message.created_at,
-        found=thread.history_found if thread is not None else None,
+
+def _bound_input(turn: Turn) -> None:
+    """Everything after works on the message cut to its channel's limit (stored whole)."""
+    text, full_length = input_bound(turn.message.content, turn.conversation.channel)
+    turn.text = turn.prompt_text = text
+    if full_length is not None:
+        turn.meta["input_truncated"] = {"chars": full_length, "kept": len(text)}
+        turn.prompt_text = f"{text}\n{INPUT_CUT_NOTE % {'chars': full_length, 'kept': len(text)}}"
+
+
+def _limit_notice(turn: Turn, key: str, limited: dict[str, Any]) -> None:
+    turn.meta["rate_limited"] = limited
+    if ratelimit.notice_once(key, limited["retry_after_s"]):
+        turn.reply_text = str(RATE_LIMIT_NOTICE)
+
+
+def _early_triggers(turn: Turn) -> bool:
+    """History, then the triggers that need no model (keywords, loops, the customer asking
+    for a person)."""
+    turn.rules = rules = rules_for(turn.agent)
+    turn.history, turn.recent = history_load(
+        conversation=turn.conversation,
+        config=turn.agent.history,
+        before=turn.message.created_at,
+        found=turn.history_found,
     )
-    early = keyword_intent(text, rules)
-    early_intent = early.intent if early else None
-    if early_intent:
-        meta["intent_detected"] = early_intent
-    escalation = evaluate_escalation(
+    turn.keyword = early = keyword_intent(turn.text, rules)
+    if early:
+        turn.meta["intent_detected"] = early.intent
+    turn.escalation = evaluate_escalation(
         rules.triggers,
-        text=text,
+        text=turn.text,
         sentiment=None,
-        intent=early_intent,
+        intent=early.intent if early else None,
         confidence=None,
-        recent_user_texts=recent,
+        recent_user_texts=turn.recent,
         model_requested=False,
         model_reason=None,
     )
-    timer.mark("triggers")
-    if escalation is not None:
-        reply_text = escalation.message or agent.escalation_message
-        return _finish(conversation, user_message, reply_text, escalation, retrieval, meta, timer)
+    turn.timer.mark("triggers")
+    if turn.escalation is not None:
+        turn.reply_text = turn.escalation.message or turn.agent.escalation_message
+        return True
+    return False
 
-    system = system_prompt(agent=agent, conversation=conversation, contact=contact)
-    timer.mark("context")
-    context = CallContext(
-        tenant=agent.tenant,
-        agent_id=agent.pk,
-        conversation_id=conversation.pk,
-        message_id=user_message.pk,
-    )
-    retrieval = retrieve(
+
+def _model(turn: Turn) -> None:
+    """Phase 2, without a transaction or a connection of its own: context, retrieval, the
+    tenant's token budget, then the model and its tools."""
+    agent = turn.agent
+    system = system_prompt(agent=agent, conversation=turn.conversation, contact=turn.contact)
+    turn.timer.mark("context")
+    usage = _call_context(turn)
+    turn.retrieval = retrieve(
         agent=agent,
-        query=text,
-        processing=processing,
-        knowledge_bases=thread.knowledge_bases if thread is not None else None,
-        usage=context,
+        query=turn.text,
+        processing=agent.processing,
+        knowledge_bases=turn.knowledge_bases,
+        usage=usage,
     )
-    timer.mark("retrieve")
-    estimate = estimate_tokens(system) + sum(estimate_tokens(t.content) for t in history)
-    estimate += estimate_tokens(prompt_text)
-    estimate += sum(estimate_tokens(h.content) for h in retrieval.hits)
+    turn.timer.mark("retrieve")
+    estimate = estimate_tokens(system) + estimate_tokens(turn.prompt_text)
+    estimate += sum(estimate_tokens(t.content) for t in turn.history)
+    estimate += sum(estimate_tokens(h.content) for h in turn.retrieval.hits)
     budget = ratelimit.hit(
         f"tenant-tokens:{agent.tenant_id}",
-        limit=int(processing["tokens_per_minute"]),
+        limit=int(agent.processing["tokens_per_minute"]),
         window_s=60,
         amount=max(0, estimate),
     )
     if not budget.allowed:
         # The tenant's tokens per minute are spent: stored, no model call, one notice.
-        meta["rate_limited"] = {"retry_after_s": budget.retry_after_s, "scope": "tenant_tokens"}
-        notice = None
-        if ratelimit.notice_once(f"tenant-tokens:{conversation.pk}", budget.retry_after_s):
-            notice = str(RATE_LIMIT_NOTICE)
-        return _finish(conversation, user_message, notice, None, retrieval, meta, timer)
-    actions = actions_for(agent)
-    max_rounds = int(processing["max_tool_rounds"])
-    exchange: list[LlmMessage] = []
-    tool_calls: list[dict[str, Any]] = []
-    tool_found: list[SearchHit] = []  # passages knowledge_search gave the model
-    spent = Spent()
-    try:
-        while True:
-            # The last allowed call offers only respond / escalate.
-            offered = actions if len(tool_calls) < max_rounds else BASE_ACTIONS
-            request = build_request(
-                agent=agent,
-                system=system,
-                history=history,
-                text=prompt_text,
-                hits=retrieval.hits,
-                processing=processing,
-                actions=offered,
-                exchange=exchange,
-                rules=rules,
-            )
-            remaining = int(processing["total_timeout_ms"]) / 1000 - timer.elapsed_s
-            result, parsed = llm_call(
-                agent=agent,
-                request=request,
-                context=context,
-                retry=retry_policy(processing, remaining_s=remaining),
-                on_delta=on_delta,
-                actions=offered,
-            )
-            spent.add(result)
-            if parsed.name not in offered.tool_names:
-                break
-            call = tool_run(
-                parsed=parsed,
-                agent=agent,
-                conversation=conversation,
-                contact=contact,
-                context=context,
-                processing=processing,
-                actions=offered,
-                found=tool_found,
-            )
-            tool_calls.append(call)
-            exchange.append(LlmMessage(role="assistant", content=parsed.raw or result.text))
-            exchange.append(
-                LlmMessage(
-                    role="tool",
-                    content=call["result"] if call["ok"] else f"ERROR: {call['error']}",
-                    name=parsed.name,
-                )
-            )
-    except LlmError as exc:
-        retrieval = _with_found(retrieval, tool_found)
-        timer.mark("llm", within=_tools_ms(tool_calls))
-        kind = (
-            "no_credits"
-            if isinstance(exc, NoCredits)
-            else "timeout"
-            if isinstance(exc, Timeout)
-            else "llm_failure"
-        )
-        meta["error"] = type(exc).__name__
-        meta["tool_calls"] = tool_calls
-        escalate = kind == "no_credits" or bool(processing["escalate_on_failure"])
-        escalation = failure_decision(kind) if escalate else None
-        return _finish(
-            conversation,
-            user_message,
-            agent.fallback_message,
-            escalation,
-            retrieval,
-            meta,
-            timer,
-            spent,
-        )
-    meta["tool_calls"] = tool_calls
-    retrieval = _with_found(retrieval, tool_found)
-    difference = spent.input_tokens + spent.output_tokens - estimate
+        limited = {"retry_after_s": budget.retry_after_s, "scope": "tenant_tokens"}
+        _limit_notice(turn, f"tenant-tokens:{turn.conversation.pk}", limited)
+        return
+    answered = converse(turn, request_for=_request_maker(turn, system), usage=usage)
+    if answered is None:
+        return  # the model failed: the fallback (or an escalation) is set
+    difference = turn.spent.input_tokens + turn.spent.output_tokens - estimate
     if difference:  # the window corrected with real usage
-        ratelimit.add(f"tenant-tokens:{agent.tenant_id}", amount=difference, window_s=60)
-    timer.mark("llm", within=_tools_ms(tool_calls))
+        ratelimit.add(f"tenant-tokens:{turn.agent.tenant_id}", amount=difference, window_s=60)
+    _decide(turn, *answered)
+
+
+def _request_maker(turn: Turn, system: str) -> RequestMaker:
+    """The model request for this turn with the actions offered and the tool rounds so far."""
+
+    def request_for(offered: ActionSet, exchange: list[LlmMessage]) -> LlmRequest:
+        return build_request(
+            agent=turn.agent,
+            system=system,
+            history=turn.history,
+            text=turn.prompt_text,
+            hits=turn.retrieval.hits,
+            processing=turn.agent.processing,
+            actions=offered,
+            exchange=exchange,
+            rules=turn.rules,
+        )
+
+    return request_for
+
+
+def _call_context(turn: Turn) -> CallContext:
+    return CallContext(
+        tenant=turn.agent.tenant,
+        agent_id=turn.agent.pk,
+        conversation_id=turn.conversation.pk,
+        message_id=turn.message.pk,
+    )
+
+
+def _decide(turn: Turn, result: LlmResult, parsed: Any) -> None:
+    """The model's answer, or an escalation its sentiment, intent, confidence or own request
+    triggers."""
+    rules = turn.rules or rules_for(turn.agent)
     sentiment = number_field(parsed, "sentiment", -1, 1)
     confidence = number_field(parsed, "confidence", 0, 1)
     llm_intent = parsed.fields.get("intent")
     intent = final_intent(
-        text,
+        turn.text,
         rules,
-        keyword=early,
+        keyword=turn.keyword,
         llm_intent=llm_intent if isinstance(llm_intent, str) else None,
         llm_confidence=confidence,
     )
-    meta.update(
-        {
-            "model_used": result.model,
-            "provider": result.provider,
-            "intent_detected": intent,
-            "sentiment": sentiment,
-            "confidence": confidence,
-            "action": parsed.name,
-            "broken_output": parsed.broken,
-        }
+    turn.meta.update(
+        model_used=result.model,
+        provider=result.provider,
+        intent_detected=intent,
+        sentiment=sentiment,
+        confidence=confidence,
+        action=parsed.name,
+        broken_output=parsed.broken,
     )
-    escalation = evaluate_escalation(
+    turn.escalation = evaluate_escalation(
         rules.triggers,
-        text=text,
+        text=turn.text,
         sentiment=sentiment,
         intent=intent,
         confidence=confidence,
-        recent_user_texts=recent,
+        recent_user_texts=turn.recent,
         model_requested=parsed.name == "escalate",
         model_reason=str(parsed.args.get("reason") or "") or None,
     )
-    if escalation is not None:
-        reply_text = escalation.message or agent.escalation_message
+    if turn.escalation is not None:
+        turn.reply_text = turn.escalation.message or turn.agent.escalation_message
+    elif parsed.broken and parsed.raw.lstrip().startswith("{"):
+        turn.reply_text = turn.agent.fallback_message  # never show the customer raw JSON
     else:
-        reply_text = parsed.answer or agent.fallback_message
-        if parsed.broken and parsed.raw.lstrip().startswith("{"):
-            reply_text = agent.fallback_message  # never show the customer raw JSON
-    return _finish(
-        conversation, user_message, reply_text, escalation, retrieval, meta, timer, spent
-    )
+        turn.reply_text = parsed.answer or turn.agent.fallback_message
 
 
-def _tools_ms(tool_calls: list[dict[str, Any]]) -> dict[str, int]:
-    return {"tools": sum(int(c["duration_ms"]) for c in tool_calls)} if tool_calls else {}
-
-
-def _with_found(retrieval: Retrieval, found: list[SearchHit]) -> Retrieval:
-    """The retrieval with the passages the knowledge_search tool found (cited, recorded)."""
-    if not found:
-        return retrieval
-    hits = list(retrieval.hits)
-    known = {h.chunk_id for h in hits}
-    for hit in found:
-        if hit.chunk_id not in known:
-            known.add(hit.chunk_id)
-            hits.append(hit)
-    return dataclasses.replace(retrieval, hits=hits)
-
-
-def _finish(
-    conversation: Conversation,
-    user_message: Message,
-    reply_text: str | None,
-    escalation: EscalationDecision | None,
-    retrieval: Retrieval,
-    meta: dict[str, Any],
-    timer: Timer,
-    spent: Spent | None = None,
-) -> dict[str, Any]:
-    """Stores the inbound message and the reply (one INSERT), updates the conversation and
-    returns the result, which is also kept on the inbound message for repeats."""
-    spent = spent or Spent()
-    now = timezone.now()
-    cites = citations(retrieval.hits) if reply_text and escalation is None else []
-    tool_calls = meta.pop("tool_calls", None) or None
-    reply: Message | None = None
-    if reply_text is not None:
-        reply = Message(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            agent_id=conversation.agent_id,
-            role=Message.Role.ASSISTANT,
-            content=reply_text,
-            input_tokens=spent.input_tokens if spent.calls else None,
-            output_tokens=spent.output_tokens if spent.calls else None,
-            # The chunks the model was given (also when its answer gave way to an escalation
-            # or the fallback); citations only go with an answer.
-            rag_chunks_used=[str(h.chunk_id) for h in retrieval.hits]
-            if retrieval.hits and (spent.calls or "error" in meta)
-            else None,
-            rag_search_time_ms=retrieval.elapsed_ms
-            if retrieval.hits or retrieval.timed_out
-            else None,
-            tool_calls=tool_calls,
-            reply_to=user_message,
-            created_at=max(now, user_message.created_at + timedelta(microseconds=1)),
-        )
-    body = {
-        "conversation_id": str(conversation.pk),
-        "message_id": str(user_message.pk),
-        "reply": None
-        if reply is None
-        else {"id": str(reply.pk), "text": reply.content, "citations": cites},
-        "conversation_status": Conversation.Status.ESCALATED
-        if escalation is not None
-        else conversation.status,
-        "escalation": None
-        if escalation is None
-        else {"reason": escalation.reason, "priority": escalation.priority},
-        "usage": spent.as_dict(),
-    }
-    if "rate_limited" in meta:
-        body["rate_limited"] = meta["rate_limited"]
-    user_message.metadata = {**user_message.metadata, "result": body}
-    timer.mark("finish")
-    meta["timings_ms"] = {**timer.steps, "total": int(timer.elapsed_s * 1000)}
-    meta["response_time_ms"] = meta["timings_ms"]["total"]
-    if reply is not None:
-        if escalation is not None:
-            meta["escalation_notice"] = True  # the one bot message an escalated chat may send
-        reply.metadata = meta
-    else:  # no reply (a silent conversation, a limit without notice): kept with the message
-        user_message.metadata = {**user_message.metadata, "timings_ms": meta["timings_ms"]}
-    # A message stored on arrival (channel webhooks) only gets its result; otherwise the
-    # inbound message and the reply go in one INSERT. The usage rows of this message's calls
-    # (deferred, see `rows.deferred_writes`), the INSERT and the conversation's UPDATE travel
-    # in one round trip.
-    stored = not user_message._state.adding
-    new_rows = [*([] if stored else [user_message]), *([reply] if reply is not None else [])]
-    tenant_id = conversation.tenant_id
-    statements = rows.take_deferred()
-    if stored:
-        statements.append(
-            rows.update_statement(
-                Message,
-                tenant_id=tenant_id,
-                pk=user_message.pk,
-                values={"metadata": user_message.metadata},
-            )
-        )
-    if user_message.channel_message_id and not stored:
-        if statements:
-            rows.run_together(statements)
-        statements = []
-        try:
-            with transaction.atomic():
-                rows.insert(new_rows)
-        except IntegrityError:
-            # The same channel message was stored meanwhile by another conversation's run
-            # (ours is locked): answer with its result; the usage rows stay.
-            original = message_by_channel_id(
-                agent=conversation.agent, channel_message_id=user_message.channel_message_id
-            )
-            if original is not None:
-                return _stored_result(original)
-            raise
-    elif new_rows:
-        statements.append(rows.insert_statement(new_rows))
-    changes: dict[str, Any] = {
-        "message_count": rows.Add(len(new_rows)),
-        "tokens_used": rows.Add(spent.input_tokens + spent.output_tokens),
-        "last_message_at": now,
-    }
-    if not stored:
-        changes["last_inbound_at"] = user_message.created_at
-    if escalation is not None:
-        changes.update(
-            status=Conversation.Status.ESCALATED,
-            escalated_at=now,
-            escalation_reason=escalation.reason[:100],
-            escalation_priority=escalation.priority,
-        )
-    # A reply is stored only if nobody took the conversation over (or closed it) while the
-    # model worked.
-    guard = (
-        {}
-        if reply is None
-        else {
-            "where": "status = %s AND assigned_to_id IS NOT DISTINCT FROM %s",
-            "params": [conversation.status, conversation.assigned_to_id],
-        }
-    )
-    statements.append(
-        rows.update_statement(
-            Conversation, tenant_id=tenant_id, pk=conversation.pk, values=changes, **guard
-        )
-    )
-    updated = rows.run_together(statements)[-1].rowcount
-    rows.inserted(new_rows)
-    if reply is not None and not updated:
-        # A person took over: the bot keeps quiet; their state stands.
-        return _suppress(conversation, user_message, reply, body, changes, inserted=not stored)
-    if escalation is not None:
-        _notify_escalation(conversation.pk)
-    return body
-
-
-def _suppress(
-    conversation: Conversation,
-    user_message: Message,
-    reply: Message,
-    body: dict[str, Any],
-    changes: dict[str, Any],
-    *,
-    inserted: bool,
-) -> dict[str, Any]:
-    messages = Message.objects.for_tenant(conversation.tenant_id)
-    messages.filter(pk=reply.pk).delete()
-    current = (
-        Conversation.objects.for_tenant(conversation.tenant_id)
-        .filter(pk=conversation.pk)
-        .values_list("status", flat=True)
-        .first()
-    )
-    body = {**body, "reply": None, "escalation": None, "conversation_status": current}
-    body["suppressed"] = "human_took_over"
-    user_message.metadata = {**user_message.metadata, "result": body}
-    messages.filter(pk=user_message.pk).update(metadata=user_message.metadata)
-    kept = {
-        k: v
-        for k, v in changes.items()
-        if k in ("tokens_used", "last_message_at", "last_inbound_at")
-    }
-    kept["message_count"] = rows.Add(int(inserted))
-    rows.update(Conversation, tenant_id=conversation.tenant_id, pk=conversation.pk, values=kept)
-    return body
-
-
-def _notify_escalation(conversation_id: Any) -> None:
-    transaction.on_commit(
-        lambda: enqueue("ai_agents.conversation_escalated_notify", str(conversation_id))
-    )
-
-
-def _stored_result(message: Message) -> dict[str, Any]:
-    stored = (message.metadata or {}).get("result")
-    if stored is not None:
-        return dict(stored)
-    # Not written by the pipeline (e.g. a message stored by a human handoff).
-    return {
-        "conversation_id": str(message.conversation_id),
-        "message_id": str(message.pk),
-        "reply": None,
-        "conversation_status": message.conversation.status,
-        "escalation": None,
-        "usage": Spent().as_dict(),
-    }
+__all__ = [
+    "Inbound",
+    "TurnLost",
+    "conversation_answer_pending",
+    "conversation_load",
+    "message_process",
+    "turn_lease_s",
+]

@@ -60,13 +60,14 @@ def message_receive(
     inbound: Inbound,
     answer: bool = True,
 ) -> tuple[Message, bool]:
-    """Stores one inbound channel message before it is acknowledged; the model runs later
-    (`conversation_answer_pending`, on the real-time queue). Returns the message and whether it
+    """Stores one inbound message (every channel, the REST API too) before anything answers
+    it; the model runs later (`conversation_answer_pending`, on the real-time queue) or right
+    after (`message_process`). Returns the message and whether it
     is new: a redelivered `channel_message_id` meets the unique constraint and returns the
     first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
     already handled, so it is never answered.
 
-    Takes no thread lock: a webhook never waits for a model call in progress. Five statements
+    Takes no turn: a webhook never waits for a model call in progress. Five statements
     for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
     by the failed INSERT, not by a SELECT before every new message)."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)

@@ -47,7 +47,7 @@ def retrieve(
     knowledge_bases: list[Any] | None = None,
     usage: CallContext | None = None,
 ) -> Retrieval:
-    """The best chunks of the agent's knowledge bases (`knowledge_bases`, when `thread_open`
+    """The best chunks of the agent's knowledge bases (`knowledge_bases`, when `store.turn_read`
     read them), bounded by `rag_timeout_ms` (a statement timeout inside a savepoint: a slow
     search is dropped and the answer goes on without it). One round trip for the search (see
     `knowledge_bases_search`); the query embedding is cached per process."""

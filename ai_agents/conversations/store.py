@@ -1,16 +1,18 @@
 """Every hand-written SQL statement of the conversation engine, in one place.
 
-The engine reads a thread (contact, open conversation, latest messages, knowledge bases) in one
-round trip (`thread_open`); the statements are built here so the engine's phases only name them.
+The engine's phases only name these: the conversation's turn (a lease, see `turn_take`), what
+answering one message reads in one round trip (`turn_read`), the pending messages.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import DateTimeField, Func
 
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.rules.input_bound import input_max_chars
@@ -46,48 +48,6 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     (outcome,) = rows.run_together([_contact_statement(tenant.pk, str(data["external_id"]))])
     found = rows.first(Contact, outcome)
     return _contact_settle(tenant, data, found)
-
-
-def thread_key(*, agent_id: Any, channel: str, thread_id: str) -> str:
-    """The name of a contact thread's advisory lock (hashed to a bigint by PostgreSQL)."""
-    return f"{agent_id}:{channel}:{thread_id}"
-
-
-def _lock_statement(*, agent_id: Any, channel: str, thread_id: str) -> rows.Statement:
-    return "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [
-        thread_key(agent_id=agent_id, channel=channel, thread_id=thread_id)
-    ]
-
-
-# A bigint advisory lock shows in pg_locks as its high half (classid) and low half (objid),
-# with objsubid 1.
-_LOCKED_THREADS = """
-SELECT k FROM unnest(%s::text[]) AS k
-WHERE hashtextextended(k, 0) IN (
-    SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks
-    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
-      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-)
-"""
-
-
-def threads_being_answered(keys: Sequence[str]) -> set[str]:
-    """Of these `thread_key`s, those whose lock a transaction holds right now: a message of
-    the thread is being answered. Reads pg_locks; takes no lock itself."""
-    if not keys:
-        return set()
-    (outcome,) = rows.run_together([(_LOCKED_THREADS, [list(keys)])])
-    return {row[0] for row in outcome.rows or []}
-
-
-def thread_lock(*, agent_id: Any, channel: str, thread_id: str) -> None:
-    """Inside a transaction: waits for, then holds until the transaction ends, the lock of one
-    contact thread. Messages of one conversation are processed one at a time, in arrival order
-    (PostgreSQL grants waiters in order), different conversations in parallel.
-
-    An advisory lock, not a row lock: staff claiming or closing the conversation meanwhile never
-    wait for the model; the run re-checks the conversation before it stores its reply."""
-    rows.run_together([_lock_statement(agent_id=agent_id, channel=channel, thread_id=thread_id)])
 
 
 def _open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
@@ -139,70 +99,6 @@ def conversation_open(
         except IntegrityError:
             continue  # another request created it first
     raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
-
-
-@dataclass
-class Thread:
-    """What `thread_open` read under the thread's lock."""
-
-    conversation: Conversation
-    contact: Contact
-    history_found: list[tuple[Any, str, str]]  # (id, role, content), newest first
-    knowledge_bases: list[Any]
-
-
-def thread_open(
-    *,
-    agent: Agent,
-    channel: str,
-    thread_id: str,
-    contact_data: Mapping[str, Any],
-    binding: Any = None,
-) -> Thread:
-    """Inside a transaction, in ONE round trip for a known contact and conversation: the
-    thread's lock (see `thread_lock`), then, read after it, the open conversation, the contact,
-    the conversation's latest messages (see `history_load`) and the agent's knowledge bases.
-    A new contact or conversation (a thread's first message) is created after."""
-    conversation_where, conversation_params = _open_conversation_where(agent, channel, thread_id)
-    history_sql, history_params = history_statement(
-        tenant_id=agent.tenant_id,
-        conversation_sql=(
-            "(SELECT id FROM ai_agents_conversation WHERE tenant_id = %s AND "  # noqa: S608
-            f"{conversation_where})"
-        ),
-        conversation_params=[agent.tenant_id, *conversation_params],
-        limit=history_limit(agent.history),
-        with_first=agent.history["truncation_strategy"] == "smart",
-        max_chars=input_max_chars(channel),
-    )
-    _lock, conversation, contact, history, kbs = rows.run_together(
-        [
-            _lock_statement(agent_id=agent.pk, channel=channel, thread_id=thread_id),
-            _conversation_statement(agent, channel, thread_id),
-            _contact_statement(agent.tenant_id, str(contact_data["external_id"])),
-            (history_sql, history_params),
-            agent_knowledge_bases_statement(agent=agent),
-        ]
-    )
-    found_contact = rows.first(Contact, contact)
-    settled_contact = _contact_settle(agent.tenant, contact_data, found_contact)
-    found = rows.first(Conversation, conversation)
-    opened = conversation_open(
-        agent=agent,
-        channel=channel,
-        thread_id=thread_id,
-        contact=settled_contact,
-        binding=binding,
-        found=found,
-    )
-    return Thread(
-        conversation=opened,
-        contact=settled_contact,
-        # The history read belongs to `found`; a conversation opened instead (the first, or
-        # one replacing an expired `found`) has none.
-        history_found=list(history.rows or []) if opened is found else [],
-        knowledge_bases=rows.instances(KnowledgeBase, kbs),
-    )
 
 
 def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
@@ -268,3 +164,184 @@ def history_rows(
         ]
     )
     return list(outcome.rows or [])
+
+
+# --- the conversation's turn --------------------------------------------------------------
+# A lease on the conversation row, not a lock: taken and released by one autocommit UPDATE
+# each, so the run holding it keeps no transaction and no connection open while the model
+# works, and staff claiming or closing the conversation meanwhile never wait for it. Expiry is
+# read on the database's clock (every process agrees on it).
+
+_TURN_TAKE = """
+UPDATE ai_agents_conversation
+SET turn_token = %s, turn_expires_at = clock_timestamp() + make_interval(secs => %s)
+WHERE tenant_id = %s AND id = %s
+  AND (turn_token IS NULL OR turn_token = %s OR turn_expires_at < clock_timestamp())
+"""
+_TURN_RELEASE = """
+UPDATE ai_agents_conversation SET turn_token = NULL, turn_expires_at = NULL
+WHERE tenant_id = %s AND id = %s AND turn_token = %s
+"""
+
+
+def _turn_take_statement(
+    *, conversation: Conversation, token: uuid.UUID, lease_s: float
+) -> rows.Statement:
+    return _TURN_TAKE, [token, lease_s, conversation.tenant_id, conversation.pk, token]
+
+
+def turn_take(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -> bool:
+    """Takes the conversation's turn for `lease_s` seconds if it is free or expired, or renews
+    it if `token` holds it already. False: another run holds it."""
+    (outcome,) = rows.run_together(
+        [_turn_take_statement(conversation=conversation, token=token, lease_s=lease_s)]
+    )
+    return outcome.rowcount == 1
+
+
+def turn_release(*, conversation: Conversation, token: uuid.UUID) -> None:
+    """Frees the turn if `token` still holds it."""
+    rows.run_together([(_TURN_RELEASE, [conversation.tenant_id, conversation.pk, token])])
+
+
+def turn_held(*, conversation: Conversation, token: uuid.UUID) -> bool:
+    """Whether `token` still holds the conversation's turn."""
+    return (
+        Conversation.objects.for_tenant(conversation.tenant_id)
+        .filter(pk=conversation.pk, turn_token=token)
+        .exists()
+    )
+
+
+# The database's clock now (not the transaction's start, as now() would be).
+_CLOCK = Func(function="clock_timestamp", output_field=DateTimeField())
+
+
+def conversations_in_turn(conversation_ids: Sequence[Any]) -> set[Any]:
+    """Of these conversations (any tenant: the sweep's), those a run is answering now: their
+    turn is held and not expired."""
+    if not conversation_ids:
+        return set()
+    return set(
+        Conversation.objects.unscoped()
+        .filter(pk__in=list(conversation_ids), turn_token__isnull=False, turn_expires_at__gt=_CLOCK)
+        .values_list("pk", flat=True)
+    )
+
+
+# Stored, not yet answered: the predicate of the partial index `msg_unanswered`.
+_UNANSWERED = "conversation_id = %s AND role = 'user' AND NOT (metadata ? 'result')"
+
+
+def pending_next(*, conversation: Conversation, upto: Message | None = None) -> Message | None:
+    """The conversation's oldest stored, unanswered customer message (no later than `upto`)."""
+    where, params = _UNANSWERED, [conversation.pk]
+    if upto is not None:
+        where += " AND created_at <= %s"
+        params.append(upto.created_at)
+    (outcome,) = rows.run_together(
+        [
+            rows.select_statement(
+                Message,
+                tenant_id=conversation.tenant_id,
+                where=where,
+                params=params,
+                order_by="created_at, id",
+                limit=1,
+            )
+        ]
+    )
+    return rows.first(Message, outcome)
+
+
+def pending_exists(*, conversation: Conversation) -> bool:
+    (outcome,) = rows.run_together(
+        [
+            (
+                f"SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED} LIMIT 1",  # noqa: S608
+                [conversation.tenant_id, conversation.pk],
+            )
+        ]
+    )
+    return bool(outcome.rows)
+
+
+def message_result(*, message: Message) -> dict[str, Any] | None:
+    """The result stored on `message` (None while unanswered)."""
+    metadata = (
+        Message.objects.for_tenant(message.tenant_id)
+        .filter(pk=message.pk)
+        .values_list("metadata", flat=True)
+        .first()
+    )
+    return (metadata or {}).get("result")
+
+
+# What may have changed since the conversation was loaded: a person claimed or closed it, an
+# answer escalated it, a tool set a variable, a summary was stored.
+_CONVERSATION_FRESH = (
+    "status",
+    "assigned_to_id",
+    "claim_expires_at",
+    "session_variables",
+    "history_summary",
+    "message_count",
+)
+
+
+@dataclass
+class TurnRead:
+    """What `turn_read` found for one message."""
+
+    contact: Contact | None
+    history: list[tuple[Any, str, str]]  # (id, role, content), newest first
+    knowledge_bases: list[Any]
+
+
+def turn_read(
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    message: Message,
+    token: uuid.UUID,
+    lease_s: float,
+) -> TurnRead | None:
+    """In ONE round trip: renews the turn for this message, then reads the conversation (its
+    changing fields are copied onto `conversation`), its contact, the history before
+    `message` (see `history_statement`) and the agent's knowledge bases. None: the turn was
+    lost (nothing else is read)."""
+    config = agent.history
+    renewed, fresh, contact, history, kbs = rows.run_together(
+        [
+            _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s),
+            rows.select_statement(
+                Conversation, tenant_id=agent.tenant_id, where="id = %s", params=[conversation.pk]
+            ),
+            rows.select_statement(
+                Contact,
+                tenant_id=agent.tenant_id,
+                where="id = %s",
+                params=[conversation.contact_id],
+            ),
+            history_statement(
+                tenant_id=agent.tenant_id,
+                conversation_sql="%s",
+                conversation_params=[conversation.pk],
+                limit=history_limit(config),
+                before=message.created_at,
+                with_first=config["truncation_strategy"] == "smart",
+                max_chars=input_max_chars(conversation.channel),
+            ),
+            agent_knowledge_bases_statement(agent=agent),
+        ]
+    )
+    current = rows.first(Conversation, fresh)
+    if renewed.rowcount != 1 or current is None:
+        return None
+    for name in _CONVERSATION_FRESH:
+        setattr(conversation, name, getattr(current, name))
+    return TurnRead(
+        contact=rows.first(Contact, contact),
+        history=list(history.rows or []),
+        knowledge_bases=rows.instances(KnowledgeBase, kbs),
+    )

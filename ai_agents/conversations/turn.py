@@ -1,17 +1,38 @@
-"""The state of one message being answered, and its typed outcome."""
+"""The state of one message being answered (`Turn`) and its typed outcome (`TurnResult`).
+
+The engine's phases (ai_agents/conversations/engine.py) pass one `Turn` along instead of eight
+positional parameters; each phase reads what the earlier ones left on it. `TurnResult` is what
+the callers get: the REST view, the SSE stream and the web chat shape their answer from it,
+and `as_record()` is the body stored on the inbound message (a repeated message returns it).
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ai_agents.conversations.context import Rules
+from ai_agents.conversations.retrieval import Retrieval
+from ai_agents.models import Agent, Contact, Conversation, Message
+from ai_agents.rules.escalation import EscalationDecision
+from ai_agents.rules.history import HistoryItem
+from ai_agents.rules.intent import IntentMatch
 from erp.llm.types import LlmResult
 from erp.llm.usage import cost_usd
 
 
+class TurnLost(Exception):
+    """The run's lease expired and another run took the conversation's turn: this run writes
+    nothing more (the new holder answers the message)."""
+
+
 class Timer:
+    """Per-step milliseconds of one message (stored with its reply as `timings_ms`)."""
+
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.last = self.started
@@ -60,3 +81,125 @@ class Spent:
             "output_tokens": self.output_tokens,
             "cost_usd": f"{self.cost:.6f}",
         }
+
+
+@dataclass
+class Turn:
+    """One stored inbound message being answered by the run that holds its conversation's turn
+    (`token`). Filled phase by phase: read (history, knowledge bases), model (retrieval, the
+    model's action, the reply), store."""
+
+    agent: Agent
+    conversation: Conversation
+    message: Message  # the customer's message, stored on arrival
+    token: uuid.UUID  # the conversation's turn (lease) this run holds
+    timer: Timer = field(default_factory=lambda: Timer())
+    on_delta: Callable[[str], None] | None = None
+    contact: Contact | None = None
+    history_found: list[tuple[Any, str, str]] = field(default_factory=list)
+    knowledge_bases: list[Any] = field(default_factory=list)
+    text: str = ""  # the message cut to its channel's limit
+    prompt_text: str = ""  # the same, with a note for the model when it was cut
+    meta: dict[str, Any] = field(default_factory=dict)  # the reply's metadata
+    retrieval: Retrieval = field(default_factory=Retrieval)
+    spent: Spent = field(default_factory=lambda: Spent())
+    reply_text: str | None = None
+    escalation: EscalationDecision | None = None
+    history: list[HistoryItem] = field(default_factory=list)
+    recent: list[str] = field(default_factory=list)  # earlier customer texts (loop detection)
+    rules: Rules | None = None  # the agent's triggers and intents, parsed once
+    keyword: IntentMatch | None = None  # the intent its keywords matched, before the model
+
+
+@dataclass(frozen=True)
+class ReplyOut:
+    id: str
+    text: str
+    citations: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EscalationOut:
+    reason: str
+    priority: str
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The outcome of one inbound message. `reply` is None when the bot kept quiet (a person
+    holds the conversation, a limit without notice, a closed conversation); `suppressed` names
+    why a reply was withdrawn; `rate_limited` carries `retry_after_s` (the API answers 429);
+    `ignored`: stored as already handled, never answered (reactions, our own mail)."""
+
+    conversation_id: str
+    message_id: str | None
+    reply: ReplyOut | None = None
+    conversation_status: str | None = None
+    escalation: EscalationOut | None = None
+    usage: Mapping[str, Any] = field(default_factory=lambda: Spent().as_dict())
+    rate_limited: Mapping[str, Any] | None = None
+    suppressed: str | None = None
+    ignored: bool = False
+
+    def as_api_body(self) -> dict[str, Any]:
+        """The REST answer's JSON (a rate-limited message answers 429 instead, see the view)."""
+        if self.ignored:
+            return {"conversation_id": self.conversation_id, "reply": None, "ignored": True}
+        body: dict[str, Any] = {
+            "conversation_id": self.conversation_id,
+            "message_id": self.message_id,
+            "reply": None
+            if self.reply is None
+            else {
+                "id": self.reply.id,
+                "text": self.reply.text,
+                "citations": list(self.reply.citations),
+            },
+            "conversation_status": self.conversation_status,
+            "escalation": None
+            if self.escalation is None
+            else {"reason": self.escalation.reason, "priority": self.escalation.priority},
+            "usage": dict(self.usage),
+        }
+        if self.suppressed is not None:
+            body["suppressed"] = self.suppressed
+        return body
+
+    def as_record(self) -> dict[str, Any]:
+        """What is stored on the inbound message (`metadata["result"]`): the API body and the
+        limit, so a repeat of a limited message is limited again."""
+        body = self.as_api_body()
+        if self.rate_limited is not None:
+            body = _with_limit(body, dict(self.rate_limited))
+        return body
+
+    @classmethod
+    def from_record(cls, body: Mapping[str, Any]) -> TurnResult:
+        """The result `as_record` stored (a repeated message gets the first answer)."""
+        reply = body.get("reply")
+        escalation = body.get("escalation")
+        return cls(
+            conversation_id=str(body["conversation_id"]),
+            message_id=body.get("message_id"),
+            reply=None
+            if not reply
+            else ReplyOut(id=reply["id"], text=reply["text"], citations=reply["citations"]),
+            conversation_status=body.get("conversation_status"),
+            escalation=None
+            if not escalation
+            else EscalationOut(reason=escalation["reason"], priority=escalation["priority"]),
+            usage=body.get("usage") or Spent().as_dict(),
+            rate_limited=body.get("rate_limited"),
+            suppressed=body.get("suppressed"),
+            ignored=bool(body.get("ignored")),
+        )
+
+
+def _with_limit(body: dict[str, Any], limit: dict[str, Any]) -> dict[str, Any]:
+    """`rate_limited` in the place the stored bodies always had it: after `usage`, before
+    `suppressed`."""
+    suppressed = body.pop("suppressed", None)
+    body["rate_limited"] = limit
+    if suppressed is not None:
+        body["suppressed"] = suppressed
+    return body

@@ -205,6 +205,11 @@ class Conversation(TenantOwnedModel):
         verbose_name=_("atendida por"),
     )
     claim_expires_at = models.DateTimeField(_("reserva hasta"), null=True, blank=True)
+    # The engine's turn (ai_agents/conversations/engine.py): the run answering this
+    # conversation's messages holds it until it releases it or it expires (a killed worker).
+    # A lease, not a lock: no transaction and no connection is held while the model works.
+    turn_token = models.UUIDField(_("turno"), null=True, blank=True, editable=False)
+    turn_expires_at = models.DateTimeField(_("turno hasta"), null=True, blank=True, editable=False)
     # The customer's last message (WhatsApp's 24-hour customer-service window).
     last_inbound_at = models.DateTimeField(_("último mensaje del cliente"), null=True, blank=True)
     # Channel facts of the thread (e-mail subject and references, WhatsApp wa_id...).

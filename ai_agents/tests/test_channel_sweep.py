@@ -1,5 +1,6 @@
 """The one-minute sweep re-queues channel messages whose task was lost, but never a
-conversation a worker is answering right now (a second worker would only wait on its lock)."""
+conversation a worker is answering right now (its turn, a lease, is live: that worker answers
+what is pending)."""
 
 from __future__ import annotations
 
@@ -117,8 +118,8 @@ def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
     """Each message may take the agent's total_timeout_ms: a run stops taking messages when the
-    next one could end past its deadline, keeps what it answered (its transaction commits) and
-    queues the rest, instead of being killed by the time limit with every answer rolled back."""
+    next one could end past its deadline, keeps what it answered (each answer is committed as
+    it is stored) and queues the rest, instead of being killed by the time limit."""
     from ai_agents.conversations.engine import conversation_answer_pending
 
     agent = wa_binding.agent
@@ -138,13 +139,13 @@ def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
 
     results = conversation_answer_pending(conversation_id=first.conversation_id, deadline_s=1.2)
 
-    assert [r["reply"]["text"] for r in results] == ["Respuesta 0."]  # 0.4 s + 1 s > 1.2 s
+    assert [r.reply.text for r in results] == ["Respuesta 0."]  # 0.4 s + 1 s > 1.2 s
     with tenant_scope(wa_binding.tenant):
         left = Message.objects.filter(role="user").exclude(metadata__has_key="result")
         assert sorted(left.values_list("content", flat=True)) == ["dos", "tres"]
     # Past its deadline a run still answers one message (each is bounded by total_timeout_ms).
     again = conversation_answer_pending(conversation_id=first.conversation_id, deadline_s=0)
-    assert [r["reply"]["text"] for r in again] == ["Respuesta 1."]
+    assert [r.reply.text for r in again] == ["Respuesta 1."]
 
 
 @pytest.mark.django_db

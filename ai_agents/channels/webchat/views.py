@@ -258,7 +258,7 @@ def _message_post(request: HttpRequest, session: webchat.Session) -> HttpRespons
         return sse.stream_response(agent, inbound, present)
     from ai_agents.conversations.engine import message_process
 
-    body = present(message_process(agent=agent, inbound=inbound))
+    body = present(message_process(agent=agent, inbound=inbound).as_record())
     limited_body = body.pop("rate_limited", None)
     if limited_body is not None:
         retry = int(limited_body["retry_after_s"])

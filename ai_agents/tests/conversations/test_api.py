@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from ai_agents.models import Contact, Conversation
+from ai_agents.models import Contact, Conversation, Message
 from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
@@ -319,8 +319,9 @@ def test_configured_intents_are_offered_to_the_model_and_their_escalation_action
 def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
     api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """RN-6: an unexpected error after the model call rolls the message back, not the usage
-    row (nor its debit) of the tokens the model spent."""
+    """RN-6: an unexpected error after the model call keeps the usage row (and its debit) of
+    the tokens the model spent; the message stays stored, unanswered, and the conversation's
+    turn is given back (nothing of the failed answer is written)."""
     from ai_agents.conversations import engine
 
     agent_id = _agent(api_a)
@@ -336,7 +337,9 @@ def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
     [row] = UsageLog.objects.for_tenant(tenant_a).filter(operation="llm_request")
     assert (row.success, row.input_tokens, str(row.agent_id)) == (True, 12, agent_id)
     with tenant_scope(tenant_a):
-        assert not Conversation.objects.exists()  # the message itself is rolled back
+        [message] = Message.objects.all()
+        assert (message.role, "result" in message.metadata) == ("user", False)
+        assert Conversation.objects.get().turn_token is None
 
 
 @pytest.mark.django_db

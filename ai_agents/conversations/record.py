@@ -1,0 +1,202 @@
+"""Phase 3 of a turn (ai_agents/conversations/engine.py): the reply, the inbound's result and
+the conversation's counters in one short transaction, the conversation's UPDATE guarded by its
+status, holder and turn as phase 1 read them.
+
+- guard holds: everything is written; an escalation notifies the team after the commit;
+- the turn is no longer this run's (its lease expired and another run took it): nothing is
+  written (`TurnLost`); the new holder answers the message;
+- a person took the conversation over or closed it while the model worked: the reply is
+  withdrawn, the inbound's result says `suppressed: human_took_over`, the person's state stands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ai_agents.conversations import store
+from ai_agents.conversations.retrieval import citations
+from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
+from ai_agents.models import Conversation, Message
+from erp.celery import enqueue
+from erp.tenancy import rows
+
+
+def turn_record(turn: Turn) -> TurnResult:
+    """Phase 3, one short transaction: the reply, the inbound's result and the conversation's
+    counters (and escalation), the conversation's UPDATE guarded by its status, holder and
+    turn as read in phase 1. Returns the result, also kept on the inbound for repeats."""
+    now = timezone.now()
+    reply = _reply_row(turn, now)
+    result = _result(turn, reply)
+    turn.message.metadata = {**turn.message.metadata, "result": result.as_record()}
+    _timings(turn, reply)
+    changes = _conversation_changes(turn, reply, now)
+    with transaction.atomic():
+        statements = _store_statements(turn, reply, changes)
+        updated = rows.run_together(statements)[-1].rowcount
+        if reply is not None:
+            rows.inserted([reply])
+        if not updated:
+            if not store.turn_held(conversation=turn.conversation, token=turn.token):
+                raise TurnLost  # rolled back: the new holder answers the message
+            if reply is None:  # pragma: no cover - without a reply only the turn guards
+                raise TurnLost
+            # A person took over (or closed it) while the model worked: the bot keeps quiet.
+            return _suppress(turn, reply, result, changes)
+        if turn.escalation is not None:
+            _notify_escalation(turn.conversation.pk)
+    return result
+
+
+def _reply_row(turn: Turn, now: Any) -> Message | None:
+    """The reply (not saved yet), or None when the bot keeps quiet."""
+    if turn.reply_text is None:
+        return None
+    spent, retrieval = turn.spent, turn.retrieval
+    return Message(
+        tenant_id=turn.conversation.tenant_id,
+        conversation=turn.conversation,
+        agent_id=turn.conversation.agent_id,
+        role=Message.Role.ASSISTANT,
+        content=turn.reply_text,
+        input_tokens=spent.input_tokens if spent.calls else None,
+        output_tokens=spent.output_tokens if spent.calls else None,
+        # The chunks the model was given (also when its answer gave way to an escalation or
+        # the fallback); citations only go with an answer.
+        rag_chunks_used=[str(h.chunk_id) for h in retrieval.hits]
+        if retrieval.hits and (spent.calls or "error" in turn.meta)
+        else None,
+        rag_search_time_ms=retrieval.elapsed_ms if retrieval.hits or retrieval.timed_out else None,
+        tool_calls=turn.meta.pop("tool_calls", None) or None,
+        reply_to=turn.message,
+        created_at=max(now, turn.message.created_at + timedelta(microseconds=1)),
+    )
+
+
+def _result(turn: Turn, reply: Message | None) -> TurnResult:
+    escalation = turn.escalation
+    return TurnResult(
+        conversation_id=str(turn.conversation.pk),
+        message_id=str(turn.message.pk),
+        reply=None
+        if reply is None
+        else ReplyOut(
+            id=str(reply.pk),
+            text=reply.content,
+            citations=citations(turn.retrieval.hits)
+            if turn.reply_text and escalation is None
+            else [],
+        ),
+        conversation_status=Conversation.Status.ESCALATED
+        if escalation is not None
+        else turn.conversation.status,
+        escalation=None
+        if escalation is None
+        else EscalationOut(reason=escalation.reason, priority=escalation.priority),
+        usage=turn.spent.as_dict(),
+        rate_limited=turn.meta.get("rate_limited"),
+    )
+
+
+def _timings(turn: Turn, reply: Message | None) -> None:
+    """Per-step times: with the reply, or with the message when there is none."""
+    turn.meta.pop("tool_calls", None)
+    turn.timer.mark("finish")
+    timings = {**turn.timer.steps, "total": int(turn.timer.elapsed_s * 1000)}
+    if reply is None:
+        turn.message.metadata = {**turn.message.metadata, "timings_ms": timings}
+        return
+    turn.meta["timings_ms"] = timings
+    turn.meta["response_time_ms"] = timings["total"]
+    if turn.escalation is not None:
+        turn.meta["escalation_notice"] = True  # the one bot message an escalated chat may send
+    reply.metadata = turn.meta
+
+
+def _conversation_changes(turn: Turn, reply: Message | None, now: Any) -> dict[str, Any]:
+    changes: dict[str, Any] = {
+        "message_count": rows.Add(int(reply is not None)),
+        "tokens_used": rows.Add(turn.spent.input_tokens + turn.spent.output_tokens),
+        "last_message_at": now,
+    }
+    if turn.escalation is not None:
+        changes.update(
+            status=Conversation.Status.ESCALATED,
+            escalated_at=now,
+            escalation_reason=turn.escalation.reason[:100],
+            escalation_priority=turn.escalation.priority,
+        )
+    return changes
+
+
+def _store_statements(
+    turn: Turn, reply: Message | None, changes: dict[str, Any]
+) -> list[rows.Statement]:
+    """The inbound's result, the reply and the conversation's guarded UPDATE (last: its
+    rowcount says whether the guard held), in one round trip."""
+    conversation = turn.conversation
+    statements = [
+        rows.update_statement(
+            Message,
+            tenant_id=conversation.tenant_id,
+            pk=turn.message.pk,
+            values={"metadata": turn.message.metadata},
+        )
+    ]
+    if reply is not None:
+        statements.append(rows.insert_statement([reply]))
+    where, params = "turn_token = %s", [turn.token]
+    if reply is not None:
+        # A reply is stored only if nobody took the conversation over (or closed it) while
+        # the model worked.
+        where += " AND status = %s AND assigned_to_id IS NOT DISTINCT FROM %s"
+        params += [conversation.status, conversation.assigned_to_id]
+    statements.append(
+        rows.update_statement(
+            Conversation,
+            tenant_id=conversation.tenant_id,
+            pk=conversation.pk,
+            values=changes,
+            where=where,
+            params=params,
+        )
+    )
+    return statements
+
+
+def _suppress(
+    turn: Turn, reply: Message, result: TurnResult, changes: dict[str, Any]
+) -> TurnResult:
+    """The reply withdrawn; the inbound's result says why; the person's state stands."""
+    conversation = turn.conversation
+    messages = Message.objects.for_tenant(conversation.tenant_id)
+    messages.filter(pk=reply.pk).delete()
+    current = (
+        Conversation.objects.for_tenant(conversation.tenant_id)
+        .filter(pk=conversation.pk)
+        .values_list("status", flat=True)
+        .first()
+    )
+    result = dataclasses.replace(
+        result,
+        reply=None,
+        escalation=None,
+        conversation_status=current,
+        suppressed="human_took_over",
+    )
+    turn.message.metadata = {**turn.message.metadata, "result": result.as_record()}
+    messages.filter(pk=turn.message.pk).update(metadata=turn.message.metadata)
+    kept = {k: v for k, v in changes.items() if k in ("tokens_used", "last_message_at")}
+    rows.update(Conversation, tenant_id=conversation.tenant_id, pk=conversation.pk, values=kept)
+    return result
+
+
+def _notify_escalation(conversation_id: Any) -> None:
+    transaction.on_commit(
+        lambda: enqueue("ai_agents.conversation_escalated_notify", str(conversation_id))
+    )
