@@ -22,7 +22,7 @@ from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.services.agents import agent_create
 from ai_agents.tasks import channel_pending_sweep
-from ai_agents.tests.whatsapp_support import WA_ID
+from ai_agents.tests.channels.whatsapp.support import WA_ID
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
