@@ -9,15 +9,15 @@ Presets (issue 14's goals): `--contacts 20 --model-seconds 2` (all replies sent 
 connections in use); `--smoke` is `--contacts 3 --model-seconds 0.2` with short waits, a run of
 seconds that checks the bench still works (CI).
 
-Services (never the dev data): the embedded PostgreSQL under var/bench-concurrency/postgres
-with a scratch database `bench_concurrency` (created, migrated and given its tenant, WhatsApp
-binding and agent here, as the owner; dropped at the end), a valkey server in a temporary
-directory, and in one child process the fake Generative Language API (every answer takes
-`--model-seconds`) and the fake Graph API (records each reply with the time it arrived). Then
-the product as `make run` starts it: the supervisor (`python -m erp.supervisor`) with
-DATABASE_URL = the scratch database as the application's role and REDIS_URL = that valkey, so
-it starts no database of its own but runs migrate, demo_load, uvicorn, both workers and beat
-with their production settings (pools, threads).
+Services (never the dev data): the embedded PostgreSQL under var/bench-concurrency/postgres with
+a uniquely named scratch database `bench_concurrency_...` (created, migrated and given its
+tenant, WhatsApp binding and agent here, as the owner; dropped at the end), a valkey server in a
+temporary directory, and in one child process the fake Generative Language API (every answer
+takes `--model-seconds`) and the fake Graph API (records each reply with the time it arrived).
+Then the product as `make run` starts it: the supervisor (`python -m erp.supervisor`) with
+DATABASE_URL = the scratch database as the application's role and REDIS_URL = that valkey, so it
+starts no database of its own but runs migrate, demo_load, uvicorn, both workers and beat with
+their production settings (pools, threads).
 
 Load: first one message is answered (warm-up: the first answer of a process imports the model
 SDK and opens connections; `--no-warm-up` measures that too), then `--contacts` client threads
@@ -384,8 +384,8 @@ def stack_start(services: Services, args: argparse.Namespace) -> str:
     port = embedded.free_port()
     services.run_stack(stack_env, port)
     print(
-        f"make run ready (scratch DB {BENCH_DB}, fake model {args.model_seconds:g} s, fake Graph "
-        f"API); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
+        f"make run ready (scratch DB {services.db_name}, fake model {args.model_seconds:g} s, "
+        f"fake Graph API); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
     return f"http://127.0.0.1:{port}"
@@ -408,8 +408,8 @@ def measure(services: Services, args: argparse.Namespace, base: str) -> dict[str
         "idle_rss": tree_rss_mb([services.supervisor.pid]),
         "services_rss": tree_rss_mb([*postgres_pids(DATA_DIR / "postgres"), services.redis.pid]),
     }
-    owner_url = urlunsplit(urlsplit(services.admin_url)._replace(path=f"/{BENCH_DB}"))
-    sampler = Sampler(owner_url, run["role"], BENCH_DB, services.supervisor.pid).start()
+    owner_url = urlunsplit(urlsplit(services.admin_url)._replace(path=f"/{services.db_name}"))
+    sampler = Sampler(owner_url, run["role"], services.db_name, services.supervisor.pid).start()
     try:
         run["released"], run["statuses"], run["acked"] = send_all(base, range(args.contacts))
         run["stats"] = wait_replies(services, args.contacts, args.timeout, args.settle)

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 
+from erp.db import connection_release
 from erp.llm import usage
 from erp.llm.errors import LlmError, NoCredits, NotConfigured, RateLimited, Timeout, Unavailable
 from erp.llm.models import Operation
@@ -146,6 +147,7 @@ def _record(
         conversation_id=context.conversation_id,
         message_id=context.message_id,
     )
+    connection_release()  # before a retry's wait or the next attempt
 
 
 def _ensure_credits(context: CallContext, provider: str, model: str) -> None:
@@ -158,6 +160,7 @@ def _ensure_credits(context: CallContext, provider: str, model: str) -> None:
     except NoCredits as exc:
         _record(context, provider=provider, model=model, started=time.monotonic(), error=exc)
         raise NoCredits(str(exc), provider=provider, model=model) from None
+    connection_release()  # the model call that follows must not pin a pooled connection
 
 
 class _Attempts:
