@@ -217,8 +217,15 @@ def _search_statement(
         "WITH " + ",\n".join(ctes) + ",\n"  # noqa: S608
         f"fused AS (\n    SELECT id, sum(s) AS score FROM (\n    {union}\n    ) lists"
         " GROUP BY id\n)\n"
+        # LATERAL + LIMIT 1 (which keeps the planner from flattening it into a plain join):
+        # each fused id is looked up by primary key. A plain join let the planner,
+        # misestimating a large tenant, hash-join the ids with all its chunks (100,000 rows
+        # read, 140-300 ms; bench/kb_search_skewed.py --explain).
         "SELECT f.id, f.score, c.document_id, d.title, c.content, c.heading_path\n"
-        "FROM fused f JOIN ai_agents_chunk c ON c.id = f.id AND c.tenant_id = %(tenant)s\n"
+        "FROM fused f CROSS JOIN LATERAL (\n"
+        "    SELECT document_id, content, heading_path FROM ai_agents_chunk\n"
+        "    WHERE id = f.id AND tenant_id = %(tenant)s LIMIT 1\n"
+        ") c\n"
         "JOIN ai_agents_document d ON d.id = c.document_id AND d.tenant_id = %(tenant)s\n"
         "ORDER BY f.score DESC, f.id::text\n"
         "LIMIT %(k)s"
