@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +90,17 @@ def web_command(port: int, host: str = "127.0.0.1") -> list[str]:
         "--lifespan",
         "off",
     ]
+
+
+def realtime_threads(env: Mapping[str, str]) -> str:
+    """Threads of the real-time worker: CELERY_REALTIME_CONCURRENCY, else
+    CELERY_WORKER_CONCURRENCY (which sized this worker before it ran threads: still honoured),
+    else REALTIME_THREADS."""
+    return (
+        env.get("CELERY_REALTIME_CONCURRENCY")
+        or env.get("CELERY_WORKER_CONCURRENCY")
+        or REALTIME_THREADS
+    )
 
 
 def worker_command(queue: str, concurrency: str, pool: str = "prefork") -> list[str]:
@@ -190,7 +202,7 @@ class Supervisor:
     def start_children(self) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        threads = self.env.get("CELERY_REALTIME_CONCURRENCY") or REALTIME_THREADS
+        threads = realtime_threads(self.env)
         bulk_concurrency = self.env.get("CELERY_BULK_CONCURRENCY") or "1"
         self.children = [
             Child("web", web_command(self.port)),
