@@ -1,4 +1,4 @@
-"""Escalation triggers (spec `escalation_triggers`) and the decision to hand over to a human.
+"""Escalation triggers (the agent's `escalation_triggers`) and the decision to hand over to a human.
 
 Config: a list of triggers, each `{"type", "condition": {...}, "priority", "message"?}`
 (parameters may also sit at the top level instead of inside `condition`). `priority` is one of
@@ -8,8 +8,8 @@ the agent's escalation message. Conditions per type:
 - keyword:        {"keywords": [..] (required), "exclude": [..]} -> reason `keyword_match`
 - sentiment:      {"threshold": -1..1 (default -0.5)}; with a threshold <= 0, fires when the
                   LLM's sentiment (-1..1) is <= threshold; a positive threshold is read as
-                  the spec writes it (`sentiment.negative > threshold`, the negativity 0..1):
-                  fires when the sentiment is below -threshold -> `negative_sentiment`
+                  a negativity (0..1, `sentiment.negative > threshold`): fires when the
+                  sentiment is below -threshold -> `negative_sentiment`
 - intent:         {"intents": [..] (required)}; fires when the detected intent is one of them
                   -> `intent_match`
 - confidence:     {"threshold": 0..1 (default 0.5)}; fires when the LLM's confidence is
@@ -330,7 +330,7 @@ def _check(
     if trigger.type == "sentiment":
         if sentiment is None or trigger.threshold is None:
             return None
-        if trigger.threshold > 0:  # the spec's form: negativity above the threshold
+        if trigger.threshold > 0:  # the negativity form: above the threshold
             if -sentiment <= trigger.threshold:
                 return None
             return _("sentimiento %(s).2f < %(t).2f") % {"s": sentiment, "t": -trigger.threshold}

@@ -1,10 +1,10 @@
-"""Conversation history truncation (spec "Manejo de Historial").
+"""Conversation history truncation (the agent's `history_config`, RN-2).
 
 `truncate_history(items, strategy=..., max_messages=..., token_budget=..., summary=...)`:
 
 - `oldest_first`: the last `max_messages` items.
 - `summarize`: a summary item of everything older + the last `max_messages - 1` items.
-- `smart` (spec pseudocode): the first item, a summary of the middle, the last
+- `smart`: the first item, a summary of the middle, the last
   `max_messages - 2` items.
   With `len(items) <= max_messages` nothing is cut by count.
 

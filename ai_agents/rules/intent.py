@@ -1,14 +1,14 @@
-"""Intent detection (spec `intent_detection`): keyword | llm | hybrid.
+"""Intent detection (the agent's `intent_detection`): keyword | llm | hybrid.
 
 Config shape (validated by `parse_intent_config`, readable Spanish errors as ValidationError):
 
-    {"mode": "hybrid",                       # keyword | llm | hybrid (spec name `method` accepted)
+    {"mode": "hybrid",                       # keyword | llm | hybrid (`method` accepted too)
      "intents": [{"intent": "order_status",
                   "keywords": ["pedido", "dónde está"],
                   "exclude": ["pedido de prueba"],          # optional
                   "description": "...", "examples": ["..."], "action": "..."}]}
 
-The spec's `keyword_intents: {intent: [keywords]}` / `known_intents: [...]` shape is accepted
+The shorter `keyword_intents: {intent: [keywords]}` / `known_intents: [...]` shape is accepted
 too and merged into `intents`. Keywords match with `text.contains_phrase` (case- and
 accent-insensitive, whole words, excludes); the built-in `escalate` intent also carries
 `HUMAN_AGENT_EXCLUDES`.
