@@ -10,13 +10,15 @@ a scratch database `bench_webhook_<pid>_<random>` (created, migrated, dropped at
 `BENCH_POSTGRES_URL` names another server to create it on), a valkey server in
 a temporary directory, and in one child process the fake Generative Language API (answers at
 once) and the fake Graph API (`erp.testing.fake_graph`, counts the replies it receives). Then,
-like `make run`: uvicorn (1 worker) serving erp.asgi and a Celery worker (`-Q realtime`,
-prefork, `--workers` processes), both with the production connection pool.
+uvicorn (1 worker, like `make run`) serving erp.asgi and a Celery worker (`-Q realtime`,
+Celery's default process pool, `--workers` processes; `make run` and docker-compose run the
+real-time queue on the threads pool), both with the production connection pool.
 
 Load: `--posts` signed POSTs to /webhooks/whatsapp from `--concurrency` client threads, one
-message per POST (Meta's usual batch), `--per-customer` messages per customer (so some are
-answered together under the thread lock); `--duplicates` of the POSTs resend the exact bytes
-of an earlier one (Meta's redelivery, sometimes while the first is still in flight).
+message per POST (Meta's usual batch), `--per-customer` messages per customer (so some wait
+while their conversation's turn is held by another answer); `--duplicates` of the POSTs resend
+the exact bytes of an earlier one (Meta's redelivery, sometimes while the first is still in
+flight).
 `--rate 0` is a closed loop (each client posts as soon as its previous POST is acknowledged);
 `--rate N` spreads the POSTs over time at N per second in all (an open loop, like Meta's
 traffic). Acknowledgement = the client's time from sending the POST to the 200.

@@ -22,10 +22,10 @@ because mail is untrusted input that ends up in a prompt:
 (the knowledge parser's heading-aware sections).
 
 Speed: lxml (libxml2) is the one parser because python-docx needs it anyway; it parses about
-1.6 times slower than selectolax's lexbor did (5 MB: ~290 against ~180 ms at best on a loaded
-2-core machine; a 50 KB mail ~5 ms either way). The Python walk stops once enough visible text
-has been collected (or MAX_NODES nodes visited), so a 5 MB message costs little more than its
-parse (`bench/html_to_text.py`). HTML nested deeper than MAX_DEPTH
+1.6 times slower than lexbor, the fastest parser measured (5 MB: ~290 against ~180 ms at best
+on a loaded 2-core machine; a 50 KB mail ~5 ms either way). The Python walk stops once enough
+visible text has been collected (or MAX_NODES nodes visited), so a 5 MB message costs little
+more than its parse (`bench/html_to_text.py`). HTML nested deeper than MAX_DEPTH
 (no real mail comes close; libxml2 drops what lies deeper than its own limit) skips the parser
 and gets a linear tag strip (`erp.html_text_crude`), as does a parser failure: it never raises.
 """

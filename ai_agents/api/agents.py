@@ -176,6 +176,7 @@ class AgentMessageView(TenantGenericAPIView):
             if started.response is not None:
                 return started.response  # type: ignore[return-value]  # Django serves a StreamingHttpResponse
             result = started.limited  # limited before any token: 429 JSON, as without SSE
+            assert result is not None  # Started holds either a response or a limited result
         else:
             result = message_process(agent=agent, inbound=inbound)
         if result.rate_limited is not None:

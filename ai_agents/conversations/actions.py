@@ -10,7 +10,7 @@ from typing import Any
 
 from ai_agents.models import Agent, HttpTool
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
-from ai_agents.tools.registry import registry
+from ai_agents.tools.registry import ToolSpec, registry
 from erp.llm.actions import ActionSpec, build_action_schema
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def actions_for(agent: Agent) -> ActionSet:
             is_active=True, name__in=enabled
         )
     }
-    specs = [
+    specs: list[ToolSpec | ActionSpec] = [
         *registry.specs_for(enabled),
         *(
             ActionSpec(t.name, t.description, t.args_schema or {})

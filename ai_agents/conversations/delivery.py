@@ -63,7 +63,7 @@ def reply_deliver(message_id: Any) -> str:
 
 def delivery_status_summary(statuses: list[str]) -> str:
     """A message's status from its parts': failed if any failed, else the least advanced."""
-    order = [
+    order: list[str] = [
         Delivery.Status.PENDING,
         Delivery.Status.SENT,
         Delivery.Status.DELIVERED,

@@ -12,7 +12,7 @@ from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionS
 from ai_agents.conversations.retrieval import Retrieval
 from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Contact, Conversation
-from ai_agents.rules.escalation import failure_decision
+from ai_agents.rules.escalation import FailureKind, failure_decision
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
 from ai_agents.tools.http_tool import execute_http_tool
@@ -176,7 +176,7 @@ def converse(
             turn, request_for=request_for, usage=usage, tool_calls=tool_calls, found=found
         )
     except LlmError as exc:
-        kind = (
+        kind: FailureKind = (
             "no_credits"
             if isinstance(exc, NoCredits)
             else "timeout"

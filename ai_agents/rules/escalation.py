@@ -1,4 +1,4 @@
-"""Escalation triggers (spec `escalation_triggers`) and the decision to hand over to a human.
+"""Escalation triggers (the agent's `escalation_triggers`) and the decision to hand over to a human.
 
 Config: a list of triggers, each `{"type", "condition": {...}, "priority", "message"?}`
 (parameters may also sit at the top level instead of inside `condition`). `priority` is one of
@@ -8,8 +8,8 @@ the agent's escalation message. Conditions per type:
 - keyword:        {"keywords": [..] (required), "exclude": [..]} -> reason `keyword_match`
 - sentiment:      {"threshold": -1..1 (default -0.5)}; with a threshold <= 0, fires when the
                   LLM's sentiment (-1..1) is <= threshold; a positive threshold is read as
-                  the spec writes it (`sentiment.negative > threshold`, the negativity 0..1):
-                  fires when the sentiment is below -threshold -> `negative_sentiment`
+                  a negativity (0..1, `sentiment.negative > threshold`): fires when the
+                  sentiment is below -threshold -> `negative_sentiment`
 - intent:         {"intents": [..] (required)}; fires when the detected intent is one of them
                   -> `intent_match`
 - confidence:     {"threshold": 0..1 (default 0.5)}; fires when the LLM's confidence is
@@ -34,7 +34,7 @@ Missing signals (sentiment/intent/confidence None) never fire their trigger.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -157,6 +157,103 @@ def default_escalation_triggers() -> list[EscalationTrigger]:
     return [EscalationTrigger(type="user_request", priority="high")]
 
 
+def _priority(entry: Mapping[str, Any], where: str, errors: Errors) -> str:
+    """The trigger's priority; an invalid one is reported and read as medium."""
+    priority = entry.get("priority", "medium")
+    if priority not in PRIORITIES:
+        errors.add(
+            _("%(where)s: prioridad «%(p)s» no válida (use low, medium, high o urgent).")
+            % {"where": where, "p": priority}
+        )
+        return "medium"
+    return str(priority)
+
+
+def _message(entry: Mapping[str, Any], where: str, errors: Errors) -> str | None:
+    """The trigger's own message; an invalid one is reported and dropped."""
+    message = entry.get("message")
+    if message is not None and (not isinstance(message, str) or len(message) > MAX_MESSAGE_CHARS):
+        errors.add(
+            _("%(where)s: «message» debe ser texto de hasta %(n)s caracteres.")
+            % {"where": where, "n": MAX_MESSAGE_CHARS}
+        )
+        return None
+    return message or None
+
+
+def _keyword_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
+    keywords = string_list(condition.get("keywords"), where + " · keywords", errors, required=True)
+    for keyword in keywords:
+        if not words(keyword):
+            errors.add(
+                _("%(where)s: la palabra clave «%(kw)s» no tiene letras ni dígitos.")
+                % {"where": where, "kw": keyword}
+            )
+    exclude = string_list(condition.get("exclude"), where + " · exclude", errors)
+    return {"keywords": tuple(keywords), "exclude": tuple(exclude)}
+
+
+def _user_request_fields(
+    condition: Mapping[str, Any], where: str, errors: Errors
+) -> dict[str, Any]:
+    phrases = string_list(condition.get("phrases"), where + " · phrases", errors)
+    exclude = string_list(condition.get("exclude"), where + " · exclude", errors)
+    return {"keywords": tuple(phrases), "exclude": tuple(exclude)}
+
+
+def _intent_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
+    intents = string_list(condition.get("intents"), where + " · intents", errors, required=True)
+    return {"intents": tuple(intents)}
+
+
+def _sentiment_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
+    threshold = number(
+        condition.get("threshold"), where + " · threshold", errors, low=-1, high=1, default=-0.5
+    )
+    return {"threshold": threshold}
+
+
+def _confidence_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
+    threshold = number(
+        condition.get("threshold"), where + " · threshold", errors, low=0, high=1, default=0.5
+    )
+    return {"threshold": threshold}
+
+
+def _loop_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
+    similarity = number(
+        condition.get("similarity"), where + " · similarity", errors, low=0.5, high=1, default=0.8
+    )
+    return {
+        "max_similar": integer(
+            condition.get("max_similar"),
+            where + " · max_similar",
+            errors,
+            low=2,
+            high=20,
+            default=3,
+        ),
+        "window": integer(
+            condition.get("window"), where + " · window", errors, low=1, high=50, default=10
+        ),
+        "similarity": similarity if similarity is not None else 0.8,
+        "min_words": integer(
+            condition.get("min_words"), where + " · min_words", errors, low=1, high=10, default=2
+        ),
+    }
+
+
+# One parser per trigger type: the condition's fields of `EscalationTrigger`.
+_CONDITION_FIELDS: dict[str, Callable[[Mapping[str, Any], str, Errors], dict[str, Any]]] = {
+    "keyword": _keyword_fields,
+    "user_request": _user_request_fields,
+    "intent": _intent_fields,
+    "sentiment": _sentiment_fields,
+    "confidence": _confidence_fields,
+    "loop_detection": _loop_fields,
+}
+
+
 def _parse_one(entry: Any, where: str, errors: Errors) -> EscalationTrigger | None:
     if not isinstance(entry, Mapping):
         errors.add(_("%(where)s: debe ser un objeto.") % {"where": where})
@@ -169,78 +266,16 @@ def _parse_one(entry: Any, where: str, errors: Errors) -> EscalationTrigger | No
         )
         return None
     where = f"{where} ({kind})"
-    priority = entry.get("priority", "medium")
-    if priority not in PRIORITIES:
-        errors.add(
-            _("%(where)s: prioridad «%(p)s» no válida (use low, medium, high o urgent).")
-            % {"where": where, "p": priority}
-        )
-        priority = "medium"
-    message = entry.get("message")
-    if message is not None and (not isinstance(message, str) or len(message) > MAX_MESSAGE_CHARS):
-        errors.add(
-            _("%(where)s: «message» debe ser texto de hasta %(n)s caracteres.")
-            % {"where": where, "n": MAX_MESSAGE_CHARS}
-        )
-        message = None
+    priority = _priority(entry, where, errors)
+    message = _message(entry, where, errors)
     condition = entry.get("condition")
     if condition is None:
         condition = {k: v for k, v in entry.items() if k not in ("type", "priority", "message")}
     if not isinstance(condition, Mapping):
         errors.add(_("%(where)s: «condition» debe ser un objeto.") % {"where": where})
         return None
-    base: dict[str, Any] = {"type": kind, "priority": priority, "message": message or None}
-    if kind == "keyword":
-        keywords = string_list(
-            condition.get("keywords"), where + " · keywords", errors, required=True
-        )
-        for keyword in keywords:
-            if not words(keyword):
-                errors.add(
-                    _("%(where)s: la palabra clave «%(kw)s» no tiene letras ni dígitos.")
-                    % {"where": where, "kw": keyword}
-                )
-        exclude = string_list(condition.get("exclude"), where + " · exclude", errors)
-        return EscalationTrigger(**base, keywords=tuple(keywords), exclude=tuple(exclude))
-    if kind == "user_request":
-        phrases = string_list(condition.get("phrases"), where + " · phrases", errors)
-        exclude = string_list(condition.get("exclude"), where + " · exclude", errors)
-        return EscalationTrigger(**base, keywords=tuple(phrases), exclude=tuple(exclude))
-    if kind == "intent":
-        intents = string_list(condition.get("intents"), where + " · intents", errors, required=True)
-        return EscalationTrigger(**base, intents=tuple(intents))
-    if kind == "sentiment":
-        threshold = number(
-            condition.get("threshold"), where + " · threshold", errors, low=-1, high=1, default=-0.5
-        )
-        return EscalationTrigger(**base, threshold=threshold)
-    if kind == "confidence":
-        threshold = number(
-            condition.get("threshold"), where + " · threshold", errors, low=0, high=1, default=0.5
-        )
-        return EscalationTrigger(**base, threshold=threshold)
-    # loop_detection
-    similarity = number(
-        condition.get("similarity"), where + " · similarity", errors, low=0.5, high=1, default=0.8
-    )
-    return EscalationTrigger(
-        **base,
-        max_similar=integer(
-            condition.get("max_similar"),
-            where + " · max_similar",
-            errors,
-            low=2,
-            high=20,
-            default=3,
-        ),
-        window=integer(
-            condition.get("window"), where + " · window", errors, low=1, high=50, default=10
-        ),
-        similarity=similarity if similarity is not None else 0.8,
-        min_words=integer(
-            condition.get("min_words"), where + " · min_words", errors, low=1, high=10, default=2
-        ),
-    )
+    fields = _CONDITION_FIELDS[kind](condition, where, errors)
+    return EscalationTrigger(type=kind, priority=priority, message=message, **fields)
 
 
 def parse_escalation_triggers(raw: Any) -> list[EscalationTrigger]:
@@ -295,7 +330,7 @@ def _check(
     if trigger.type == "sentiment":
         if sentiment is None or trigger.threshold is None:
             return None
-        if trigger.threshold > 0:  # the spec's form: negativity above the threshold
+        if trigger.threshold > 0:  # the negativity form: above the threshold
             if -sentiment <= trigger.threshold:
                 return None
             return _("sentimiento %(s).2f < %(t).2f") % {"s": sentiment, "t": -trigger.threshold}

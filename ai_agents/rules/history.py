@@ -1,10 +1,10 @@
-"""Conversation history truncation (spec "Manejo de Historial").
+"""Conversation history truncation (the agent's `history_config`, RN-2).
 
 `truncate_history(items, strategy=..., max_messages=..., token_budget=..., summary=...)`:
 
 - `oldest_first`: the last `max_messages` items.
 - `summarize`: a summary item of everything older + the last `max_messages - 1` items.
-- `smart` (spec pseudocode): the first item, a summary of the middle, the last
+- `smart`: the first item, a summary of the middle, the last
   `max_messages - 2` items.
   With `len(items) <= max_messages` nothing is cut by count.
 
@@ -98,6 +98,61 @@ def _tail(units: list[list[int]], limit: int) -> list[list[int]]:
     return kept
 
 
+def _cut_by_count(
+    units: list[list[int]], *, live: int, strategy: Strategy, max_messages: int
+) -> tuple[list[int], list[list[int]], list[int]]:
+    """(first item's indexes, kept tail units, indexes cut from the middle) by message count."""
+    if live <= max_messages:
+        if strategy == "smart":
+            return units[0], units[1:], []
+        return [], list(units), []
+    first: list[int] = []
+    rest = units
+    if strategy == "oldest_first":
+        tail = _tail(units, max_messages)
+    elif strategy == "summarize":
+        tail = _tail(units, max(max_messages - 1, 1))
+    else:
+        first, rest = units[0], units[1:]
+        tail = _tail(rest, max(max_messages - 2, 1)) if rest else []
+    cut = [n for unit in rest[: len(rest) - len(tail)] for n in unit]
+    return first, tail, cut
+
+
+def _fit_budget(
+    items: Sequence[HistoryItem],
+    *,
+    kept: tuple[list[int], list[list[int]], list[HistoryItem]],
+    token_budget: int | None,
+) -> tuple[list[int], list[list[int]], list[HistoryItem], list[int]]:
+    """Drop the oldest tail units, then the summary, then the first item until the tokens fit.
+
+    `kept` is (first, tail, summary_block); returns them trimmed plus the indexes dropped.
+    """
+    first, tail, summary_block = kept[0], list(kept[1]), kept[2]
+    budget_cut: list[int] = []
+    if token_budget is None:
+        return first, tail, summary_block, budget_cut
+
+    def total() -> int:
+        indexes = [*first, *(n for u in tail for n in u)]
+        return sum(items[n].token_count() for n in indexes) + sum(
+            s.token_count() for s in summary_block
+        )
+
+    while total() > token_budget:
+        if len(tail) > 1:
+            budget_cut.extend(tail.pop(0))
+        elif summary_block:
+            summary_block = []
+        elif first and tail:
+            budget_cut.extend(first)
+            first = []
+        else:
+            break
+    return first, tail, summary_block, budget_cut
+
+
 def truncate_history(
     items: Sequence[HistoryItem],
     *,
@@ -114,48 +169,17 @@ def truncate_history(
     if not units:
         return TruncatedHistory(items=[], dropped=[items[n] for n in sorted(orphans)])
 
-    first: list[int] = []
-    rest = units
-    live = len(items) - len(orphans)
-    if live > max_messages:
-        if strategy == "oldest_first":
-            tail = _tail(units, max_messages)
-        elif strategy == "summarize":
-            tail = _tail(units, max(max_messages - 1, 1))
-        else:
-            first = units[0]
-            rest = units[1:]
-            tail = _tail(rest, max(max_messages - 2, 1)) if rest else []
-    else:
-        tail = list(units)
-        if strategy == "smart":
-            first, tail = units[0], units[1:]
-    cut = [n for unit in rest[: len(rest) - len(tail)] for n in unit] if live > max_messages else []
-
+    first, tail, cut = _cut_by_count(
+        units, live=len(items) - len(orphans), strategy=strategy, max_messages=max_messages
+    )
     summary_block = (
         [summary_item(summary)]
         if summary is not None and cut and strategy != "oldest_first"
         else []
     )
-
-    def total() -> int:
-        kept = [*first, *(n for u in tail for n in u)]
-        return sum(items[n].token_count() for n in kept) + sum(
-            s.token_count() for s in summary_block
-        )
-
-    budget_cut: list[int] = []
-    if token_budget is not None:
-        while total() > token_budget:
-            if len(tail) > 1:
-                budget_cut.extend(tail.pop(0))
-            elif summary_block:
-                summary_block = []
-            elif first and tail:
-                budget_cut.extend(first)
-                first = []
-            else:
-                break
+    first, tail, summary_block, budget_cut = _fit_budget(
+        items, kept=(first, tail, summary_block), token_budget=token_budget
+    )
 
     kept_idx = [*first, *(n for u in tail for n in u)]
     out = [items[n] for n in first]

@@ -1,14 +1,14 @@
-"""Intent detection (spec `intent_detection`): keyword | llm | hybrid.
+"""Intent detection (the agent's `intent_detection`): keyword | llm | hybrid.
 
 Config shape (validated by `parse_intent_config`, readable Spanish errors as ValidationError):
 
-    {"mode": "hybrid",                       # keyword | llm | hybrid (spec name `method` accepted)
+    {"mode": "hybrid",                       # keyword | llm | hybrid (`method` accepted too)
      "intents": [{"intent": "order_status",
                   "keywords": ["pedido", "dónde está"],
                   "exclude": ["pedido de prueba"],          # optional
                   "description": "...", "examples": ["..."], "action": "..."}]}
 
-The spec's `keyword_intents: {intent: [keywords]}` / `known_intents: [...]` shape is accepted
+The shorter `keyword_intents: {intent: [keywords]}` / `known_intents: [...]` shape is accepted
 too and merged into `intents`. Keywords match with `text.contains_phrase` (case- and
 accent-insensitive, whole words, excludes); the built-in `escalate` intent also carries
 `HUMAN_AGENT_EXCLUDES`.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from django.utils.translation import gettext as _
 
@@ -102,21 +102,20 @@ def default_intent_config() -> IntentConfig:
     return parse_intent_config(DEFAULT_INTENT_CONFIG)
 
 
-def parse_intent_config(raw: Any) -> IntentConfig:
-    """Validate the `intent_detection` JSON; raises ValidationError listing every problem."""
-    errors = Errors()
-    data = mapping(raw, _("Detección de intención"), errors)
-    if data is None:
-        errors.raise_if_any()
-        return IntentConfig()
+def _mode(data: Mapping[str, Any], errors: Errors) -> IntentMode:
+    """`mode` (or its older name `method`); an invalid one is reported and read as hybrid."""
     mode = data.get("mode", data.get("method", "hybrid"))
     if mode not in INTENT_MODES:
         errors.add(
             _("Detección de intención: modo «%(mode)s» no válido (use keyword, llm o hybrid).")
             % {"mode": mode}
         )
-        mode = "hybrid"
+        return "hybrid"
+    return cast(IntentMode, mode)
 
+
+def _entries(data: Mapping[str, Any], errors: Errors) -> list[Any]:
+    """The raw intent entries of `intents`, `keyword_intents` and `known_intents`, in that order."""
     entries: list[Any] = []
     raw_intents = data.get("intents", [])
     if not isinstance(raw_intents, list):
@@ -138,63 +137,87 @@ def parse_intent_config(raw: Any) -> IntentConfig:
     if len(entries) > MAX_INTENTS:
         errors.add(_("Detección de intención: máximo %(n)s intenciones.") % {"n": MAX_INTENTS})
         entries = entries[:MAX_INTENTS]
+    return entries
 
-    merged: dict[str, dict[str, Any]] = {}
-    for index, entry in enumerate(entries, start=1):
-        where = _("Intención %(n)s") % {"n": index}
-        if not isinstance(entry, Mapping):
-            errors.add(_("%(where)s: debe ser un objeto.") % {"where": where})
-            continue
-        name = entry.get("intent")
-        if not isinstance(name, str) or not name.strip():
-            errors.add(_("%(where)s: falta el nombre («intent»).") % {"where": where})
-            continue
-        name = name.strip()
-        where = _("Intención «%(name)s»") % {"name": name}
-        keywords = string_list(entry.get("keywords"), where + " · keywords", errors)
-        exclude = string_list(entry.get("exclude"), where + " · exclude", errors)
-        examples = string_list(entry.get("examples"), where + " · examples", errors)
-        if len(keywords) > MAX_KEYWORDS:
-            errors.add(_("%(where)s: demasiadas palabras clave.") % {"where": where})
-        for keyword in keywords:
-            if not words(keyword):
-                errors.add(
-                    _("%(where)s: la palabra clave «%(kw)s» no tiene letras ni dígitos.")
-                    % {"where": where, "kw": keyword}
-                )
-        description = entry.get("description", "")
-        action = entry.get("action")
-        if not isinstance(description, str):
-            errors.add(_("%(where)s: «description» debe ser texto.") % {"where": where})
-            description = ""
-        if action is not None and not isinstance(action, str):
-            errors.add(_("%(where)s: «action» debe ser texto.") % {"where": where})
-            action = None
-        slot = merged.setdefault(
-            name,
-            {"keywords": [], "exclude": [], "examples": [], "description": "", "action": None},
-        )
-        slot["keywords"] += [k for k in keywords if k not in slot["keywords"]]
-        slot["exclude"] += [e for e in exclude if e not in slot["exclude"]]
-        slot["examples"] += examples
-        slot["description"] = slot["description"] or description
-        slot["action"] = slot["action"] or action
 
-    errors.raise_if_any()
-    return IntentConfig(
-        mode=mode,
-        intents=tuple(
-            IntentDef(
-                intent=name,
-                keywords=tuple(v["keywords"]),
-                exclude=tuple(v["exclude"]),
-                description=v["description"],
-                examples=tuple(v["examples"]),
-                action=v["action"],
+def _text_fields(entry: Mapping[str, Any], where: str, errors: Errors) -> tuple[str, str | None]:
+    """(description, action); a non-text value is reported and dropped."""
+    description = entry.get("description", "")
+    action = entry.get("action")
+    if not isinstance(description, str):
+        errors.add(_("%(where)s: «description» debe ser texto.") % {"where": where})
+        description = ""
+    if action is not None and not isinstance(action, str):
+        errors.add(_("%(where)s: «action» debe ser texto.") % {"where": where})
+        action = None
+    return description, action
+
+
+def _parse_entry(entry: Any, index: int, errors: Errors) -> IntentDef | None:
+    """One intent entry, or None (with the problem reported) when it has no usable name."""
+    where = _("Intención %(n)s") % {"n": index}
+    if not isinstance(entry, Mapping):
+        errors.add(_("%(where)s: debe ser un objeto.") % {"where": where})
+        return None
+    name = entry.get("intent")
+    if not isinstance(name, str) or not name.strip():
+        errors.add(_("%(where)s: falta el nombre («intent»).") % {"where": where})
+        return None
+    name = name.strip()
+    where = _("Intención «%(name)s»") % {"name": name}
+    keywords = string_list(entry.get("keywords"), where + " · keywords", errors)
+    exclude = string_list(entry.get("exclude"), where + " · exclude", errors)
+    examples = string_list(entry.get("examples"), where + " · examples", errors)
+    if len(keywords) > MAX_KEYWORDS:
+        errors.add(_("%(where)s: demasiadas palabras clave.") % {"where": where})
+    for keyword in keywords:
+        if not words(keyword):
+            errors.add(
+                _("%(where)s: la palabra clave «%(kw)s» no tiene letras ni dígitos.")
+                % {"where": where, "kw": keyword}
             )
-            for name, v in merged.items()
-        ),
+    description, action = _text_fields(entry, where, errors)
+    return IntentDef(
+        intent=name,
+        keywords=tuple(keywords),
+        exclude=tuple(exclude),
+        description=description,
+        examples=tuple(examples),
+        action=action,
     )
+
+
+def _merge(merged: dict[str, IntentDef], intent: IntentDef) -> None:
+    """Entries with the same name add up: new keywords/excludes/examples, first text wins."""
+    slot = merged.get(intent.intent)
+    if slot is None:
+        merged[intent.intent] = intent
+        return
+    merged[intent.intent] = IntentDef(
+        intent=slot.intent,
+        keywords=(*slot.keywords, *(k for k in intent.keywords if k not in slot.keywords)),
+        exclude=(*slot.exclude, *(e for e in intent.exclude if e not in slot.exclude)),
+        description=slot.description or intent.description,
+        examples=(*slot.examples, *intent.examples),
+        action=slot.action or intent.action,
+    )
+
+
+def parse_intent_config(raw: Any) -> IntentConfig:
+    """Validate the `intent_detection` JSON; raises ValidationError listing every problem."""
+    errors = Errors()
+    data = mapping(raw, _("Detección de intención"), errors)
+    if data is None:
+        errors.raise_if_any()
+        return IntentConfig()
+    mode = _mode(data, errors)
+    merged: dict[str, IntentDef] = {}
+    for index, entry in enumerate(_entries(data, errors), start=1):
+        intent = _parse_entry(entry, index, errors)
+        if intent is not None:
+            _merge(merged, intent)
+    errors.raise_if_any()
+    return IntentConfig(mode=mode, intents=tuple(merged.values()))
 
 
 def _as_config(intents_config: IntentConfig | Mapping[str, Any] | None) -> IntentConfig:

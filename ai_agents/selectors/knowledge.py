@@ -361,6 +361,43 @@ def _left_ms(started: float, timeout_ms: int) -> int:
     return max(1, int(timeout_ms - (time.monotonic() - started) * 1000))
 
 
+def _query_vectors(
+    *,
+    kbs: Sequence[KnowledgeBase],
+    query: str,
+    mode: Mode,
+    started: float,
+    timeout_ms: int | None,
+    usage: CallContext | None,
+) -> list[tuple[str, list[uuid.UUID], list[float]]]:
+    """(space, its knowledge base ids, the query's vector) per embedding space. A provider that
+    fails skips its space (full text still answers) unless the search is vector only."""
+    if mode not in ("hybrid", "vector"):
+        return []
+    by_space: dict[str, list[KnowledgeBase]] = defaultdict(list)
+    for kb in kbs:
+        by_space[kb.embedding_space].append(kb)
+    vectors: list[tuple[str, list[uuid.UUID], list[float]]] = []
+    for space, group in by_space.items():
+        if not is_safe_space(space):
+            continue
+        try:
+            vector = embeddings.embed_query(
+                group[0], query, timeout_s=_embedding_s(started, timeout_ms), usage=usage
+            )
+        except LlmError as exc:
+            # A paid embedding provider is down: full-text still answers in hybrid mode.
+            logger.warning(
+                "kb.query_embedding_failed",
+                extra={"space": space, "error": type(exc).__name__},
+            )
+            if mode == "vector":
+                raise
+            continue
+        vectors.append((space, [kb.pk for kb in group], vector))
+    return vectors
+
+
 @acts_for("tenant")
 def knowledge_bases_search(
     *,
@@ -387,28 +424,9 @@ def knowledge_bases_search(
         return []
     limit = max(CANDIDATES, k)
     lexical_weight = float(settings.KB_LEXICAL_WEIGHT) if mode == "hybrid" else 1.0
-    vectors: list[tuple[str, list[uuid.UUID], list[float]]] = []
-    if mode in ("hybrid", "vector"):
-        by_space: dict[str, list[KnowledgeBase]] = defaultdict(list)
-        for kb in kbs:
-            by_space[kb.embedding_space].append(kb)
-        for space, group in by_space.items():
-            if not is_safe_space(space):
-                continue
-            try:
-                vector = embeddings.embed_query(
-                    group[0], query, timeout_s=_embedding_s(started, timeout_ms), usage=usage
-                )
-            except LlmError as exc:
-                # A paid embedding provider is down: full-text still answers in hybrid mode.
-                logger.warning(
-                    "kb.query_embedding_failed",
-                    extra={"space": space, "error": type(exc).__name__},
-                )
-                if mode == "vector":
-                    raise
-                continue
-            vectors.append((space, [kb.pk for kb in group], vector))
+    vectors = _query_vectors(
+        kbs=kbs, query=query, mode=mode, started=started, timeout_ms=timeout_ms, usage=usage
+    )
     lexical = (lexical_weight, [kb.pk for kb in kbs], query) if mode != "vector" else None
     if not vectors and lexical is None:
         return []

@@ -44,7 +44,7 @@ SPEC_ESCALATION_TRIGGERS = [
         "type": "keyword",
         "condition": {
             "keywords": ["humano", "agente", "persona", "hablar con alguien"],
-            "exclude": list(HUMAN_AGENT_EXCLUDES),  # trades, not people (no spec list)
+            "exclude": list(HUMAN_AGENT_EXCLUDES),  # trades, not people
         },
         "priority": "medium",
     },

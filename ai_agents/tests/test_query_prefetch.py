@@ -115,4 +115,4 @@ def test_pipeline_starts_the_next_questions_embedding_on_arrival(
     # the embedding starts as the message arrives. Each question is embedded exactly once.
     assert started == [second]
     assert sorted(text for _thread, text in inferences) == sorted([first, second])
-    assert all(r.reply.citations for r in results)
+    assert all(r.reply is not None and r.reply.citations for r in results)

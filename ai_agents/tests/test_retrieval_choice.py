@@ -87,9 +87,11 @@ class Corpus:
 @pytest.fixture
 def corpus(db: Any) -> tuple[Corpus, Tenant, list[Tenant]]:
     corpus = Corpus()
-    large = TenantFactory(slug="grande", name="Grande")
+    large = TenantFactory.create(slug="grande", name="Grande")
     corpus.add(large, LARGE)
-    small = [TenantFactory(slug=f"chica-{n}", name=f"Chica {n}") for n in range(SMALL_TENANTS)]
+    small = [
+        TenantFactory.create(slug=f"chica-{n}", name=f"Chica {n}") for n in range(SMALL_TENANTS)
+    ]
     for tenant in small:
         corpus.add(tenant, SMALL)
     return corpus, large, small

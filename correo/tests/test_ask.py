@@ -72,7 +72,7 @@ def test_hetzner_example_searches_reads_and_answers(
 
 
 def _assert_sampling_and_schema(request: dict[str, Any]) -> None:
-    """The spec's sampling, and a response schema listing the three actions and their fields."""
+    """The configured sampling, and a response schema listing the three actions and their fields."""
     config = request["generationConfig"]
     assert config["temperature"] == 1.0
     assert config["topK"] == 64

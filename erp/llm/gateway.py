@@ -71,9 +71,9 @@ class RetryPolicy:
         )
 
 
-# The agents spec: 30 s per call, 3 retries, 1 s base, factor 2, 45 s in total.
+# Agents (RN-3): 30 s per call, 3 retries, 1 s base, factor 2, 45 s in total.
 AGENTS = RetryPolicy(timeout_s=30.0, attempts=4, base_delay_s=1.0, factor=2.0, deadline_s=45.0)
-# The correo spec: 40 s per attempt, at most 2 attempts (AI Studio cold starts).
+# Correo: 40 s per attempt, at most 2 attempts (AI Studio cold starts).
 CORREO = RetryPolicy(timeout_s=40.0, attempts=2, base_delay_s=1.0, factor=2.0, deadline_s=85.0)
 
 

@@ -54,9 +54,9 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
     if own and own in {parsed.from_address.lower(), parsed.sender.lower()}:
         return _ignored("own_address")
     if parsed.machine == "bounce":
-        body = _ignored("bounce")
-        body["deliveries_failed"] = bounce_record(binding=binding, parsed=parsed)
-        return body
+        ignored = _ignored("bounce")
+        ignored["deliveries_failed"] = bounce_record(binding=binding, parsed=parsed)
+        return ignored
     contact = {
         "external_id": contact_key(parsed.sender),
         "email": parsed.sender if len(parsed.sender) <= 254 else "",

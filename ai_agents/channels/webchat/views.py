@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 from django.utils.dateparse import parse_datetime
@@ -45,7 +45,8 @@ DEMO_CSP = (
     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
-View = Callable[[HttpRequest, ChannelBinding], HttpResponse]
+# HttpResponseBase: a message POST may answer with a stream (StreamingHttpResponse).
+View = Callable[[HttpRequest, ChannelBinding], HttpResponseBase]
 
 
 # --- /widget.js ---------------------------------------------------------------------------
@@ -99,14 +100,14 @@ def _client_ip(request: HttpRequest) -> str:
     return client_ip(request)
 
 
-def webchat_endpoint(*methods: str) -> Callable[[View], Callable[..., HttpResponse]]:
+def webchat_endpoint(*methods: str) -> Callable[[View], Callable[..., HttpResponseBase]]:
     """Looks up the binding by the key in the path, checks the Origin, answers preflights and
     adds the CORS headers (the request's own origin, never `*`)."""
 
-    def decorate(view: View) -> Callable[..., HttpResponse]:
+    def decorate(view: View) -> Callable[..., HttpResponseBase]:
         @csrf_exempt
         @functools.wraps(view)
-        def wrapper(request: HttpRequest, key: str) -> HttpResponse:
+        def wrapper(request: HttpRequest, key: str) -> HttpResponseBase:
             binding = webchat.binding_by_key(key)
             if binding is None:
                 return json_error(404, _("Este chat no existe o está desactivado."))
@@ -119,6 +120,7 @@ def webchat_endpoint(*methods: str) -> Callable[[View], Callable[..., HttpRespon
                 return json_error(
                     403, _("Origen no permitido para este chat."), code="origin_not_allowed"
                 )
+            response: HttpResponseBase
             if request.method == "OPTIONS":
                 response = HttpResponse(status=204)
                 response["Access-Control-Allow-Methods"] = ", ".join([*methods, "OPTIONS"])
@@ -207,7 +209,7 @@ def session_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
 
 
 @webchat_endpoint("GET", "POST")
-def messages_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+def messages_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponseBase:
     session = _session(request, binding)
     if session is None:
         return _unauthorized()
@@ -227,7 +229,7 @@ def messages_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse
     )
 
 
-def _message_post(request: HttpRequest, session: webchat.Session) -> HttpResponse:
+def _message_post(request: HttpRequest, session: webchat.Session) -> HttpResponseBase:
     data = _json_body(request)
     if data is None:
         return json_error(400, _("El cuerpo debe ser un objeto JSON."))

@@ -82,7 +82,8 @@ def _error_result(status: int, data: Any) -> GraphResult:
     error = data.get("error") if isinstance(data, dict) else None
     error = error if isinstance(error, dict) else {}
     code = str(error.get("code") or f"http_{status}")
-    details = error.get("error_data") if isinstance(error.get("error_data"), dict) else {}
+    details = error.get("error_data")
+    details = details if isinstance(details, dict) else {}
     message = str(details.get("details") or error.get("message") or f"HTTP {status}")
     retryable = status >= 500 or status == 429 or code in RETRYABLE_CODES
     return GraphResult(False, error_code=code, error_message=message[:500], retryable=retryable)

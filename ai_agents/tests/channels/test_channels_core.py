@@ -127,7 +127,9 @@ def test_a_reply_is_not_sent_once_a_person_holds_the_conversation(
             status="escalated", assigned_to=owner.user
         )
 
-    assert reply_deliver(results[0].reply.id) == "suppressed"
+    reply = results[0].reply
+    assert reply is not None
+    assert reply_deliver(reply.id) == "suppressed"
     assert adapter.sent == []
 
 

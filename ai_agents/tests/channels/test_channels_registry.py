@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from typing import cast
 
 from django.conf import settings
 
 from ai_agents import channels
-from ai_agents.channels import ADAPTERS, adapter_for, adapter_installed
+from ai_agents.channels import ADAPTERS, ChannelAdapter, adapter_for, adapter_installed
 
 
 def test_every_pushing_channel_resolves_to_an_adapter_with_send_and_typing() -> None:
     assert set(ADAPTERS) == {"whatsapp", "email"}
     for channel, dotted in ADAPTERS.items():
         adapter = adapter_for(channel)
+        assert adapter is not None
         assert f"{type(adapter).__module__}.{type(adapter).__qualname__}" == dotted
         assert callable(adapter.send)
         assert callable(adapter.typing)
@@ -34,7 +35,7 @@ def test_pulled_and_unknown_channels_have_no_adapter() -> None:
 
 def test_an_installed_adapter_replaces_the_channel_s_for_the_block_only() -> None:
     real = adapter_for("email")
-    fake: Any = object()
+    fake = cast(ChannelAdapter, object())  # only its identity is compared
     with adapter_installed("email", fake):
         assert adapter_for("email") is fake
     assert adapter_for("email") is real

@@ -24,7 +24,7 @@ def _create_kb(client: APIClient, name: str = "Ayuda") -> dict[str, Any]:
     return response.json()
 
 
-def _upload(client: APIClient, kb_id: str, name: str, data: bytes, ctype: str) -> Any:
+def _upload(client: APIClient, kb_id: str, *, name: str, data: bytes, ctype: str) -> Any:
     return client.post(
         f"/api/v1/knowledge-bases/{kb_id}/documents",
         {"file": SimpleUploadedFile(name, data, content_type=ctype)},
@@ -59,7 +59,7 @@ def test_crud_and_list_shape(api_a: APIClient) -> None:
 def test_upload_ingest_status_and_search(api_a: APIClient, run_tasks: Any) -> None:
     kb = _create_kb(api_a)
     with run_tasks():
-        response = _upload(api_a, kb["id"], "faq.md", FAQ.encode(), "text/markdown")
+        response = _upload(api_a, kb["id"], name="faq.md", data=FAQ.encode(), ctype="text/markdown")
     assert response.status_code == 202, response.content
     assert response.json()["status"] == "pending"
     doc_id = response.json()["id"]
@@ -110,7 +110,7 @@ def test_text_document_and_dedup_by_hash(api_a: APIClient, run_tasks: Any) -> No
 )
 def test_empty_upload_is_400(api_a: APIClient, name: str, data: bytes, ctype: str) -> None:
     kb = _create_kb(api_a)
-    response = _upload(api_a, kb["id"], name, data, ctype)
+    response = _upload(api_a, kb["id"], name=name, data=data, ctype=ctype)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "validation_error"
     assert response.json()["error"]["message"] == "detail: El documento está vacío."
@@ -130,7 +130,7 @@ def test_bad_files_end_failed_with_reason_and_no_chunks(
 ) -> None:
     kb = _create_kb(api_a)
     with run_tasks():
-        response = _upload(api_a, kb["id"], name, data, ctype)
+        response = _upload(api_a, kb["id"], name=name, data=data, ctype=ctype)
     assert response.status_code == 202, response.content  # accepted, then read and refused
     doc = api_a.get(f"/api/v1/knowledge-bases/{kb['id']}/documents/{response.json()['id']}").json()
     assert doc["status"] == "failed"
@@ -142,7 +142,7 @@ def test_bad_files_end_failed_with_reason_and_no_chunks(
 def test_oversized_upload_is_413_json(api_a: APIClient, settings: Any) -> None:
     settings.UPLOAD_MAX_BYTES = 1000
     kb = _create_kb(api_a)
-    response = _upload(api_a, kb["id"], "grande.txt", b"hola " * 400, "text/plain")
+    response = _upload(api_a, kb["id"], name="grande.txt", data=b"hola " * 400, ctype="text/plain")
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
     assert Document.objects.unscoped().count() == 0
@@ -171,7 +171,9 @@ def test_outsider_gets_404_everywhere_and_changes_nothing(
 ) -> None:
     kb = _create_kb(api_a)
     with run_tasks():
-        doc = _upload(api_a, kb["id"], "faq.md", FAQ.encode(), "text/markdown").json()
+        doc = _upload(
+            api_a, kb["id"], name="faq.md", data=FAQ.encode(), ctype="text/markdown"
+        ).json()
     base = f"/api/v1/knowledge-bases/{kb['id']}"
     calls = [
         ("get", base, None),
@@ -236,7 +238,7 @@ def test_each_format_is_ingested_and_found(
 ) -> None:
     kb = _create_kb(api_a)
     with run_tasks():
-        response = _upload(api_a, kb["id"], name, build(), ctype)
+        response = _upload(api_a, kb["id"], name=name, data=build(), ctype=ctype)
     assert response.status_code == 202, response.content
     doc = api_a.get(f"/api/v1/knowledge-bases/{kb['id']}/documents/{response.json()['id']}")
     assert doc.json()["status"] == "ready", doc.json()

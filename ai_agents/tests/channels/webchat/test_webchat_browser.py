@@ -24,6 +24,67 @@ SHADOW = "document.querySelector('[data-erp-webchat]').shadowRoot"
 pytestmark = BROWSER_TEST
 
 
+def _open_and_ask(page: Any, *, shop_url: str, question: str) -> tuple[Any, Any, Any]:
+    """Open the widget on the customer's page (accessible names, focus) and send `question`.
+    Returns (dialog, message log, text box)."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{shop_url}/")
+    launcher = page.get_by_role("button", name="Abrir el chat")
+    expect(launcher).to_have_attribute("aria-expanded", "false")
+    launcher.click()
+    dialog = page.get_by_role("dialog", name="Lucía")
+    expect(dialog).to_be_visible()
+    expect(page.locator("[data-wc=greeting]")).to_have_text(
+        "¡Hola! Soy Lucía. ¿En qué puedo ayudarle?"
+    )
+    log = page.locator("[data-wc=log]")
+    expect(log).to_have_attribute("aria-live", "polite")
+    box = page.get_by_role("textbox", name="Escriba su mensaje")
+    expect(box).to_be_focused()
+    box.fill(question)
+    box.press("Enter")
+    return dialog, log, box
+
+
+def _expect_answer_to_stream(page: Any, log: Any) -> None:
+    """Partial text while the model is still writing (polled every animation frame), then the
+    whole answer, no longer marked as streaming."""
+    from playwright.sync_api import expect
+
+    seen = page.wait_for_function(
+        f"""() => {{
+            const m = {SHADOW}.querySelector('[data-wc=message][data-role=assistant]');
+            const t = m && m.querySelector('[data-wc=text]').textContent;
+            return t ? {{text: t, streaming: m.getAttribute('data-streaming')}} : null;
+        }}""",
+        polling="raf",
+    ).json_value()
+    assert seen["streaming"] == "true"
+    assert 0 < len(seen["text"]) < len(ANSWER)
+    assert ANSWER.startswith(seen["text"])
+    reply = log.locator("[data-wc=message][data-role=assistant]")
+    expect(reply.locator("[data-wc=text]")).to_have_text(ANSWER)
+    expect(reply).not_to_have_attribute("data-streaming", "true")
+    assert reply.get_attribute("data-id")
+
+
+def _person_takes_over(page: Any, *, binding: ChannelBinding, owner: Persona) -> None:
+    """A person claims the conversation in the staff inbox and replies: the visitor sees it
+    while polling."""
+    from playwright.sync_api import expect
+
+    owner.user.first_name = "Ana"
+    owner.user.save()
+    conversation = Conversation.objects.for_tenant(binding.tenant).get()
+    conversation = conversation_claim(conversation, owner.user)
+    conversation_reply(conversation, owner.user, "Hola, soy Ana. Le atiendo yo.")
+    expect(page.locator("[data-wc=state]")).to_have_text("Le atiende una persona")
+    human = page.locator("[data-wc=message][data-human=true]")
+    expect(human.locator("[data-wc=text]")).to_have_text("Hola, soy Ana. Le atiendo yo.")
+    expect(human.locator("[data-wc=author]")).to_have_text("Ana")
+
+
 def test_answer_streams_token_by_token_and_history_survives_reload(
     visitor_page: Any,
     webchat_binding: ChannelBinding,
@@ -42,40 +103,8 @@ def test_answer_streams_token_by_token_and_history_survives_reload(
             {"action": "respond", "answer": ANSWER, "confidence": 0.9}, chunks=6, chunk_delay=0.4
         )
     )
-    page.goto(f"{shop.url}/")
-    launcher = page.get_by_role("button", name="Abrir el chat")
-    expect(launcher).to_have_attribute("aria-expanded", "false")
-    launcher.click()
-
-    dialog = page.get_by_role("dialog", name="Lucía")
-    expect(dialog).to_be_visible()
-    expect(page.locator("[data-wc=greeting]")).to_have_text(
-        "¡Hola! Soy Lucía. ¿En qué puedo ayudarle?"
-    )
-    log = page.locator("[data-wc=log]")
-    expect(log).to_have_attribute("aria-live", "polite")
-    box = page.get_by_role("textbox", name="Escriba su mensaje")
-    expect(box).to_be_focused()
-    box.fill("¿Qué horario tienen?")
-    box.press("Enter")
-
-    # Partial text while the model is still writing (polled every animation frame).
-    seen = page.wait_for_function(
-        f"""() => {{
-            const m = {SHADOW}.querySelector('[data-wc=message][data-role=assistant]');
-            const t = m && m.querySelector('[data-wc=text]').textContent;
-            return t ? {{text: t, streaming: m.getAttribute('data-streaming')}} : null;
-        }}""",
-        polling="raf",
-    ).json_value()
-    assert seen["streaming"] == "true"
-    assert 0 < len(seen["text"]) < len(ANSWER)
-    assert ANSWER.startswith(seen["text"])
-
-    reply = log.locator("[data-wc=message][data-role=assistant]")
-    expect(reply.locator("[data-wc=text]")).to_have_text(ANSWER)
-    expect(reply).not_to_have_attribute("data-streaming", "true")
-    assert reply.get_attribute("data-id")
+    dialog, log, box = _open_and_ask(page, shop_url=shop.url, question="¿Qué horario tienen?")
+    _expect_answer_to_stream(page, log)
     expect(log.locator("[data-wc=message][data-role=user] [data-wc=text]")).to_have_text(
         "¿Qué horario tienen?"
     )
@@ -87,16 +116,7 @@ def test_answer_streams_token_by_token_and_history_survives_reload(
     expect(messages.locator("[data-wc=text]")).to_have_text(["¿Qué horario tienen?", ANSWER])
     assert len(fake_google.generate_requests) == 1
 
-    # A person takes over in the staff inbox and replies: the visitor sees it while polling.
-    owner.user.first_name = "Ana"
-    owner.user.save()
-    conversation = Conversation.objects.for_tenant(binding.tenant).get()
-    conversation = conversation_claim(conversation, owner.user)
-    conversation_reply(conversation, owner.user, "Hola, soy Ana. Le atiendo yo.")
-    expect(page.locator("[data-wc=state]")).to_have_text("Le atiende una persona")
-    human = page.locator("[data-wc=message][data-human=true]")
-    expect(human.locator("[data-wc=text]")).to_have_text("Hola, soy Ana. Le atiendo yo.")
-    expect(human.locator("[data-wc=author]")).to_have_text("Ana")
+    _person_takes_over(page, binding=binding, owner=owner)
 
     # The visitor answers; the bot stays silent.
     box.fill("Gracias, Ana")

@@ -221,6 +221,7 @@ def test_each_message_type_is_stored_with_its_text_and_facts(
     assert fake_google.generate_requests[0]["contents"][-1]["parts"][0]["text"].count(text) == 1
     with tenant_scope(tenant_a):
         contact = message.conversation.contact
+        assert contact is not None
         assert (contact.external_id, contact.name, contact.phone) == (
             WA_ID,
             "Sheena Nelson",
@@ -296,7 +297,8 @@ def test_payloads_with_only_errors_or_another_object_are_acknowledged(
             "error_data": {"details": "Message failed to send because there were too many"},
         }
     ]
-    for data in (errors_only, {"object": "page", "entry": []}, [], {"object": None}):
+    ignored: tuple[Any, ...] = (errors_only, {"object": "page", "entry": []}, [], {"object": None})
+    for data in ignored:
         assert post(client, data).status_code == 200
     assert user_messages(tenant_a) == []
 
