@@ -124,20 +124,7 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
         return super().change_view(request, object_id, form_url, extra)
 
 
-_DOCUMENT_FIELDS = (
-    "knowledge_base",
-    "title",
-    "source",
-    "original_filename",
-    "mime_type",
-    "content_hash",
-    "status",
-    "progress",
-    "error",
-    "chunk_count",
-    "created_at",
-    "updated_at",
-)
+_DOCUMENT_FIELDS = Document.SHOWN_FIELDS
 _CHUNK_FIELDS = ("ordinal", "heading_text", "token_count", "preview")
 
 

@@ -35,9 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import signal
 import statistics
@@ -54,19 +51,12 @@ sys.path.insert(0, str(ROOT))
 
 from _harness import Scratch, app_role_url, percentile, sigterm_as_interrupt  # noqa: E402
 from _sampling import Sampler, postgres_pids, tree_rss_mb  # noqa: E402
+from _whatsapp import fakes_env, fixture, headers, webhook_body  # noqa: E402
+
+from erp.testing.whatsapp_traffic import ANSWER  # noqa: E402
 
 BENCH_DB = "bench_concurrency"
 DATA_DIR = ROOT / "var" / "bench-concurrency"
-APP_SECRET = "bench-app-secret"
-NUMBER = "106540352242922"
-FIRST_WA_ID = 34600000000
-ANSWER = {
-    "action": "respond",
-    "answer": "Abrimos de lunes a viernes de 8:00 a 20:00.",
-    "intent": "horario",
-    "sentiment": 0.2,
-    "confidence": 0.9,
-}
 # The issue's goals per preset: (seconds until every reply was sent, connections in use).
 GOALS = {(20, 2.0): (6.0, None), (200, 3.0): (15.0, 20)}
 
@@ -121,14 +111,7 @@ class Services(Scratch):
 
     def start_fakes(self, model_seconds: float) -> dict[str, str]:
         env, urls = self.start(_serve_fakes, model_seconds)
-        return {
-            **env,
-            "GOOGLE_AI_BASE_URL": urls["google"],
-            "GOOGLE_AI_API_KEY": "bench-key",
-            "WHATSAPP_APP_SECRET": APP_SECRET,
-            "WHATSAPP_VERIFY_TOKEN": "bench-verify",
-            "WHATSAPP_GRAPH_BASE_URL": urls["graph"],
-        }
+        return {**env, **fakes_env(urls)}
 
     def stats(self) -> dict[str, Any]:
         return dict(self.ask("stats"))
@@ -171,61 +154,7 @@ class Services(Scratch):
         super().stop()
 
 
-def fixture() -> None:
-    """A tenant with credit, an agent and its WhatsApp binding (as the owner)."""
-    from decimal import Decimal
-
-    from ai_agents.models import ChannelBinding
-    from ai_agents.services.agents import agent_create
-    from erp.tenancy.models import Tenant
-    from erp.tenancy.scoping import tenant_scope
-
-    tenant = Tenant.objects.create(
-        slug="bench-concurrency", name="Tienda Bench", ai_credit_balance_usd=Decimal("100000")
-    )
-    with tenant_scope(tenant):
-        agent = agent_create(
-            tenant=tenant,
-            data={
-                "name": "Lucía",
-                "system_prompt": "Eres Lucía. Responde breve.",
-                "processing_config": {"tokens_per_minute": 10_000_000},
-            },
-        )
-        ChannelBinding.objects.create(
-            tenant=tenant,
-            agent=agent,
-            type=ChannelBinding.Type.WHATSAPP,
-            phone_number_id=NUMBER,
-            access_token="bench-token",
-        )
-
-
 # --- load ------------------------------------------------------------------------------------
-
-
-def webhook_body(n: int) -> bytes:
-    wa_id = str(FIRST_WA_ID + n)
-    value = {
-        "messaging_product": "whatsapp",
-        "metadata": {"display_phone_number": "15550783881", "phone_number_id": NUMBER},
-        "contacts": [{"profile": {"name": "José Núñez"}, "wa_id": wa_id}],
-        "messages": [
-            {
-                "from": wa_id,
-                "id": f"wamid.concurrency-{n:06d}",
-                "timestamp": str(int(time.time())),
-                "type": "text",
-                "text": {"body": f"¿Abren el sábado? ({n})"},
-            }
-        ],
-    }
-    data = {
-        "object": "whatsapp_business_account",
-        "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": value}]}],
-    }
-    # Meta's wire form: compact, non-ASCII escaped, "/" escaped.
-    return json.dumps(data, separators=(",", ":")).replace("/", "\\/").encode()
 
 
 def send_all(base: str, contacts: range) -> tuple[float, dict[str, int], float]:
@@ -234,7 +163,7 @@ def send_all(base: str, contacts: range) -> tuple[float, dict[str, int], float]:
     acknowledged."""
     import requests
 
-    bodies = [webhook_body(n) for n in contacts]
+    bodies = [webhook_body(n=n, customer=n, prefix="concurrency") for n in contacts]
     statuses: dict[str, int] = {}
     acked: list[float] = []
     lock = threading.Lock()
@@ -243,12 +172,10 @@ def send_all(base: str, contacts: range) -> tuple[float, dict[str, int], float]:
     def client(body: bytes) -> None:
         session = requests.Session()
         session.get(f"{base}/healthz", timeout=10)  # the TCP connection, before the start
-        signature = "sha256=" + hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
-        headers = {"Content-Type": "application/json", "X-Hub-Signature-256": signature}
         ready.wait(timeout=60)
         try:
-            code = str(session.post(f"{base}/webhooks/whatsapp", data=body, headers=headers,
-                                    timeout=60).status_code)  # fmt: skip
+            code = str(session.post(f"{base}/webhooks/whatsapp", data=body,
+                                    headers=headers(body), timeout=60).status_code)  # fmt: skip
         except requests.RequestException as exc:
             code = type(exc).__name__
         with lock:
@@ -375,7 +302,7 @@ def stack_start(services: Services, args: argparse.Namespace) -> str:
     from erp import embedded
 
     call_command("migrate", verbosity=0)
-    fixture()
+    fixture(slug="bench-concurrency")
     stack_env = {**env, "DATABASE_URL": app_role_url()}
     if args.realtime_threads:
         stack_env["CELERY_REALTIME_CONCURRENCY"] = str(args.realtime_threads)

@@ -33,9 +33,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import queue
 import random
@@ -52,18 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _harness import Scratch, assert_scratch, percentile, sigterm_as_interrupt  # noqa: E402
+from _whatsapp import fakes_env, fixture, headers, webhook_body  # noqa: E402
+
+from erp.testing.whatsapp_traffic import ANSWER  # noqa: E402
 
 BENCH_DB = "bench_webhook"
 DATA_DIR = ROOT / "var" / "bench-webhook"
-APP_SECRET = "bench-app-secret"
-NUMBER = "106540352242922"
-ANSWER = {
-    "action": "respond",
-    "answer": "Abrimos de lunes a viernes de 8:00 a 20:00.",
-    "intent": "horario",
-    "sentiment": 0.2,
-    "confidence": 0.9,
-}
 
 
 def _cpu(proc: Any) -> float:
@@ -121,14 +112,7 @@ class Services(Scratch):
 
     def start(self) -> dict[str, str]:  # type: ignore[override]
         env, urls = super().start(_serve_fakes)
-        return {
-            **env,
-            "GOOGLE_AI_BASE_URL": urls["google"],
-            "GOOGLE_AI_API_KEY": "bench-key",
-            "WHATSAPP_APP_SECRET": APP_SECRET,
-            "WHATSAPP_VERIFY_TOKEN": "bench-verify",
-            "WHATSAPP_GRAPH_BASE_URL": urls["graph"],
-        }
+        return {**env, **fakes_env(urls)}
 
     def stats(self) -> dict[str, int]:
         return dict(self.ask("stats"))
@@ -199,77 +183,8 @@ def start_web(services: Services, env: dict[str, str], workers: int = 1) -> tupl
     raise RuntimeError("uvicorn did not answer /healthz within 60 s")
 
 
-# --- fixture and payloads --------------------------------------------------------------------
-
-
-def fixture() -> Any:
-    from decimal import Decimal
-
-    from ai_agents.models import ChannelBinding
-    from ai_agents.services.agents import agent_create
-    from erp.tenancy.models import Tenant
-    from erp.tenancy.scoping import tenant_scope
-
-    tenant = Tenant.objects.create(
-        slug="bench-webhook", name="Tienda Bench", ai_credit_balance_usd=Decimal("100000")
-    )
-    with tenant_scope(tenant):
-        agent = agent_create(
-            tenant=tenant,
-            data={
-                "name": "Lucía",
-                "system_prompt": "Eres Lucía. Responde breve.",
-                "processing_config": {"tokens_per_minute": 10_000_000},
-            },
-        )
-        ChannelBinding.objects.create(
-            tenant=tenant,
-            agent=agent,
-            type=ChannelBinding.Type.WHATSAPP,
-            phone_number_id=NUMBER,
-            access_token="bench-token",
-        )
-    return tenant
-
-
 def body_for(n: int, per_customer: int, prefix: str = "load") -> bytes:
-    wa_id = str(34600000000 + n // per_customer)
-    data = {
-        "object": "whatsapp_business_account",
-        "entry": [
-            {
-                "id": "102290129340398",
-                "changes": [
-                    {
-                        "field": "messages",
-                        "value": {
-                            "messaging_product": "whatsapp",
-                            "metadata": {
-                                "display_phone_number": "15550783881",
-                                "phone_number_id": NUMBER,
-                            },
-                            "contacts": [{"profile": {"name": "José Núñez"}, "wa_id": wa_id}],
-                            "messages": [
-                                {
-                                    "from": wa_id,
-                                    "id": f"wamid.{prefix}-{n:06d}",
-                                    "timestamp": str(int(time.time())),
-                                    "type": "text",
-                                    "text": {"body": f"¿Abren el sábado? ({n})"},
-                                }
-                            ],
-                        },
-                    }
-                ],
-            }
-        ],
-    }
-    # Meta's wire form: compact, non-ASCII escaped, "/" escaped.
-    return json.dumps(data, separators=(",", ":")).replace("/", "\\/").encode()
-
-
-def signature(body: bytes) -> str:
-    return "sha256=" + hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    return webhook_body(n=n, customer=n // per_customer, prefix=prefix)
 
 
 # --- load ------------------------------------------------------------------------------------
@@ -312,13 +227,11 @@ def load(base: str, args: argparse.Namespace) -> tuple[list[float], dict[str, in
                 wait = started_at[0] + i / args.rate - time.perf_counter()
                 if wait > 0:
                     time.sleep(wait)
-            headers = {"Content-Type": "application/json", "X-Hub-Signature-256": signature(body)}
+            signed = headers(body)  # before the clock starts, as Meta signs before it sends
             for attempt in (1, 2):
                 t0 = time.perf_counter()
                 try:
-                    code = str(
-                        session.post(url, data=body, headers=headers, timeout=60).status_code
-                    )
+                    code = str(session.post(url, data=body, headers=signed, timeout=60).status_code)
                 except requests.ConnectionError as exc:
                     # Usually a kept-alive connection the server closed as we reused it;
                     # Meta would redeliver, so the bench does too (once, new connection).
@@ -425,7 +338,7 @@ def profile(n: int, per_customer: int, cprofile: bool = False) -> None:
                 "/webhooks/whatsapp",
                 data=body,
                 content_type="application/json",
-                HTTP_X_HUB_SIGNATURE_256=signature(body),
+                HTTP_X_HUB_SIGNATURE_256=headers(body)["X-Hub-Signature-256"],
             )
             total = time.perf_counter() - t0
         assert response.status_code == 200, response.content
@@ -487,7 +400,7 @@ def main() -> None:
 
             assert_scratch()
             call_command("migrate", verbosity=0)
-            tenant = fixture()
+            tenant = fixture(slug="bench-webhook")
             base, web = start_web(services, env, args.web_workers)
             worker = None if args.defer_answers else start_worker(services, env, args.workers)
             print(

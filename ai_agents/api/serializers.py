@@ -49,21 +49,7 @@ class DocumentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Document
-        fields = [
-            "id",
-            "knowledge_base",
-            "title",
-            "source",
-            "original_filename",
-            "mime_type",
-            "content_hash",
-            "status",
-            "progress",
-            "error",
-            "chunk_count",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["id", *Document.SHOWN_FIELDS]
         read_only_fields = fields
 
 

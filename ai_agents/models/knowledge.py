@@ -9,6 +9,7 @@ and each known space has a partial HNSW index over `embedding::vector(N)` (see
 from __future__ import annotations
 
 import uuid
+from typing import ClassVar
 
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -77,6 +78,23 @@ class Document(TenantOwnedModel):
         PROCESSING = "processing", _("procesando")
         READY = "ready", _("listo")
         FAILED = "failed", _("fallido")
+
+    # What the API and the admin show of a document besides its id: everything but the original
+    # bytes (`data`), which only the indexing reads.
+    SHOWN_FIELDS: ClassVar[tuple[str, ...]] = (
+        "knowledge_base",
+        "title",
+        "source",
+        "original_filename",
+        "mime_type",
+        "content_hash",
+        "status",
+        "progress",
+        "error",
+        "chunk_count",
+        "created_at",
+        "updated_at",
+    )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     knowledge_base = models.ForeignKey(

@@ -49,13 +49,7 @@ def number(
     if isinstance(value, bool) or not isinstance(value, int | float):
         errors.add(_("%(where)s: debe ser un número.") % {"where": where})
         return default
-    if not low <= value <= high:
-        errors.add(
-            _("%(where)s: debe estar entre %(low)s y %(high)s.")
-            % {"where": where, "low": low, "high": high}
-        )
-        return default
-    return float(value)
+    return float(value) if _in_range(value, where, errors, low=low, high=high) else default
 
 
 def integer(value: Any, where: str, errors: Errors, *, low: int, high: int, default: int) -> int:
@@ -64,13 +58,19 @@ def integer(value: Any, where: str, errors: Errors, *, low: int, high: int, defa
     if isinstance(value, bool) or not isinstance(value, int):
         errors.add(_("%(where)s: debe ser un número entero.") % {"where": where})
         return default
-    if not low <= value <= high:
-        errors.add(
-            _("%(where)s: debe estar entre %(low)s y %(high)s.")
-            % {"where": where, "low": low, "high": high}
-        )
-        return default
-    return value
+    return value if _in_range(value, where, errors, low=low, high=high) else default
+
+
+def _in_range(value: float, where: str, errors: Errors, *, low: float, high: float) -> bool:
+    """True when `value` lies in [low, high]; otherwise says so in `errors` (one message for
+    numbers and integers, so both read the same to whoever fixes the configuration)."""
+    if low <= value <= high:
+        return True
+    errors.add(
+        _("%(where)s: debe estar entre %(low)s y %(high)s.")
+        % {"where": where, "low": low, "high": high}
+    )
+    return False
 
 
 def mapping(value: Any, where: str, errors: Errors) -> Mapping[str, Any] | None:

@@ -9,9 +9,6 @@ Everything has a deadline; counts come straight from the database and the fake G
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import shutil
 import signal
@@ -31,17 +28,11 @@ from erp.supervisor import web_command, worker_command
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 from erp.testing.processes import BASE_DIR, healthy, stop, wait_until
+from erp.testing.whatsapp_traffic import ANSWER, signed_headers, text_webhook
 
 APP_SECRET = "fault-app-secret"
 NUMBER = "106540352242999"
 DB_NAME = "faults"
-ANSWER = {
-    "action": "respond",
-    "answer": "Abrimos de lunes a viernes de 8:00 a 20:00.",
-    "intent": "horario",
-    "sentiment": 0.2,
-    "confidence": 0.9,
-}
 SWEEP_SECONDS = 2  # beat re-queues unanswered channel messages this old, this often
 
 _FIXTURE = """
@@ -195,37 +186,17 @@ class FaultStack:
         shutil.rmtree(self.root, ignore_errors=True)
 
     # --- traffic ----------------------------------------------------------------------------
-    @staticmethod
-    def body(wamid: str, wa_id: str) -> bytes:
-        value = {
-            "messaging_product": "whatsapp",
-            "metadata": {"display_phone_number": "15550783881", "phone_number_id": NUMBER},
-            "contacts": [{"profile": {"name": "José"}, "wa_id": wa_id}],
-            "messages": [
-                {
-                    "from": wa_id,
-                    "id": wamid,
-                    "timestamp": str(int(time.time())),
-                    "type": "text",
-                    "text": {"body": "¿Abren el sábado?"},
-                }
-            ],
-        }
-        data = {
-            "object": "whatsapp_business_account",
-            "entry": [{"id": "1", "changes": [{"field": "messages", "value": value}]}],
-        }
-        return json.dumps(data, separators=(",", ":")).encode()
-
     def post(self, wamid: str, wa_id: str, *, timeout: float = 15) -> tuple[int, float]:
-        body = self.body(wamid, wa_id)
-        signature = "sha256=" + hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
+        body = text_webhook(
+            number=NUMBER, wa_id=wa_id, wamid=wamid, text="¿Abren el sábado?", name="José"
+        )
+        headers = signed_headers(body, secret=APP_SECRET)
         started = time.monotonic()
         try:
             status = requests.post(
                 f"{self.base_url}/webhooks/whatsapp",
                 data=body,
-                headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature},
+                headers=headers,
                 timeout=timeout,
             ).status_code
         except requests.RequestException:
