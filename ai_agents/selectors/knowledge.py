@@ -5,16 +5,13 @@ Hybrid search = vector cosine + Postgres full-text with OR semantics over the qu
 in its own CTE, so each keeps its plan) that also loads the best chunks. The tenant condition
 is inside every list.
 
-Exact or approximate, by design: the chunks of every tenant share one table and one HNSW index
-per embedding space. For a small search (the searched knowledge bases hold at most
-`KB_EXACT_SEARCH_MAX_CHUNKS` chunks) the vector list is exact: those chunks read through a
-b-tree index on the tenant and sorted by distance, recall 1.0. Walking the shared graph instead
-would visit mostly other tenants' vectors, filter them out, and end slower with recall below
-1.0 (measured: bench/kb_search_skewed.py). Above it, the HNSW index with iterative scan (the
-scan goes on until enough rows pass the filter). The choice is made by the statement itself,
-from the chunk counts the documents keep, not left to the planner: its estimate of the
-tenant + knowledge base filter is off by orders of magnitude for a small tenant beside a large
-one, and nothing then keeps its plan from flipping.
+Exact or approximate, by design: every tenant's chunks share one table and one HNSW index per
+embedding space. When the searched knowledge bases hold at most `KB_EXACT_SEARCH_MAX_CHUNKS`
+chunks the vector list is exact (read through the tenant's b-tree index, sorted by distance,
+recall 1.0): walking the shared graph would visit mostly other tenants' vectors and end slower
+with lower recall (bench/kb_search_skewed.py). Above it, HNSW with iterative scan. The statement
+chooses from the documents' chunk counts, not the planner, whose estimate for a small tenant
+beside a large one is off by orders of magnitude.
 """
 
 from __future__ import annotations
