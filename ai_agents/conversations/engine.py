@@ -133,91 +133,92 @@ def conversation_answer_pending(
         return []
     agent = conversation.agent
     results: list[TurnResult] = []
-    token = uuid.uuid4()
+    budget_s = int(agent.processing["total_timeout_ms"]) / 1000
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        while store.turn_take(conversation=conversation, token=token, lease_s=turn_lease_s(agent)):
-            try:
-                finished = _answer_pending(
-                    conversation=conversation,
-                    token=token,
-                    results=results,
-                    deadline=None if deadline_s is None else started + deadline_s,
-                )
-            finally:
-                store.turn_release(conversation=conversation, token=token)
-            # A message stored after the last look, while its task found the turn taken.
-            if not finished or not store.pending_exists(conversation=conversation):
-                break
+        _answer_turns(
+            agent=agent,
+            conversation=conversation,
+            results=results,
+            stop_at=None if deadline_s is None else started + deadline_s - budget_s,
+        )
     return results
 
 
 # --- holding the turn ---------------------------------------------------------------------
 
 
-def _answer_pending(
-    *, conversation: Conversation, token: uuid.UUID, results: list[TurnResult], deadline: Any
-) -> bool:
-    """Answers the pending messages while the turn is held; False when the deadline stopped it
-    with messages left."""
-    budget_s = int(conversation.agent.processing["total_timeout_ms"]) / 1000
-    while True:
-        message = store.pending_next(conversation=conversation)
-        if message is None:
-            return True
-        if deadline is not None and results and time.monotonic() + budget_s > deadline:
-            return False  # the rest waits for the next run
-        turn = Turn(
-            agent=conversation.agent, conversation=conversation, message=message, token=token
-        )
-        try:
+def _answer_turns(
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    results: list[TurnResult],
+    own: Message | None = None,
+    timer: Timer | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    stop_at: float | None = None,
+) -> None:
+    """Takes the turn and answers the pending messages in arrival order: up to `own` (whose
+    answer alone gets `timer` and `on_delta`; the turn is waited for, at most two leases, if
+    another run holds it), or all of them. Each message's phase 3 gives the turn back and says
+    whether another one waits. After `stop_at` (monotonic) no message is started once one was
+    answered: the rest waits for the next run."""
+    token, lease_s = uuid.uuid4(), turn_lease_s(agent)
+    give_up, pause = time.monotonic() + 2 * lease_s, TURN_POLL_S[0]
+    held = False
+    try:
+        while stop_at is None or not results or time.monotonic() <= stop_at:
+            found = store.turn_next(
+                agent=agent, conversation=conversation, token=token, lease_s=lease_s, upto=own
+            )
+            if found is None and own is not None and time.monotonic() < give_up:
+                connection_release()  # a waiting request holds no connection
+                time.sleep(pause)
+                pause = min(pause * 2, TURN_POLL_S[1])
+                continue
+            if found is None and own is not None:  # stored; the next run answers it
+                logger.warning(
+                    "pipeline.turn_busy", extra={"conversation_id": str(conversation.pk)}
+                )
+            held = found is not None
+            if found is None or found.message is None:
+                return  # another run holds the turn, or nothing is pending
+            mine = own is None or found.message.pk == own.pk
+            turn = Turn(
+                agent=agent,
+                conversation=conversation,
+                message=found.message,
+                token=token,
+                timer=timer if mine and timer is not None else Timer(),
+                on_delta=on_delta if mine else None,
+            )
+            _read(turn, found)
             results.append(_answer(turn))
-        except TurnLost:
-            return True  # the new holder answers the rest
+            held = False  # phase 3 gave it back
+            if (own is not None and mine) or (own is None and not turn.pending_after):
+                return
+    except TurnLost:
+        held = False  # another run holds it now
+    finally:
+        if held:
+            store.turn_release(conversation=conversation, token=token)
 
 
 def _answer_own(
     *, agent: Agent, message: Message, timer: Timer, on_delta: Callable[[str], None] | None
 ) -> TurnResult:
-    """Waits for the conversation's turn, then answers what is pending up to `message` (an
-    earlier message of the conversation first), streaming only `message`'s answer."""
-    conversation = message.conversation
-    token = uuid.uuid4()
-    if not _turn_wait(conversation=conversation, token=token, lease_s=turn_lease_s(agent)):
-        logger.warning("pipeline.turn_busy", extra={"conversation_id": str(conversation.pk)})
-        return _result_now(message)  # stored; the next run of the conversation answers it
-    own: TurnResult | None = None
-    try:
-        while (pending := store.pending_next(conversation=conversation, upto=message)) is not None:
-            mine = pending.pk == message.pk
-            turn = Turn(
-                agent=agent,
-                conversation=conversation,
-                message=pending,
-                token=token,
-                timer=timer if mine else Timer(),
-                on_delta=on_delta if mine else None,
-            )
-            result = _answer(turn)
-            own = result if mine else own
-    except TurnLost:
-        pass
-    finally:
-        store.turn_release(conversation=conversation, token=token)
+    """Answers what is pending up to `message` (an earlier message of the conversation first),
+    streaming only `message`'s answer."""
+    results: list[TurnResult] = []
+    _answer_turns(
+        agent=agent,
+        conversation=message.conversation,
+        results=results,
+        own=message,
+        timer=timer,
+        on_delta=on_delta,
+    )
+    own = next((r for r in results if r.message_id == str(message.pk)), None)
     return own if own is not None else _result_now(message)
-
-
-def _turn_wait(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -> bool:
-    """Takes the turn, waiting for the run that holds it (at most two leases): polled, with
-    the connection given back between tries (a waiting request holds none)."""
-    deadline = time.monotonic() + 2 * lease_s
-    pause, longest = TURN_POLL_S
-    while not store.turn_take(conversation=conversation, token=token, lease_s=lease_s):
-        connection_release()
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, longest)
-    return True
 
 
 def _result_now(message: Message) -> TurnResult:
@@ -237,26 +238,16 @@ def _result_now(message: Message) -> TurnResult:
 
 
 def _answer(turn: Turn) -> TurnResult:
-    """The three phases for one message (see the module docstring)."""
-    _read(turn)
+    """Phases 2 and 3 for one message (see the module docstring)."""
     if not _decided_without_model(turn):
         connection_release()  # phase 2 holds no connection: the pool serves other turns
         _model(turn)
     return turn_record(turn)
 
 
-def _read(turn: Turn) -> None:
-    """Phase 1: renews the turn for this message and reads, in one round trip, what answering
-    it needs as it is now."""
-    found = store.turn_read(
-        agent=turn.agent,
-        conversation=turn.conversation,
-        message=turn.message,
-        token=turn.token,
-        lease_s=turn_lease_s(turn.agent),
-    )
-    if found is None:
-        raise TurnLost
+def _read(turn: Turn, found: store.TurnRead) -> None:
+    """Phase 1: what `store.turn_next` read for this message (one round trip, the turn renewed
+    with it)."""
     turn.contact = found.contact
     turn.history_found = found.history
     turn.knowledge_bases = found.knowledge_bases
