@@ -10,10 +10,11 @@ conversations in parallel. Each message goes through three phases over one `Turn
    the rules that need no model (closed, escalated, rate limits, keyword triggers) decide here;
 2. model (no transaction, no connection: `erp.db.connection_release`): retrieval, the tenant's
    token budget, the model call and the tools it chooses (their reads are short autocommit
-   statements in the tenant's scope; usage rows are written as they happen);
-3. store (short transaction): the reply, the inbound's result and the conversation's counters,
-   written only if the conversation's status, holder and turn are unchanged; otherwise a
-   person took over (the reply is withdrawn) or the turn was lost (nothing is written).
+   statements in the tenant's scope; usage rows wait for phase 3);
+3. store (short transaction, one round trip): the usage rows, the reply, the inbound's result
+   and the conversation's counters, then the turn given back; written only if the
+   conversation's status, holder and turn are unchanged; otherwise a person took over (the
+   reply is withdrawn) or the turn was lost (nothing is written).
 
 The result is stored on the inbound message: a repeated `channel_message_id` returns it
 without calling the model again. A run that cannot take the turn leaves: the holder answers
@@ -56,6 +57,7 @@ from erp.db import connection_release
 from erp.llm.gateway import CallContext
 from erp.llm.types import LlmRequest, LlmResult
 from erp.llm.types import Message as LlmMessage
+from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -238,11 +240,13 @@ def _result_now(message: Message) -> TurnResult:
 
 
 def _answer(turn: Turn) -> TurnResult:
-    """Phases 2 and 3 for one message (see the module docstring)."""
-    if not _decided_without_model(turn):
-        connection_release()  # phase 2 holds no connection: the pool serves other turns
-        _model(turn)
-    return turn_record(turn)
+    """Phases 2 and 3 for one message (see the module docstring). The usage rows of the
+    model calls travel with the reply (sent on their own if anything fails before)."""
+    with rows.survive_rollback(), rows.deferred_writes(anywhere=True):
+        if not _decided_without_model(turn):
+            connection_release()  # phase 2 holds no connection: the pool serves other turns
+            _model(turn)
+        return turn_record(turn)
 
 
 def _read(turn: Turn, found: store.TurnRead) -> None:

@@ -36,6 +36,25 @@ def turn_record(turn: Turn) -> TurnResult:
     turn.message.metadata = {**turn.message.metadata, "result": result.as_record()}
     _timings(turn, reply)
     changes = _conversation_changes(turn, reply, now)
+    spent = rows.take_deferred_durable()  # the model calls' usage rows (engine._answer)
+    try:
+        return _write(
+            turn, reply=reply, result=result, changes=changes, spent=[s for s, _ in spent]
+        )
+    except BaseException:
+        # Tokens spent are recorded whatever happened after the call (RN-6).
+        rows.send_after_failure([durable for _, durable in spent if durable is not None])
+        raise
+
+
+def _write(
+    turn: Turn,
+    *,
+    reply: Message | None,
+    result: TurnResult,
+    changes: dict[str, Any],
+    spent: list[rows.Statement],
+) -> TurnResult:
     conversation, token = turn.conversation, turn.token
     with transaction.atomic():
         # The turn is given back in the same round trip, then the pending messages are looked
@@ -43,6 +62,7 @@ def turn_record(turn: Turn) -> TurnResult:
         # later finds the turn free (its run waits on this row until the COMMIT).
         *_, updated, released, pending = rows.run_together(
             [
+                *spent,
                 *_store_statements(turn, reply, changes),
                 store.turn_release_statement(conversation=conversation, token=token),
                 store.pending_exists_statement(conversation=conversation),
@@ -160,7 +180,7 @@ def _store_statements(
     ]
     if reply is not None:
         statements.append(rows.insert_statement([reply]))
-    where, params = "turn_token = %s", [turn.token]
+    where, params = "turn_token = %s", list[Any]([turn.token])  # more types follow
     if reply is not None:
         # A reply is stored only if nobody took the conversation over (or closed it) while
         # the model worked.
