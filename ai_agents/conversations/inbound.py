@@ -15,13 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from ai_agents.conversations import store
 from ai_agents.models import Agent, ChannelBinding, Conversation, Message
+from ai_agents.services.conversations import conversation_expire_if_idle
 from erp.celery import enqueue
 from erp.storable import storable, storable_text
+from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -67,45 +68,31 @@ def message_receive(
     first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
     already handled, so it is never answered.
 
-    Takes no turn: a webhook never waits for a model call in progress. Five statements
-    for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
-    by the failed INSERT, not by a SELECT before every new message)."""
+    Takes no turn: a webhook never waits for a model call in progress. Two round trips for a
+    known contact and conversation: contact and conversation, then INSERT and UPDATE (a
+    redelivery is found by the failed INSERT, not by a SELECT before every new message)."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
         return _message_receive(agent=agent, inbound=inbound, answer=answer)
 
 
 def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
-    contact = store.contact_upsert(tenant=agent.tenant, data=inbound.contact)
-    thread_id = inbound.thread_id or contact.external_id
-    binding = inbound.binding
-    now = timezone.now()
+    thread_id = inbound.thread_id or str(inbound.contact["external_id"])
+    contact, found = store.receive_read(
+        agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
+    )
     try:
-        with transaction.atomic():
+        if found is not None and not conversation_expire_if_idle(found):
+            # The common case, two round trips in all: no BEGIN/COMMIT for one statement pair.
+            return _message_store(agent, found, inbound, answer=answer), True
+        with transaction.atomic():  # a new conversation goes away with a refused message
             conversation = store.conversation_open(
                 agent=agent,
                 channel=inbound.channel,
                 thread_id=thread_id,
                 contact=contact,
-                binding=binding,
+                binding=inbound.binding,
             )
-            message = inbound_message_row(agent, conversation, inbound, created_at=now)
-            if not answer:
-                message.metadata["result"] = {
-                    "conversation_id": str(conversation.pk),
-                    "reply": None,
-                    "ignored": True,
-                }
-            message.save(force_insert=True)
-            changes: dict[str, Any] = {
-                "message_count": F("message_count") + 1,
-                "last_message_at": now,
-                "last_inbound_at": now,
-            }
-            if binding is not None and conversation.binding_id is None:
-                changes["binding"] = binding
-            Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
-                **changes
-            )
+            return _message_store(agent, conversation, inbound, answer=answer), True
     except IntegrityError:
         if not inbound.channel_message_id:
             raise
@@ -116,7 +103,29 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
         if existing is None:
             raise
         return existing, False
-    return message, True
+
+
+def _message_store(
+    agent: Agent, conversation: Conversation, inbound: Inbound, *, answer: bool
+) -> Message:
+    now = timezone.now()
+    message = inbound_message_row(agent, conversation, inbound, created_at=now)
+    if not answer:
+        message.metadata["result"] = {
+            "conversation_id": str(conversation.pk),
+            "reply": None,
+            "ignored": True,
+        }
+    changes: dict[str, Any] = {
+        "message_count": rows.Add(1),
+        "last_message_at": now,
+        "last_inbound_at": now,
+    }
+    binding = inbound.binding
+    if binding is not None and conversation.binding_id is None:
+        changes["binding"] = binding.pk
+    store.message_store(message=message, changes=changes)
+    return message
 
 
 def inbound_accept(

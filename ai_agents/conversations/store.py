@@ -50,6 +50,38 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     return _contact_settle(tenant, data, found)
 
 
+def receive_read(
+    *, agent: Agent, channel: str, thread_id: str, contact_data: Mapping[str, Any]
+) -> tuple[Contact, Conversation | None]:
+    """In ONE round trip, the contact (created or updated as `contact_upsert` does) and the
+    thread's open conversation (None: none yet; `conversation_open` makes it)."""
+    contact_found, conversation_found = rows.run_together(
+        [
+            _contact_statement(agent.tenant_id, str(contact_data["external_id"])),
+            _conversation_statement(agent, channel, thread_id),
+        ]
+    )
+    contact = _contact_settle(agent.tenant, contact_data, rows.first(Contact, contact_found))
+    return contact, rows.first(Conversation, conversation_found)
+
+
+def message_store(*, message: Message, changes: Mapping[str, Any]) -> None:
+    """The inbound message and its conversation's counters in ONE round trip (one implicit
+    transaction: both or neither; a repeated `channel_message_id` raises IntegrityError)."""
+    rows.run_together(
+        [
+            rows.insert_statement([message]),
+            rows.update_statement(
+                Conversation,
+                tenant_id=message.tenant_id,
+                pk=message.conversation_id,
+                values=changes,
+            ),
+        ]
+    )
+    rows.inserted([message])
+
+
 def _open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
     # At most one open conversation per thread (partial unique constraint).
     return (
@@ -233,11 +265,9 @@ _UNANSWERED = "conversation_id = %s AND role = 'user' AND NOT (metadata ? 'resul
 
 
 def _pending_where(conversation: Conversation, upto: Message | None) -> rows.Statement:
-    where, params = _UNANSWERED, [conversation.pk]
-    if upto is not None:
-        where += " AND created_at <= %s"
-        params.append(upto.created_at)
-    return where, params
+    if upto is None:
+        return _UNANSWERED, [conversation.pk]
+    return f"{_UNANSWERED} AND created_at <= %s", [conversation.pk, upto.created_at]
 
 
 def pending_exists_statement(*, conversation: Conversation) -> rows.Statement:
@@ -285,6 +315,27 @@ class TurnRead:
     knowledge_bases: list[Any]
 
 
+def _pending_statements(
+    conversation: Conversation, upto: Message | None
+) -> tuple[rows.Statement, rows.Statement]:
+    """The oldest pending message (no later than `upto`), and its created_at as a subquery."""
+    where, params = _pending_where(conversation, upto)
+    first = rows.select_statement(
+        Message,
+        tenant_id=conversation.tenant_id,
+        where=where,
+        params=params,
+        order_by="created_at, id",
+        limit=1,
+    )
+    created_at = (
+        f"SELECT created_at FROM ai_agents_message WHERE tenant_id = %s AND {where}"  # noqa: S608
+        " ORDER BY created_at, id LIMIT 1",
+        [conversation.tenant_id, *params],
+    )
+    return first, created_at
+
+
 def turn_next(
     *,
     agent: Agent,
@@ -299,20 +350,7 @@ def turn_next(
     knowledge bases. None: the turn is another run's; no `message`: nothing is pending (the turn
     is held: the caller gives it back)."""
     config = agent.history
-    where, params = _pending_where(conversation, upto)
-    first_pending = rows.select_statement(
-        Message,
-        tenant_id=agent.tenant_id,
-        where=where,
-        params=params,
-        order_by="created_at, id",
-        limit=1,
-    )
-    pending_at = (
-        f"SELECT created_at FROM ai_agents_message WHERE tenant_id = %s AND {where}"  # noqa: S608
-        " ORDER BY created_at, id LIMIT 1",
-        [agent.tenant_id, *params],
-    )
+    first_pending, pending_at = _pending_statements(conversation, upto)
     taken, pending, fresh, contact, history, kbs = rows.run_together(
         [
             _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s),
