@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from ai_agents.conversations import store
@@ -82,8 +83,11 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
     )
     try:
         if found is not None and not conversation_expire_if_idle(found):
-            # The common case, two round trips in all: no BEGIN/COMMIT for one statement pair.
-            return _message_store(agent, found, inbound, answer=answer), True
+            # The common case, two round trips in all: outside a transaction the statement pair
+            # is its own (no BEGIN/COMMIT); inside one (a view's), a savepoint keeps a refused
+            # repeat from aborting it.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                return _message_store(agent, found, inbound, answer=answer), True
         with transaction.atomic():  # a new conversation goes away with a refused message
             conversation = store.conversation_open(
                 agent=agent,
