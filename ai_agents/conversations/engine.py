@@ -43,10 +43,11 @@ from ai_agents.conversations.context import (
     rules_for,
     system_prompt,
 )
-from ai_agents.conversations.inbound import Inbound, message_receive
+from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.record import turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
+from ai_agents.conversations.store import conversation_load
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
 from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Conversation, Message
@@ -92,26 +93,30 @@ def message_process(
 
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without). Two messages of one conversation sent
-    together are answered one after the other, in arrival order."""
+    together are answered one after the other, in arrival order. On a known thread the
+    message is stored in the round trip that takes the turn (`message_prepare`)."""
     timer = Timer()
     retrieval_prefetch(agent=agent, text=input_bound(inbound.text, inbound.channel)[0])
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        message, _created = message_receive(agent=agent, inbound=inbound)
+        message, first = message_prepare(agent=agent, inbound=inbound) or (None, [])
+        if message is None:
+            message, _created = message_receive(agent=agent, inbound=inbound)
         stored = (message.metadata or {}).get("result")
         if stored is not None:
             return TurnResult.from_record(stored)  # a repeat: the first answer
         timer.mark("receive")
-        return _answer_own(agent=agent, message=message, timer=timer, on_delta=on_delta)
-
-
-def conversation_load(conversation_id: Any) -> Conversation | None:
-    """A conversation with what answering it needs (agent, tenant, contact, binding)."""
-    return (
-        Conversation.objects.unscoped()
-        .select_related("agent__tenant", "contact", "binding")
-        .filter(pk=conversation_id)
-        .first()
-    )
+        results: list[TurnResult] = []
+        _answer_turns(
+            agent=agent,
+            conversation=message.conversation,
+            results=results,
+            own=message,
+            first=first,
+            timer=timer,
+            on_delta=on_delta,
+        )
+        own = next((r for r in results if r.message_id == str(message.pk)), None)
+        return own if own is not None else _result_now(message)
 
 
 def conversation_answer_pending(
@@ -158,24 +163,28 @@ def _answer_turns(
     timer: Timer | None = None,
     on_delta: Callable[[str], None] | None = None,
     stop_at: float | None = None,
+    first: list[Any] | None = None,
 ) -> None:
-    """Takes the turn and answers the pending messages in arrival order: up to `own` (whose
-    answer alone gets `timer` and `on_delta`; the turn is waited for, at most two leases, if
-    another run holds it), or all of them. Each message's phase 3 gives the turn back and says
-    whether another one waits. After `stop_at` (monotonic) no message is started once one was
-    answered: the rest waits for the next run."""
+    """Takes the turn and answers the pending messages in arrival order: up to `own` (alone
+    given `timer` and `on_delta`; waits for the turn, at most two leases), or all of them (each
+    phase 3 gives the turn back and says whether another waits). After `stop_at` (monotonic)
+    no message is started once one was answered: the rest waits for the next run."""
     token, lease_s = uuid.uuid4(), turn_lease_s(agent)
     give_up, pause = time.monotonic() + 2 * lease_s, TURN_POLL_S[0]
     held = False
     try:
         while stop_at is None or not results or time.monotonic() <= stop_at:
             found = store.turn_next(
-                agent=agent, conversation=conversation, token=token, lease_s=lease_s, upto=own
+                agent=agent,
+                conversation=conversation,
+                token=token,
+                lease_s=lease_s,
+                upto=own,
+                first=first or (),
             )
+            first = None  # sent (the inbound message stored, the turn taken or not)
             if found is None and own is not None and time.monotonic() < give_up:
-                connection_release()  # a waiting request holds no connection
-                time.sleep(pause)
-                pause = min(pause * 2, TURN_POLL_S[1])
+                pause = _pause(pause)
                 continue
             if found is None and own is not None:  # stored; the next run answers it
                 logger.warning(
@@ -205,22 +214,11 @@ def _answer_turns(
             store.turn_release(conversation=conversation, token=token)
 
 
-def _answer_own(
-    *, agent: Agent, message: Message, timer: Timer, on_delta: Callable[[str], None] | None
-) -> TurnResult:
-    """Answers what is pending up to `message` (an earlier message of the conversation first),
-    streaming only `message`'s answer."""
-    results: list[TurnResult] = []
-    _answer_turns(
-        agent=agent,
-        conversation=message.conversation,
-        results=results,
-        own=message,
-        timer=timer,
-        on_delta=on_delta,
-    )
-    own = next((r for r in results if r.message_id == str(message.pk)), None)
-    return own if own is not None else _result_now(message)
+def _pause(pause: float) -> float:
+    """A request waiting for the turn holds no connection; it waits longer each time."""
+    connection_release()
+    time.sleep(pause)
+    return min(pause * 2, TURN_POLL_S[1])
 
 
 def _result_now(message: Message) -> TurnResult:

@@ -109,9 +109,36 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
         return existing, False
 
 
+def message_prepare(*, agent: Agent, inbound: Inbound) -> tuple[Message, list[Any]] | None:
+    """The REST path's common case: the message and the statements that store it, NOT sent
+    (the engine sends them with its first read, one round trip), when its conversation exists
+    and no transaction or repeat key (`channel_message_id`) asks for `message_receive`'s care.
+    None: `message_receive` stores it."""
+    if inbound.channel_message_id or connection.in_atomic_block:
+        return None
+    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
+        thread_id = inbound.thread_id or str(inbound.contact["external_id"])
+        _contact, found = store.receive_read(
+            agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
+        )
+        if found is None or conversation_expire_if_idle(found):
+            return None
+        message, changes = _message_row(agent, found, inbound, answer=True)
+        return message, store.message_store_statements(message=message, changes=changes)
+
+
 def _message_store(
     agent: Agent, conversation: Conversation, inbound: Inbound, *, answer: bool
 ) -> Message:
+    message, changes = _message_row(agent, conversation, inbound, answer=answer)
+    store.message_store(message=message, changes=changes)
+    return message
+
+
+def _message_row(
+    agent: Agent, conversation: Conversation, inbound: Inbound, *, answer: bool
+) -> tuple[Message, dict[str, Any]]:
+    """The message (not saved) and its conversation's changes."""
     now = timezone.now()
     message = inbound_message_row(agent, conversation, inbound, created_at=now)
     if not answer:
@@ -128,8 +155,7 @@ def _message_store(
     binding = inbound.binding
     if binding is not None and conversation.binding_id is None:
         changes["binding"] = binding.pk
-    store.message_store(message=message, changes=changes)
-    return message
+    return message, changes
 
 
 def inbound_accept(

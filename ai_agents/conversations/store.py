@@ -68,18 +68,21 @@ def receive_read(
 def message_store(*, message: Message, changes: Mapping[str, Any]) -> None:
     """The inbound message and its conversation's counters in ONE round trip (one implicit
     transaction: both or neither; a repeated `channel_message_id` raises IntegrityError)."""
-    rows.run_together(
-        [
-            rows.insert_statement([message]),
-            rows.update_statement(
-                Conversation,
-                tenant_id=message.tenant_id,
-                pk=message.conversation_id,
-                values=changes,
-            ),
-        ]
-    )
+    rows.run_together(message_store_statements(message=message, changes=changes))
+
+
+def message_store_statements(
+    *, message: Message, changes: Mapping[str, Any]
+) -> list[rows.Statement]:
+    """The INSERT of the inbound message and the UPDATE of its conversation's counters."""
+    statements = [
+        rows.insert_statement([message]),
+        rows.update_statement(
+            Conversation, tenant_id=message.tenant_id, pk=message.conversation_id, values=changes
+        ),
+    ]
     rows.inserted([message])
+    return statements
 
 
 def _open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
@@ -131,6 +134,16 @@ def conversation_open(
         except IntegrityError:
             continue  # another request created it first
     raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
+
+
+def conversation_load(conversation_id: Any) -> Conversation | None:
+    """A conversation with what answering it needs (agent, tenant, contact, binding)."""
+    return (
+        Conversation.objects.unscoped()
+        .select_related("agent__tenant", "contact", "binding")
+        .filter(pk=conversation_id)
+        .first()
+    )
 
 
 def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
@@ -343,16 +356,19 @@ def turn_next(
     token: uuid.UUID,
     lease_s: float,
     upto: Message | None = None,
+    first: Sequence[rows.Statement] = (),
 ) -> TurnRead | None:
     """In ONE round trip: takes (or renews) the turn, then reads the oldest pending message (no
     later than `upto`), the conversation (its changing fields are copied onto `conversation`),
     its contact, the history before that message (see `history_statement`) and the agent's
     knowledge bases. None: the turn is another run's; no `message`: nothing is pending (the turn
-    is held: the caller gives it back)."""
+    is held: the caller gives it back). `first`: statements sent before, in the same round trip
+    and implicit transaction (the REST path's inbound message)."""
     config = agent.history
     first_pending, pending_at = _pending_statements(conversation, upto)
-    taken, pending, fresh, contact, history, kbs = rows.run_together(
+    *_, taken, pending, fresh, contact, history, kbs = rows.run_together(
         [
+            *first,
             _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s),
             first_pending,
             rows.select_statement(
