@@ -202,7 +202,7 @@ def _instrument() -> None:
         "build_request",
     ):
         timed(engine, name, name)  # the engine calls the names it imported
-    timed(store, "turn_read", "turn_read")
+    timed(store, "turn_next", "turn_next")
     timed(model, "llm_call", "llm_call")
     timed(model, "tool_run", "tool_run")
     timed(engine, "turn_record", "store (reply, counters, result)")

@@ -7,6 +7,7 @@ is restored around the task's execution, so one id follows a message from webhoo
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from celery import Celery, Task, signals
@@ -47,6 +48,9 @@ def _carry_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
         headers["request_id"] = request_id
 
 
+_discovery = threading.Lock()
+
+
 def enqueue(name: str, *args: Any, countdown: float | None = None) -> None:
     """Queues the task registered under its stable `name` (e.g.
     "ai_agents.channel_conversation_answer") with positional `args`.
@@ -56,6 +60,10 @@ def enqueue(name: str, *args: Any, countdown: float | None = None) -> None:
     tasks modules on first use), so the import graph stays free of cycles. Honours
     CELERY_TASK_ALWAYS_EAGER and the queue routes like `task.delay` does."""
     if name not in app.tasks:
-        app.loader.import_default_modules()  # autodiscovery: every installed app's tasks module
+        # Autodiscovery: every installed app's tasks module. Under a lock: a thread arriving
+        # while another imports them would find the module half-run, its task unregistered
+        # (NotRegistered, seen with 20 threads in bench/pipeline.py's load).
+        with _discovery:
+            app.loader.import_default_modules()
     options: dict[str, Any] = {} if countdown is None else {"countdown": countdown}
     app.tasks[name].apply_async(args=args, **options)

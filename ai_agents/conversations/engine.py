@@ -10,10 +10,11 @@ conversations in parallel. Each message goes through three phases over one `Turn
    the rules that need no model (closed, escalated, rate limits, keyword triggers) decide here;
 2. model (no transaction, no connection: `erp.db.connection_release`): retrieval, the tenant's
    token budget, the model call and the tools it chooses (their reads are short autocommit
-   statements in the tenant's scope; usage rows are written as they happen);
-3. store (short transaction): the reply, the inbound's result and the conversation's counters,
-   written only if the conversation's status, holder and turn are unchanged; otherwise a
-   person took over (the reply is withdrawn) or the turn was lost (nothing is written).
+   statements in the tenant's scope; usage rows wait for phase 3);
+3. store (short transaction, one round trip): the usage rows, the reply, the inbound's result
+   and the conversation's counters, then the turn given back; written only if the
+   conversation's status, holder and turn are unchanged; otherwise a person took over (the
+   reply is withdrawn) or the turn was lost (nothing is written).
 
 The result is stored on the inbound message: a repeated `channel_message_id` returns it
 without calling the model again. A run that cannot take the turn leaves: the holder answers
@@ -42,10 +43,11 @@ from ai_agents.conversations.context import (
     rules_for,
     system_prompt,
 )
-from ai_agents.conversations.inbound import Inbound, message_receive
+from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.record import turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
+from ai_agents.conversations.store import conversation_load
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
 from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Conversation, Message
@@ -56,6 +58,7 @@ from erp.db import connection_release
 from erp.llm.gateway import CallContext
 from erp.llm.types import LlmRequest, LlmResult
 from erp.llm.types import Message as LlmMessage
+from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -90,26 +93,30 @@ def message_process(
 
     With `on_delta` the model's answer is streamed to it as it arrives (the stored reply and
     the returned result are the same as without). Two messages of one conversation sent
-    together are answered one after the other, in arrival order."""
+    together are answered one after the other, in arrival order. On a known thread the
+    message is stored in the round trip that takes the turn (`message_prepare`)."""
     timer = Timer()
     retrieval_prefetch(agent=agent, text=input_bound(inbound.text, inbound.channel)[0])
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        message, _created = message_receive(agent=agent, inbound=inbound)
+        message, first = message_prepare(agent=agent, inbound=inbound) or (None, [])
+        if message is None:
+            message, _created = message_receive(agent=agent, inbound=inbound)
         stored = (message.metadata or {}).get("result")
         if stored is not None:
             return TurnResult.from_record(stored)  # a repeat: the first answer
         timer.mark("receive")
-        return _answer_own(agent=agent, message=message, timer=timer, on_delta=on_delta)
-
-
-def conversation_load(conversation_id: Any) -> Conversation | None:
-    """A conversation with what answering it needs (agent, tenant, contact, binding)."""
-    return (
-        Conversation.objects.unscoped()
-        .select_related("agent__tenant", "contact", "binding")
-        .filter(pk=conversation_id)
-        .first()
-    )
+        results: list[TurnResult] = []
+        _answer_turns(
+            agent=agent,
+            conversation=message.conversation,
+            results=results,
+            own=message,
+            first=first,
+            timer=timer,
+            on_delta=on_delta,
+        )
+        own = next((r for r in results if r.message_id == str(message.pk)), None)
+        return own if own is not None else _result_now(message)
 
 
 def conversation_answer_pending(
@@ -133,91 +140,85 @@ def conversation_answer_pending(
         return []
     agent = conversation.agent
     results: list[TurnResult] = []
-    token = uuid.uuid4()
+    budget_s = int(agent.processing["total_timeout_ms"]) / 1000
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        while store.turn_take(conversation=conversation, token=token, lease_s=turn_lease_s(agent)):
-            try:
-                finished = _answer_pending(
-                    conversation=conversation,
-                    token=token,
-                    results=results,
-                    deadline=None if deadline_s is None else started + deadline_s,
-                )
-            finally:
-                store.turn_release(conversation=conversation, token=token)
-            # A message stored after the last look, while its task found the turn taken.
-            if not finished or not store.pending_exists(conversation=conversation):
-                break
+        _answer_turns(
+            agent=agent,
+            conversation=conversation,
+            results=results,
+            stop_at=None if deadline_s is None else started + deadline_s - budget_s,
+        )
     return results
 
 
 # --- holding the turn ---------------------------------------------------------------------
 
 
-def _answer_pending(
-    *, conversation: Conversation, token: uuid.UUID, results: list[TurnResult], deadline: Any
-) -> bool:
-    """Answers the pending messages while the turn is held; False when the deadline stopped it
-    with messages left."""
-    budget_s = int(conversation.agent.processing["total_timeout_ms"]) / 1000
-    while True:
-        message = store.pending_next(conversation=conversation)
-        if message is None:
-            return True
-        if deadline is not None and results and time.monotonic() + budget_s > deadline:
-            return False  # the rest waits for the next run
-        turn = Turn(
-            agent=conversation.agent, conversation=conversation, message=message, token=token
-        )
-        try:
-            results.append(_answer(turn))
-        except TurnLost:
-            return True  # the new holder answers the rest
-
-
-def _answer_own(
-    *, agent: Agent, message: Message, timer: Timer, on_delta: Callable[[str], None] | None
-) -> TurnResult:
-    """Waits for the conversation's turn, then answers what is pending up to `message` (an
-    earlier message of the conversation first), streaming only `message`'s answer."""
-    conversation = message.conversation
-    token = uuid.uuid4()
-    if not _turn_wait(conversation=conversation, token=token, lease_s=turn_lease_s(agent)):
-        logger.warning("pipeline.turn_busy", extra={"conversation_id": str(conversation.pk)})
-        return _result_now(message)  # stored; the next run of the conversation answers it
-    own: TurnResult | None = None
+def _answer_turns(
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    results: list[TurnResult],
+    own: Message | None = None,
+    timer: Timer | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    stop_at: float | None = None,
+    first: list[Any] | None = None,
+) -> None:
+    """Takes the turn and answers the pending messages in arrival order: up to `own` (alone
+    given `timer` and `on_delta`; waits for the turn, at most two leases), or all of them (each
+    phase 3 gives the turn back and says whether another waits). After `stop_at` (monotonic)
+    no message is started once one was answered: the rest waits for the next run."""
+    token, lease_s = uuid.uuid4(), turn_lease_s(agent)
+    give_up, pause = time.monotonic() + 2 * lease_s, TURN_POLL_S[0]
+    held = False
     try:
-        while (pending := store.pending_next(conversation=conversation, upto=message)) is not None:
-            mine = pending.pk == message.pk
+        while stop_at is None or not results or time.monotonic() <= stop_at:
+            found = store.turn_next(
+                agent=agent,
+                conversation=conversation,
+                token=token,
+                lease_s=lease_s,
+                upto=own,
+                first=first or (),
+            )
+            first = None  # sent (the inbound message stored, the turn taken or not)
+            if found is None and own is not None and time.monotonic() < give_up:
+                pause = _pause(pause)
+                continue
+            if found is None and own is not None:  # stored; the next run answers it
+                logger.warning(
+                    "pipeline.turn_busy", extra={"conversation_id": str(conversation.pk)}
+                )
+            held = found is not None
+            if found is None or found.message is None:
+                return  # another run holds the turn, or nothing is pending
+            mine = own is None or found.message.pk == own.pk
             turn = Turn(
                 agent=agent,
                 conversation=conversation,
-                message=pending,
+                message=found.message,
                 token=token,
-                timer=timer if mine else Timer(),
+                timer=timer if mine and timer is not None else Timer(),
                 on_delta=on_delta if mine else None,
             )
-            result = _answer(turn)
-            own = result if mine else own
+            _read(turn, found)
+            results.append(_answer(turn))
+            held = False  # phase 3 gave it back
+            if (own is not None and mine) or (own is None and not turn.pending_after):
+                return
     except TurnLost:
-        pass
+        held = False  # another run holds it now
     finally:
-        store.turn_release(conversation=conversation, token=token)
-    return own if own is not None else _result_now(message)
+        if held:
+            store.turn_release(conversation=conversation, token=token)
 
 
-def _turn_wait(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -> bool:
-    """Takes the turn, waiting for the run that holds it (at most two leases): polled, with
-    the connection given back between tries (a waiting request holds none)."""
-    deadline = time.monotonic() + 2 * lease_s
-    pause, longest = TURN_POLL_S
-    while not store.turn_take(conversation=conversation, token=token, lease_s=lease_s):
-        connection_release()
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, longest)
-    return True
+def _pause(pause: float) -> float:
+    """A request waiting for the turn holds no connection; it waits longer each time."""
+    connection_release()
+    time.sleep(pause)
+    return min(pause * 2, TURN_POLL_S[1])
 
 
 def _result_now(message: Message) -> TurnResult:
@@ -237,26 +238,18 @@ def _result_now(message: Message) -> TurnResult:
 
 
 def _answer(turn: Turn) -> TurnResult:
-    """The three phases for one message (see the module docstring)."""
-    _read(turn)
-    if not _decided_without_model(turn):
-        connection_release()  # phase 2 holds no connection: the pool serves other turns
-        _model(turn)
-    return turn_record(turn)
+    """Phases 2 and 3 for one message (see the module docstring). The usage rows of the
+    model calls travel with the reply (sent on their own if anything fails before)."""
+    with rows.survive_rollback(), rows.deferred_writes(anywhere=True):
+        if not _decided_without_model(turn):
+            connection_release()  # phase 2 holds no connection: the pool serves other turns
+            _model(turn)
+        return turn_record(turn)
 
 
-def _read(turn: Turn) -> None:
-    """Phase 1: renews the turn for this message and reads, in one round trip, what answering
-    it needs as it is now."""
-    found = store.turn_read(
-        agent=turn.agent,
-        conversation=turn.conversation,
-        message=turn.message,
-        token=turn.token,
-        lease_s=turn_lease_s(turn.agent),
-    )
-    if found is None:
-        raise TurnLost
+def _read(turn: Turn, found: store.TurnRead) -> None:
+    """Phase 1: what `store.turn_next` read for this message (one round trip, the turn renewed
+    with it)."""
     turn.contact = found.contact
     turn.history_found = found.history
     turn.knowledge_bases = found.knowledge_bases

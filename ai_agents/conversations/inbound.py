@@ -11,17 +11,19 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from ai_agents.conversations import store
 from ai_agents.models import Agent, ChannelBinding, Conversation, Message
+from ai_agents.services.conversations import conversation_expire_if_idle
 from erp.celery import enqueue
 from erp.storable import storable, storable_text
+from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -67,45 +69,34 @@ def message_receive(
     first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
     already handled, so it is never answered.
 
-    Takes no turn: a webhook never waits for a model call in progress. Five statements
-    for a known contact: contact, conversation, INSERT, UPDATE, COMMIT (a redelivery is found
-    by the failed INSERT, not by a SELECT before every new message)."""
+    Takes no turn: a webhook never waits for a model call in progress. Two round trips for a
+    known contact and conversation: contact and conversation, then INSERT and UPDATE (a
+    redelivery is found by the failed INSERT, not by a SELECT before every new message)."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
         return _message_receive(agent=agent, inbound=inbound, answer=answer)
 
 
 def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
-    contact = store.contact_upsert(tenant=agent.tenant, data=inbound.contact)
-    thread_id = inbound.thread_id or contact.external_id
-    binding = inbound.binding
-    now = timezone.now()
+    thread_id = inbound.thread_id or str(inbound.contact["external_id"])
+    contact, found = store.receive_read(
+        agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
+    )
     try:
-        with transaction.atomic():
+        if found is not None and not conversation_expire_if_idle(found):
+            # The common case, two round trips in all: outside a transaction the statement pair
+            # is its own (no BEGIN/COMMIT); inside one (a view's), a savepoint keeps a refused
+            # repeat from aborting it.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                return _message_store(agent, found, inbound, answer=answer), True
+        with transaction.atomic():  # a new conversation goes away with a refused message
             conversation = store.conversation_open(
                 agent=agent,
                 channel=inbound.channel,
                 thread_id=thread_id,
                 contact=contact,
-                binding=binding,
+                binding=inbound.binding,
             )
-            message = inbound_message_row(agent, conversation, inbound, created_at=now)
-            if not answer:
-                message.metadata["result"] = {
-                    "conversation_id": str(conversation.pk),
-                    "reply": None,
-                    "ignored": True,
-                }
-            message.save(force_insert=True)
-            changes: dict[str, Any] = {
-                "message_count": F("message_count") + 1,
-                "last_message_at": now,
-                "last_inbound_at": now,
-            }
-            if binding is not None and conversation.binding_id is None:
-                changes["binding"] = binding
-            Conversation.objects.for_tenant(agent.tenant_id).filter(pk=conversation.pk).update(
-                **changes
-            )
+            return _message_store(agent, conversation, inbound, answer=answer), True
     except IntegrityError:
         if not inbound.channel_message_id:
             raise
@@ -116,7 +107,55 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
         if existing is None:
             raise
         return existing, False
-    return message, True
+
+
+def message_prepare(*, agent: Agent, inbound: Inbound) -> tuple[Message, list[Any]] | None:
+    """The REST path's common case: the message and the statements that store it, NOT sent
+    (the engine sends them with its first read, one round trip), when its conversation exists
+    and no transaction or repeat key (`channel_message_id`) asks for `message_receive`'s care.
+    None: `message_receive` stores it."""
+    if inbound.channel_message_id or connection.in_atomic_block:
+        return None
+    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
+        thread_id = inbound.thread_id or str(inbound.contact["external_id"])
+        _contact, found = store.receive_read(
+            agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
+        )
+        if found is None or conversation_expire_if_idle(found):
+            return None
+        message, changes = _message_row(agent, found, inbound, answer=True)
+        return message, store.message_store_statements(message=message, changes=changes)
+
+
+def _message_store(
+    agent: Agent, conversation: Conversation, inbound: Inbound, *, answer: bool
+) -> Message:
+    message, changes = _message_row(agent, conversation, inbound, answer=answer)
+    store.message_store(message=message, changes=changes)
+    return message
+
+
+def _message_row(
+    agent: Agent, conversation: Conversation, inbound: Inbound, *, answer: bool
+) -> tuple[Message, dict[str, Any]]:
+    """The message (not saved) and its conversation's changes."""
+    now = timezone.now()
+    message = inbound_message_row(agent, conversation, inbound, created_at=now)
+    if not answer:
+        message.metadata["result"] = {
+            "conversation_id": str(conversation.pk),
+            "reply": None,
+            "ignored": True,
+        }
+    changes: dict[str, Any] = {
+        "message_count": rows.Add(1),
+        "last_message_at": now,
+        "last_inbound_at": now,
+    }
+    binding = inbound.binding
+    if binding is not None and conversation.binding_id is None:
+        changes["binding"] = binding.pk
+    return message, changes
 
 
 def inbound_accept(

@@ -1,6 +1,6 @@
 """Phase 3 of a turn (ai_agents/conversations/engine.py): the reply, the inbound's result and
 the conversation's counters in one short transaction, the conversation's UPDATE guarded by its
-status, holder and turn as phase 1 read them.
+status, holder and turn as phase 1 read them; the turn is given back in the same round trip.
 
 - guard holds: everything is written; an escalation notifies the team after the commit;
 - the turn is no longer this run's (its lease expired and another run took it): nothing is
@@ -36,13 +36,43 @@ def turn_record(turn: Turn) -> TurnResult:
     turn.message.metadata = {**turn.message.metadata, "result": result.as_record()}
     _timings(turn, reply)
     changes = _conversation_changes(turn, reply, now)
+    spent = rows.take_deferred_durable()  # the model calls' usage rows (engine._answer)
+    try:
+        return _write(
+            turn, reply=reply, result=result, changes=changes, spent=[s for s, _ in spent]
+        )
+    except BaseException:
+        # Tokens spent are recorded whatever happened after the call (RN-6).
+        rows.send_after_failure([durable for _, durable in spent if durable is not None])
+        raise
+
+
+def _write(
+    turn: Turn,
+    *,
+    reply: Message | None,
+    result: TurnResult,
+    changes: dict[str, Any],
+    spent: list[rows.Statement],
+) -> TurnResult:
+    conversation, token = turn.conversation, turn.token
     with transaction.atomic():
-        statements = _store_statements(turn, reply, changes)
-        updated = rows.run_together(statements)[-1].rowcount
+        # The turn is given back in the same round trip, then the pending messages are looked
+        # at again: a message whose run found the turn taken is seen here, and one stored
+        # later finds the turn free (its run waits on this row until the COMMIT).
+        *_, updated, released, pending = rows.run_together(
+            [
+                *spent,
+                *_store_statements(turn, reply, changes),
+                store.turn_release_statement(conversation=conversation, token=token),
+                store.pending_exists_statement(conversation=conversation),
+            ]
+        )
         if reply is not None:
             rows.inserted([reply])
-        if not updated:
-            if not store.turn_held(conversation=turn.conversation, token=turn.token):
+        turn.pending_after = bool(pending.rows)
+        if not updated.rowcount:
+            if not released.rowcount:
                 raise TurnLost  # rolled back: the new holder answers the message
             if reply is None:  # pragma: no cover - without a reply only the turn guards
                 raise TurnLost
@@ -150,7 +180,7 @@ def _store_statements(
     ]
     if reply is not None:
         statements.append(rows.insert_statement([reply]))
-    where, params = "turn_token = %s", [turn.token]
+    where, params = "turn_token = %s", list[Any]([turn.token])  # more types follow
     if reply is not None:
         # A reply is stored only if nobody took the conversation over (or closed it) while
         # the model worked.

@@ -50,6 +50,41 @@ def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     return _contact_settle(tenant, data, found)
 
 
+def receive_read(
+    *, agent: Agent, channel: str, thread_id: str, contact_data: Mapping[str, Any]
+) -> tuple[Contact, Conversation | None]:
+    """In ONE round trip, the contact (created or updated as `contact_upsert` does) and the
+    thread's open conversation (None: none yet; `conversation_open` makes it)."""
+    contact_found, conversation_found = rows.run_together(
+        [
+            _contact_statement(agent.tenant_id, str(contact_data["external_id"])),
+            _conversation_statement(agent, channel, thread_id),
+        ]
+    )
+    contact = _contact_settle(agent.tenant, contact_data, rows.first(Contact, contact_found))
+    return contact, rows.first(Conversation, conversation_found)
+
+
+def message_store(*, message: Message, changes: Mapping[str, Any]) -> None:
+    """The inbound message and its conversation's counters in ONE round trip (one implicit
+    transaction: both or neither; a repeated `channel_message_id` raises IntegrityError)."""
+    rows.run_together(message_store_statements(message=message, changes=changes))
+
+
+def message_store_statements(
+    *, message: Message, changes: Mapping[str, Any]
+) -> list[rows.Statement]:
+    """The INSERT of the inbound message and the UPDATE of its conversation's counters."""
+    statements = [
+        rows.insert_statement([message]),
+        rows.update_statement(
+            Conversation, tenant_id=message.tenant_id, pk=message.conversation_id, values=changes
+        ),
+    ]
+    rows.inserted([message])
+    return statements
+
+
 def _open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
     # At most one open conversation per thread (partial unique constraint).
     return (
@@ -101,6 +136,16 @@ def conversation_open(
     raise RuntimeError("conversation_open: could not find or create")  # pragma: no cover
 
 
+def conversation_load(conversation_id: Any) -> Conversation | None:
+    """A conversation with what answering it needs (agent, tenant, contact, binding)."""
+    return (
+        Conversation.objects.unscoped()
+        .select_related("agent__tenant", "contact", "binding")
+        .filter(pk=conversation_id)
+        .first()
+    )
+
+
 def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message | None:
     return (
         Message.objects.for_tenant(agent.tenant_id)
@@ -121,20 +166,24 @@ def history_statement(
     conversation_params: list[Any],
     limit: int,
     before: Any = None,
+    before_sql: rows.Statement | None = None,
     with_first: bool = False,
     max_chars: int,
 ) -> rows.Statement:
     """The latest `limit` messages, newest first; `with_first` (the `smart` strategy keeps the
     conversation's first message) adds the very first when it is older than those. Each text
-    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt)."""
+    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt).
+    `before_sql`: the moment as a subquery (the pending message read in the same round trip)."""
     where = (
         f"tenant_id = %s AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
     )
     where_params: list[Any] = [tenant_id, *conversation_params]
-    if before is not None:
+    if before_sql is None and before is not None:
+        before_sql = ("%s", [before])
+    if before_sql is not None:
         # Replies given since count; later customer messages (answered after this one) do not.
-        where += " AND (role = 'assistant' OR created_at < %s)"
-        where_params.append(before)
+        where += f" AND (role = 'assistant' OR created_at < ({before_sql[0]}))"
+        where_params += before_sql[1]
     select = f"SELECT id, role, content, created_at FROM ai_agents_message WHERE {where}"  # noqa: S608
     sql, params = f"{select} ORDER BY created_at DESC LIMIT %s", [*where_params, limit]
     if with_first:
@@ -201,16 +250,11 @@ def turn_take(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -
 
 def turn_release(*, conversation: Conversation, token: uuid.UUID) -> None:
     """Frees the turn if `token` still holds it."""
-    rows.run_together([(_TURN_RELEASE, [conversation.tenant_id, conversation.pk, token])])
+    rows.run_together([turn_release_statement(conversation=conversation, token=token)])
 
 
-def turn_held(*, conversation: Conversation, token: uuid.UUID) -> bool:
-    """Whether `token` still holds the conversation's turn."""
-    return (
-        Conversation.objects.for_tenant(conversation.tenant_id)
-        .filter(pk=conversation.pk, turn_token=token)
-        .exists()
-    )
+def turn_release_statement(*, conversation: Conversation, token: uuid.UUID) -> rows.Statement:
+    return _TURN_RELEASE, [conversation.tenant_id, conversation.pk, token]
 
 
 # The database's clock now (not the transaction's start, as now() would be).
@@ -233,36 +277,21 @@ def conversations_in_turn(conversation_ids: Sequence[Any]) -> set[Any]:
 _UNANSWERED = "conversation_id = %s AND role = 'user' AND NOT (metadata ? 'result')"
 
 
-def pending_next(*, conversation: Conversation, upto: Message | None = None) -> Message | None:
-    """The conversation's oldest stored, unanswered customer message (no later than `upto`)."""
-    where, params = _UNANSWERED, [conversation.pk]
-    if upto is not None:
-        where += " AND created_at <= %s"
-        params.append(upto.created_at)
-    (outcome,) = rows.run_together(
-        [
-            rows.select_statement(
-                Message,
-                tenant_id=conversation.tenant_id,
-                where=where,
-                params=params,
-                order_by="created_at, id",
-                limit=1,
-            )
-        ]
+def _pending_where(conversation: Conversation, upto: Message | None) -> rows.Statement:
+    if upto is None:
+        return _UNANSWERED, [conversation.pk]
+    return f"{_UNANSWERED} AND created_at <= %s", [conversation.pk, upto.created_at]
+
+
+def pending_exists_statement(*, conversation: Conversation) -> rows.Statement:
+    return (
+        f"SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED} LIMIT 1",  # noqa: S608
+        [conversation.tenant_id, conversation.pk],
     )
-    return rows.first(Message, outcome)
 
 
 def pending_exists(*, conversation: Conversation) -> bool:
-    (outcome,) = rows.run_together(
-        [
-            (
-                f"SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED} LIMIT 1",  # noqa: S608
-                [conversation.tenant_id, conversation.pk],
-            )
-        ]
-    )
+    (outcome,) = rows.run_together([pending_exists_statement(conversation=conversation)])
     return bool(outcome.rows)
 
 
@@ -291,29 +320,57 @@ _CONVERSATION_FRESH = (
 
 @dataclass
 class TurnRead:
-    """What `turn_read` found for one message."""
+    """What `turn_next` found: the message to answer and what answering it needs."""
 
+    message: Message | None  # None: nothing is pending
     contact: Contact | None
     history: list[tuple[Any, str, str]]  # (id, role, content), newest first
     knowledge_bases: list[Any]
 
 
-def turn_read(
+def _pending_statements(
+    conversation: Conversation, upto: Message | None
+) -> tuple[rows.Statement, rows.Statement]:
+    """The oldest pending message (no later than `upto`), and its created_at as a subquery."""
+    where, params = _pending_where(conversation, upto)
+    first = rows.select_statement(
+        Message,
+        tenant_id=conversation.tenant_id,
+        where=where,
+        params=params,
+        order_by="created_at, id",
+        limit=1,
+    )
+    created_at = (
+        f"SELECT created_at FROM ai_agents_message WHERE tenant_id = %s AND {where}"  # noqa: S608
+        " ORDER BY created_at, id LIMIT 1",
+        [conversation.tenant_id, *params],
+    )
+    return first, created_at
+
+
+def turn_next(
     *,
     agent: Agent,
     conversation: Conversation,
-    message: Message,
     token: uuid.UUID,
     lease_s: float,
+    upto: Message | None = None,
+    first: Sequence[rows.Statement] = (),
 ) -> TurnRead | None:
-    """In ONE round trip: renews the turn for this message, then reads the conversation (its
-    changing fields are copied onto `conversation`), its contact, the history before
-    `message` (see `history_statement`) and the agent's knowledge bases. None: the turn was
-    lost (nothing else is read)."""
+    """In ONE round trip: takes (or renews) the turn, then reads the oldest pending message (no
+    later than `upto`), the conversation (its changing fields are copied onto `conversation`),
+    its contact, the history before that message (see `history_statement`) and the agent's
+    knowledge bases. None: the turn is another run's; no `message`: nothing is pending (the turn
+    is held: the caller gives it back). `first`: statements sent before, in the same round trip
+    and implicit transaction (the REST path's inbound message)."""
     config = agent.history
-    renewed, fresh, contact, history, kbs = rows.run_together(
+    first_pending, pending_at = _pending_statements(conversation, upto)
+    *_, taken, pending, fresh, contact, history, kbs = rows.run_together(
         [
+            *first,
             _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s),
+            first_pending,
             rows.select_statement(
                 Conversation, tenant_id=agent.tenant_id, where="id = %s", params=[conversation.pk]
             ),
@@ -328,7 +385,7 @@ def turn_read(
                 conversation_sql="%s",
                 conversation_params=[conversation.pk],
                 limit=history_limit(config),
-                before=message.created_at,
+                before_sql=pending_at,
                 with_first=config["truncation_strategy"] == "smart",
                 max_chars=input_max_chars(conversation.channel),
             ),
@@ -336,11 +393,15 @@ def turn_read(
         ]
     )
     current = rows.first(Conversation, fresh)
-    if renewed.rowcount != 1 or current is None:
+    message = rows.first(Message, pending)
+    if taken.rowcount != 1 or current is None:
         return None
     for name in _CONVERSATION_FRESH:
         setattr(conversation, name, getattr(current, name))
+    if message is not None:
+        message.conversation = conversation
     return TurnRead(
+        message=message,
         contact=rows.first(Contact, contact),
         history=list(history.rows or []),
         knowledge_bases=rows.instances(KnowledgeBase, kbs),

@@ -109,6 +109,7 @@ class Turn:
     recent: list[str] = field(default_factory=list)  # earlier customer texts (loop detection)
     rules: Rules | None = None  # the agent's triggers and intents, parsed once
     keyword: IntentMatch | None = None  # the intent its keywords matched, before the model
+    pending_after: bool = False  # phase 3 gave the turn back and saw another message waiting
 
 
 @dataclass(frozen=True)

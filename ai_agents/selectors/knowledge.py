@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import QuerySet
 
 from ai_agents.knowledge import embeddings
@@ -279,12 +279,12 @@ def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> li
     trip: savepoint, settings, search, then ROLLBACK TO the savepoint, which also undoes the
     SET LOCAL settings (a read loses nothing), and RELEASE. When the search fails (the
     statement timeout), PostgreSQL skips the rest of the string: the savepoint is rolled back
-    apart, so the transaction goes on. Outside a transaction, a transaction of its own."""
-    if not connection.in_atomic_block:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_session_settings(timeout_ms))
-            cursor.execute(sql, params)
-            return cursor.fetchall()
+    apart, so the transaction goes on. Outside a transaction, also ONE round trip: the
+    settings and the search share the implicit transaction of a multi-statement query."""
+    if not connection.in_atomic_block and connection.get_autocommit():
+        with connection.cursor() as cursor:
+            cursor.execute(f"{_session_settings(timeout_ms)};\n{sql}", params)
+            return _last_rows(cursor)
     statements = (
         f"SAVEPOINT {SAVEPOINT}; {_session_settings(timeout_ms)};\n{sql};\n"
         f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}"
@@ -295,10 +295,14 @@ def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> li
         except BaseException:
             cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
             raise
-        while cursor.description is None:  # the SAVEPOINT and SET results come first
-            if not cursor.nextset():
-                return []
-        return cursor.fetchall()
+        return _last_rows(cursor)
+
+
+def _last_rows(cursor: Any) -> list[Any]:
+    while cursor.description is None:  # the SAVEPOINT and SET results come first
+        if not cursor.nextset():
+            return []
+    return cursor.fetchall()
 
 
 @acts_for("tenant")

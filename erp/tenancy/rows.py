@@ -234,6 +234,7 @@ class _Pending:
 
     statements: list[Statement]
     durable: list[tuple[Statement, Scope | None]]  # with the scope it was written in
+    anywhere: bool = False  # deferred outside a transaction too
 
 
 _deferred: ContextVar[_Pending | None] = ContextVar("rows_deferred", default=None)
@@ -243,13 +244,14 @@ _survivors: ContextVar[list[tuple[Statement, Scope | None]] | None] = ContextVar
 
 
 @contextmanager
-def deferred_writes() -> Iterator[None]:
+def deferred_writes(*, anywhere: bool = False) -> Iterator[None]:
     """Inside a transaction: `write` keeps its statements for the block's owner to send with
     its own (`take_deferred`), saving a round trip each; whatever is left is sent when the
     block ends without an error. Nothing changes for other sessions: they could not see the
     rows before the transaction commits anyway. When the block fails, the durable ones still
-    pending go to the enclosing `survive_rollback`."""
-    pending = _Pending(statements=[], durable=[])
+    pending go to the enclosing `survive_rollback`. `anywhere`: outside a transaction too (the
+    conversation engine's model phase holds none; its usage rows go with the reply)."""
+    pending = _Pending(statements=[], durable=[], anywhere=anywhere)
     token = _deferred.set(pending)
     try:
         yield
@@ -274,24 +276,30 @@ def survive_rollback() -> Iterator[None]:
     try:
         yield
     except BaseException:
-        for statement, scope in kept:
-            scope_token = set_scope(scope)
-            try:
-                run_together([statement])
-            except DatabaseError as exc:
-                logger.warning("rows.durable_write_lost", extra={"error": type(exc).__name__})
-            finally:
-                reset_scope(scope_token)
+        send_after_failure(kept)
         raise
     finally:
         _survivors.reset(token)
+
+
+def send_after_failure(statements: Sequence[tuple[Statement, Scope | None]]) -> None:
+    """Durable writes whose transaction failed, each in its own autocommit statement in the
+    scope it was written in (a lost one is logged: the failure is the caller's to raise)."""
+    for statement, scope in statements:
+        scope_token = set_scope(scope)
+        try:
+            run_together([statement])
+        except DatabaseError as exc:
+            logger.warning("rows.durable_write_lost", extra={"error": type(exc).__name__})
+        finally:
+            reset_scope(scope_token)
 
 
 def write(statement: Statement, *, durable: bool = False) -> None:
     """Runs a write now, or defers it inside `deferred_writes` (in a transaction). `durable`:
     sent even if the deferring block fails (see `survive_rollback`)."""
     pending = _deferred.get()
-    if pending is not None and connection.in_atomic_block:
+    if pending is not None and (pending.anywhere or connection.in_atomic_block):
         pending.statements.append(statement)
         if durable:
             pending.durable.append((statement, current_scope()))
@@ -302,10 +310,17 @@ def write(statement: Statement, *, durable: bool = False) -> None:
 def take_deferred() -> list[Statement]:
     """The writes deferred so far (removed: the caller sends them, within the block's
     transaction, so they are no longer the block's to save after a failure)."""
+    return [statement for statement, _durable in take_deferred_durable()]
+
+
+def take_deferred_durable() -> list[tuple[Statement, tuple[Statement, Scope | None] | None]]:
+    """`take_deferred`, each with its durable record (None: not durable), for a caller that
+    sends the durable ones again when its transaction fails (`send_after_failure`)."""
     pending = _deferred.get()
     if pending is None or not pending.statements:
         return []
-    taken = list(pending.statements)
+    durable = {id(statement): entry for entry in pending.durable for statement in [entry[0]]}
+    taken = [(statement, durable.get(id(statement))) for statement in pending.statements]
     pending.statements.clear()
     pending.durable.clear()
     return taken
