@@ -130,15 +130,13 @@ terms AS (
 
 def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
     """The vector list `name`: two branches behind one-time filters on the searched chunk
-    count (`{name}_size`, from the documents' counts: one index lookup per document), so only
-    one runs.
-    - Exact: ORDER BY the distance + 0, which no index serves: the chunks of the searched
-      knowledge bases are read through a b-tree index on the tenant and sorted.
+    count (`{name}_size`, from the documents' counts), so only one runs.
+    - Exact: ORDER BY the distance + 0, which no index serves: the searched chunks are read
+      through a b-tree index on the tenant and sorted.
     - Approximate: ORDER BY the distance, served by the HNSW index; the tenant and knowledge
-      base conditions are written so that no b-tree index can serve them (`(...) IS TRUE`),
-      and sequential scans are off (`_session_settings`), so the HNSW index is the only plan
-      left, whatever the planner estimates (a tenant misestimated at one row would otherwise
-      be read through the b-tree and sorted: 100,000 distances for a large tenant).
+      base conditions are written so no b-tree index can serve them (`(...) IS TRUE`) and
+      sequential scans are off (`_session_settings`): the HNSW index is the only plan left,
+      whatever the planner estimates.
     Relaxed iterative scan returns rows slightly out of order: they are ranked again after
     the materialized CTE."""
     # The space is inlined so the planner can prove the partial index's predicate.
@@ -275,12 +273,10 @@ SAVEPOINT = "kb_search"
 
 
 def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> list[Any]:
-    """The search statement's rows. Inside the caller's transaction (the pipeline's), ONE round
-    trip: savepoint, settings, search, then ROLLBACK TO the savepoint, which also undoes the
-    SET LOCAL settings (a read loses nothing), and RELEASE. When the search fails (the
-    statement timeout), PostgreSQL skips the rest of the string: the savepoint is rolled back
-    apart, so the transaction goes on. Outside a transaction, also ONE round trip: the
-    settings and the search share the implicit transaction of a multi-statement query."""
+    """The search statement's rows in ONE round trip. Outside a transaction the settings and
+    the search share a multi-statement query's implicit transaction. Inside one: savepoint,
+    settings, search, ROLLBACK TO the savepoint (undoing SET LOCAL) and RELEASE; a failed
+    search (timeout) skips the rest, the savepoint is rolled back apart, the caller goes on."""
     if not connection.in_atomic_block and connection.get_autocommit():
         with connection.cursor() as cursor:
             cursor.execute(f"{_session_settings(timeout_ms)};\n{sql}", params)
