@@ -6,19 +6,26 @@ answering one message reads in one round trip (`turn_read`), the pending message
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import DateTimeField, Func
 
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.rules.input_bound import input_max_chars
 from ai_agents.selectors.knowledge import agent_knowledge_bases_statement
 from ai_agents.services.conversations import conversation_expire_if_idle
+from erp.retry import Backoff, call_with_retries
 from erp.tenancy import rows
+
+logger = logging.getLogger(__name__)
+
+# Giving a turn back after a failure: 0.5 + 1 + 2 + 4 s between five attempts.
+RELEASE_BACKOFF = Backoff(attempts=5, base_delay_s=0.5, factor=2.0)
 
 
 def _contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
@@ -249,8 +256,25 @@ def turn_take(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -
 
 
 def turn_release(*, conversation: Conversation, token: uuid.UUID) -> None:
-    """Frees the turn if `token` still holds it."""
-    rows.run_together([turn_release_statement(conversation=conversation, token=token)])
+    """Frees the turn if `token` still holds it (a run that ends before phase 3 gave it back).
+    Retried across a database restart (~7 s): a lease left behind would keep the conversation
+    unanswered until it expires. If the database stays down, the lease expires on its own."""
+
+    def release() -> None:
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()  # a connection the restart broke
+        rows.run_together([turn_release_statement(conversation=conversation, token=token)])
+
+    try:
+        call_with_retries(release, backoff=RELEASE_BACKOFF, retryable=_is_database_error)
+    except DatabaseError:
+        logger.warning(
+            "pipeline.turn_release_failed", extra={"conversation_id": str(conversation.pk)}
+        )
+
+
+def _is_database_error(error: Exception) -> bool:
+    return isinstance(error, DatabaseError)
 
 
 def turn_release_statement(*, conversation: Conversation, token: uuid.UUID) -> rows.Statement:

@@ -14,15 +14,17 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
+from ai_agents.conversations import store
 from ai_agents.conversations.engine import conversation_answer_pending, message_process
 from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.services.agents import agent_create
 from ai_agents.tasks import channel_pending_sweep
 from ai_agents.tests.channels.whatsapp.support import WA_ID
+from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_google import FakeGoogle
@@ -195,3 +197,36 @@ def test_a_lease_left_by_a_killed_worker_expires_and_the_sweep_queues_it_again(
     assert answered.metadata["result"]["reply"]["text"] == "Aquí estoy."
     assert conversation.turn_token is None
     assert [b["text"]["body"] for b in fake_graph.sent] == ["Aquí estoy."]
+
+
+@pytest.mark.django_db
+def test_a_turn_is_given_back_across_a_database_blip(
+    tenant_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that fails while PostgreSQL restarts gives its turn back once the database answers
+    again, not after the lease expires (the conversation would stay unanswered meanwhile)."""
+    agent = _agent(tenant_a)
+    message = _stored(agent, "Hola", "wamid.turn-3")
+    token = uuid.uuid4()
+    with tenant_scope(tenant_a):
+        conversation = Conversation.objects.get(pk=message.conversation_id)
+        Conversation.objects.filter(pk=conversation.pk).update(
+            turn_token=token, turn_expires_at=timezone.now() + timedelta(seconds=60)
+        )
+    real = store.rows.run_together
+    failures = [OperationalError("server closed the connection unexpectedly")] * 2
+
+    def blip(statements: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return real(statements)
+
+    monkeypatch.setattr(store.rows, "run_together", blip)
+    monkeypatch.setattr(store, "RELEASE_BACKOFF", Backoff(attempts=5, base_delay_s=0.01))
+
+    with tenant_scope(tenant_a):
+        store.turn_release(conversation=conversation, token=token)
+        conversation.refresh_from_db()
+
+    assert failures == []
+    assert conversation.turn_token is None
