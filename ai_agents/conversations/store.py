@@ -12,13 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import DateTimeField, Func
 
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.rules.input_bound import input_max_chars
 from ai_agents.selectors.knowledge import agent_knowledge_bases_statement
 from ai_agents.services.conversations import conversation_expire_if_idle
+from erp.db import connection_release
 from erp.retry import Backoff, call_with_retries
 from erp.tenancy import rows
 
@@ -261,8 +262,7 @@ def turn_release(*, conversation: Conversation, token: uuid.UUID) -> None:
     unanswered until it expires. If the database stays down, the lease expires on its own."""
 
     def release() -> None:
-        if not connection.in_atomic_block:
-            connection.close_if_unusable_or_obsolete()  # a connection the restart broke
+        connection_release()  # a connection the restart broke is not used again
         rows.run_together([turn_release_statement(conversation=conversation, token=token)])
 
     try:
