@@ -2,9 +2,10 @@
 
 `escalation_record(decision, history, text, at)` is the JSON the engine stores in
 `Conversation.escalation_info` with the status (codes, the matched phrase or the model's stated
-reason as `detail`, an extractive `summary`); `escalation_view(...)` is what the API, the inbox
-and the staff notifications show: the same facts plus `*_label`s translated into the active
-language. People never see a raw code: an unknown one reads as a generic label.
+reason as `detail`, the extractive summary's lines; the notifying task may add the model's
+`summary`); `escalation_view(...)` is what the API, the inbox and the staff notifications show:
+the same facts plus `*_label`s, all in the reader's language. People never see a raw code: an
+unknown one reads as a generic label.
 """
 
 from __future__ import annotations
@@ -94,25 +95,34 @@ def _clip(text: str) -> str:
     return text[: SUMMARY_LINE_CHARS - 1].rstrip() + "…"
 
 
-def summary_extractive(history: Sequence[tuple[str, str]], text: str) -> str:
+def summary_lines(history: Sequence[tuple[str, str]], text: str) -> list[list[str]]:
     """The gist without a model: the customer's first message (the topic), the bot's last
-    answer and the customer's last messages, in order, each clipped; `history` is the earlier
-    (role, content) pairs, oldest first, `text` the message that escalated."""
+    answer and the customer's last messages, in order, each clipped, as [role, text] pairs;
+    `history` is the earlier (role, content) pairs, oldest first, `text` the message that
+    escalated."""
     turns = [(r, c) for r, c in history if r in ("user", "assistant") and c.strip()]
     turns.append(("user", text))
     user_at = [i for i, (role, _c) in enumerate(turns) if role == "user"]
     bot_at = [i for i, (role, _c) in enumerate(turns) if role == "assistant"]
     keep = {user_at[0], *user_at[-(SUMMARY_LINES - 2) :], *bot_at[-1:]}
-    names = {"user": _("Cliente"), "assistant": _("Asistente")}
-    lines, seen = [], set()
+    lines: list[list[str]] = []
     for index in sorted(keep):
         role, content = turns[index]
         clipped = _clip(content)
-        if clipped and (role, clipped) not in seen:
-            seen.add((role, clipped))
-            lines.append(f"{names[role]}: {clipped}")
-    joined = "\n".join(lines)
-    return joined if len(joined) <= SUMMARY_MAX_CHARS else joined[: SUMMARY_MAX_CHARS - 1] + "…"
+        if clipped and [role, clipped] not in lines:
+            lines.append([role, clipped])
+    return lines
+
+
+def summary_render(lines: Sequence[Sequence[str]]) -> str:
+    """The extractive summary in the active language ("Cliente: …" / "Customer: …")."""
+    names = {"user": _("Cliente"), "assistant": _("Asistente")}
+    text = "\n".join(f"{names.get(role, role)}: {content}" for role, content in lines)
+    return text if len(text) <= SUMMARY_MAX_CHARS else text[: SUMMARY_MAX_CHARS - 1] + "…"
+
+
+def summary_extractive(history: Sequence[tuple[str, str]], text: str) -> str:
+    return summary_render(summary_lines(history, text))
 
 
 def escalation_record(
@@ -131,7 +141,8 @@ def escalation_record(
         "trigger": decision.trigger_type,
         "layer": layer,
         "detail": decision.detail,
-        "summary": summary_extractive(history, text),
+        "summary": "",  # the model's, once the notifying task made one
+        "summary_lines": summary_lines(history, text),  # the extractive one, no labels
         "summary_source": "extractive",
         "at": at.isoformat(),
     }
@@ -163,9 +174,17 @@ def escalation_view(
         "layer": layer,
         "layer_label": label(LAYER_LABELS, layer),
         "detail": str(facts.get("detail") or ""),
-        "summary": str(facts.get("summary") or ""),
+        "summary": str(facts.get("summary") or "") or _summary_of(facts),
         "at": facts.get("at") or (at.isoformat() if at else None),
     }
+
+
+def _summary_of(facts: Mapping[str, Any]) -> str:
+    lines = facts.get("summary_lines")
+    valid = isinstance(lines, list) and all(
+        isinstance(line, list) and len(line) == 2 for line in lines
+    )
+    return summary_render(lines) if valid else ""
 
 
 def conversation_escalation(conversation: Any) -> dict[str, Any] | None:
