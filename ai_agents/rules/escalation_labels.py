@@ -180,11 +180,12 @@ def escalation_view(
 
 
 def _summary_of(facts: Mapping[str, Any]) -> str:
+    """The stored extractive lines rendered; "" when there are none (or they are malformed)."""
     lines = facts.get("summary_lines")
-    valid = isinstance(lines, list) and all(
-        isinstance(line, list) and len(line) == 2 for line in lines
-    )
-    return summary_render(lines) if valid else ""
+    if not isinstance(lines, list):
+        return ""
+    pairs = [[str(v) for v in line] for line in lines if isinstance(line, list) and len(line) == 2]
+    return summary_render(pairs)
 
 
 def conversation_escalation(conversation: Any) -> dict[str, Any] | None:

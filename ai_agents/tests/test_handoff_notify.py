@@ -189,7 +189,8 @@ def test_staff_notify_reports_other_events_with_their_text(
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == [owner.user.email]
     # People read the notice's words, not its code (the webhook keeps the code).
-    assert mail.outbox[0].subject == "[Acme] Aviso sobre una conversación: Fuera de la ventana de 24 h."
+    subject = mail.outbox[0].subject
+    assert subject == "[Acme] Aviso sobre una conversación: Fuera de la ventana de 24 h."
     assert "Fuera de la ventana de 24 h." in mail.outbox[0].body
     body = receiver.requests[0].json()
     assert body["event"] == "whatsapp.window_closed"

@@ -154,8 +154,6 @@ def test_the_failure_threshold_is_a_validated_setting(api_a: Any, fake_google: F
         )
         assert response.status_code == 400, bad
         assert "failures_before_escalation" in str(response.json())
-    agent_id = create_agent(
-        api_a, processing_config={**NO_RETRY, "failures_before_escalation": 1}
-    )
+    agent_id = create_agent(api_a, processing_config={**NO_RETRY, "failures_before_escalation": 1})
     fake_google.push(fake_google.unavailable())
     assert send_message(api_a, agent_id, "Hola").json()["escalation"]["reason"] == "llm_failure"
