@@ -65,6 +65,8 @@ def processing_defaults() -> dict[str, Any]:
         # After an LLM failure or timeout (RN-5) the fallback message goes out; escalate too?
         # (no credits always escalates: nobody else can answer).
         "escalate_on_failure": True,
+        # ...after this many consecutive failures in the conversation (a success resets it).
+        "failures_before_escalation": 2,
     }
 
 
@@ -161,6 +163,7 @@ def validate_processing_config(value: Any) -> dict[str, Any]:
             "rag_top_k": _int_between(1, 50),
             "rag_min_score": _number_between(0, 1),
             "escalate_on_failure": lambda v: isinstance(v, bool),
+            "failures_before_escalation": _int_between(1, 10),
         },
     )
     if merged["total_timeout_ms"] < merged["llm_timeout_ms"]:
@@ -244,6 +247,7 @@ class ProcessingConfig:
     rag_top_k: int
     rag_min_score: float
     escalate_on_failure: bool
+    failures_before_escalation: int
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ai_agents.conversations.store import conversations_in_turn
 from ai_agents.models import Conversation, Document, Message
 from ai_agents.services import handoff_notify
 from ai_agents.services.conversations import conversations_expire
+from ai_agents.services.escalation_summary import escalation_summary_improve
 from ai_agents.services.history_summary import history_summary_generate
 from ai_agents.services.knowledge import document_ingest
 from erp.http.errors import HttpError
@@ -71,9 +72,10 @@ def bulk_expire_conversations() -> int:
     time_limit=NOTIFY_HARD_S,
 )
 def conversation_escalated_notify(conversation_id: str) -> dict[str, object]:
-    """Tells the human team a conversation needs them (real-time queue): e-mail to the
-    tenant's handoff recipients and, when configured, the signed webhook (its own retrying
-    task, so a slow receiver never re-sends the e-mail)."""
+    """Tells the human team a conversation needs them (real-time queue): the model's summary
+    of the conversation first when the agent has a model (bounded, extractive otherwise), then
+    e-mail to the tenant's handoff recipients and, when configured, the signed webhook (its
+    own retrying task, so a slow receiver never re-sends the e-mail)."""
     return _staff_notice_send(conversation_id, handoff_notify.EVENT_ESCALATED, "")
 
 
@@ -88,13 +90,16 @@ def handoff_staff_notify(conversation_id: str, event: str, text: str = "") -> di
 def _staff_notice_send(conversation_id: str, event: str, text: str) -> dict[str, object]:
     conversation = (
         Conversation.objects.unscoped()
-        .select_related("tenant", "contact")
+        .select_related("tenant", "contact", "agent")
         .filter(pk=conversation_id)
         .first()
     )
     if conversation is None:
         return {}
     with tenant_scope(conversation.tenant_id):
+        if event == handoff_notify.EVENT_ESCALATED:  # the model's summary, when it has one
+            language = handoff_notify.tenant_language(conversation)
+            escalation_summary_improve(conversation, language)
         notice = handoff_notify.notice_build(conversation, event, text)
         logger.warning(
             "conversation.notice",

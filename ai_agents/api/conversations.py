@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ai_agents.models import Conversation, Message
+from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services.handoff import (
     claim_is_valid,
     conversation_waiting_since,
@@ -28,6 +29,7 @@ class ConversationSerializer(serializers.ModelSerializer):
     claim_expires_at = serializers.SerializerMethodField()
     claimed = serializers.SerializerMethodField()
     waiting_since = serializers.SerializerMethodField()
+    escalation = serializers.SerializerMethodField()
 
     def get_assigned_to(self, obj: Conversation) -> dict[str, Any] | None:
         """Who handles it (the holder, or who closed it); null when nobody."""
@@ -47,6 +49,10 @@ class ConversationSerializer(serializers.ModelSerializer):
         value = conversation_waiting_since(obj)
         return None if value is None else serializers.DateTimeField().to_representation(value)
 
+    def get_escalation(self, obj: Conversation) -> dict[str, Any] | None:
+        """Why it was escalated, in words (labels in the request's language); null if never."""
+        return conversation_escalation(obj)
+
     class Meta:
         model = Conversation
         fields = [
@@ -60,6 +66,7 @@ class ConversationSerializer(serializers.ModelSerializer):
             "escalated_at",
             "escalation_reason",
             "escalation_priority",
+            "escalation",
             "assigned_to",
             "claim_expires_at",
             "claimed",

@@ -8,11 +8,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionSet, actions_for
 from ai_agents.conversations.retrieval import Retrieval
 from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Contact, Conversation
-from ai_agents.rules.escalation import FailureKind, failure_decision
+from ai_agents.rules.escalation import EscalationDecision, FailureKind, failure_decision
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
 from ai_agents.tools.http_tool import execute_http_tool
@@ -176,22 +178,42 @@ def converse(
             turn, request_for=request_for, usage=usage, tool_calls=tool_calls, found=found
         )
     except LlmError as exc:
-        kind: FailureKind = (
-            "no_credits"
-            if isinstance(exc, NoCredits)
-            else "timeout"
-            if isinstance(exc, Timeout)
-            else "llm_failure"
-        )
         turn.meta["error"] = type(exc).__name__
-        escalate = kind == "no_credits" or bool(turn.agent.processing["escalate_on_failure"])
-        turn.escalation = failure_decision(kind) if escalate else None
+        turn.escalation = _after_failure(turn, exc)
         turn.reply_text = turn.agent.fallback_message
         answered = None
+    else:
+        turn.model_failed = False  # a success: the consecutive failures start again
     turn.meta["tool_calls"] = tool_calls
     turn.retrieval = _with_found(turn.retrieval, found)
     turn.timer.mark("llm", within=_tools_ms(tool_calls))
     return answered
+
+
+def _after_failure(turn: Turn, exc: LlmError) -> EscalationDecision | None:
+    """The fallback goes out; the conversation escalates once the model failed
+    `failures_before_escalation` times in a row in it (no credits: at once, nobody else
+    can answer). A single transient failure leaves the bot answering the next message."""
+    kind: FailureKind = (
+        "no_credits"
+        if isinstance(exc, NoCredits)
+        else "timeout"
+        if isinstance(exc, Timeout)
+        else "llm_failure"
+    )
+    turn.model_failed = True
+    processing = turn.agent.processing
+    failures = int(turn.conversation.model_failures or 0) + 1
+    turn.meta["model_failures"] = failures
+    if kind == "no_credits":
+        return failure_decision(kind)
+    if not processing["escalate_on_failure"]:
+        return None
+    if failures < int(processing["failures_before_escalation"]):
+        return None
+    decision = failure_decision(kind)
+    detail = _("%(detail)s (%(n)s fallos seguidos)") % {"detail": decision.detail, "n": failures}
+    return dataclasses.replace(decision, detail=detail)
 
 
 def _tool_loop(

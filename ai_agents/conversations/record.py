@@ -22,6 +22,7 @@ from ai_agents.conversations import store
 from ai_agents.conversations.retrieval import citations
 from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
 from ai_agents.models import Conversation, Message
+from ai_agents.rules.escalation_labels import escalation_record
 from erp.celery import enqueue
 from erp.tenancy import rows
 
@@ -154,12 +155,21 @@ def _conversation_changes(turn: Turn, reply: Message | None, now: Any) -> dict[s
         "tokens_used": rows.Add(turn.spent.input_tokens + turn.spent.output_tokens),
         "last_message_at": now,
     }
+    if turn.model_failed is not None:  # consecutive failures: one more, or back to none
+        changes["model_failures"] = rows.Add(1) if turn.model_failed else 0
     if turn.escalation is not None:
         changes.update(
             status=Conversation.Status.ESCALATED,
             escalated_at=now,
             escalation_reason=turn.escalation.reason[:100],
             escalation_priority=turn.escalation.priority,
+            escalation_info=escalation_record(
+                turn.escalation,
+                history=[(item.role, item.content) for item in turn.history],
+                text=turn.text or turn.message.content,
+                at=now,
+            ),
+            model_failures=0,  # a person takes it from here; the count starts again after
         )
     return changes
 

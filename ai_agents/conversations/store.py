@@ -339,6 +339,7 @@ _CONVERSATION_FRESH = (
     "session_variables",
     "history_summary",
     "message_count",
+    "model_failures",
 )
 
 

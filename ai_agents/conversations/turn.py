@@ -110,6 +110,7 @@ class Turn:
     rules: Rules | None = None  # the agent's triggers and intents, parsed once
     keyword: IntentMatch | None = None  # the intent its keywords matched, before the model
     pending_after: bool = False  # phase 3 gave the turn back and saw another message waiting
+    model_failed: bool | None = None  # the model call failed (True) or answered (False)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from ai_agents.models import Conversation, Message
+from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
 from erp.tenancy.selectors import tenant_ids_for
 
@@ -109,6 +110,7 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
     waiting = handoff.conversation_waiting_since(conversation)
     is_open = conversation.status in Conversation.OPEN_STATUSES
     mine = holder is not None and holder.user_id == user.pk
+    escalation = conversation_escalation(conversation) or {}
     return {
         "id": str(conversation.pk),
         "status": conversation.status,
@@ -120,6 +122,10 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "waiting_since": waiting.isoformat() if waiting else None,
         "escalation_reason": conversation.escalation_reason,
         "escalation_priority": conversation.escalation_priority,
+        # What the page shows: words, never the codes above.
+        "escalation": escalation,
+        "reason_label": escalation.get("reason_label", ""),
+        "priority_label": escalation.get("priority_label", ""),
         "can_claim": is_open and not mine,
         "can_reply": is_open and conversation.assigned_to_id == user.pk,
         "can_release": is_open and (holder is None or mine),
@@ -136,6 +142,7 @@ def inbox_list(request: HttpRequest) -> HttpResponse:
             "conversation": c,
             "holder": handoff.conversation_holder(c),
             "waiting_since": handoff.conversation_waiting_since(c),
+            "escalation": conversation_escalation(c) or {},
         }
         for c in handoff.inbox_conversations(tenant_ids)
     ]

@@ -216,6 +216,13 @@ class Conversation(TenantOwnedModel):
     channel_data = models.JSONField(_("datos del canal"), default=dict, blank=True)
     escalation_reason = models.CharField(_("motivo de escalación"), max_length=100, blank=True)
     escalation_priority = models.CharField(_("prioridad"), max_length=10, blank=True)
+    # Why it was escalated, in facts a person can read (ai_agents/rules/escalation_labels.py):
+    # {"reason", "priority", "trigger", "layer", "detail", "summary", "at"}; written with the
+    # status by the engine's guarded UPDATE, the summary improved by the notifying task.
+    escalation_info = models.JSONField(_("datos de la escalación"), default=dict, blank=True)
+    # Consecutive model failures (timeouts, outages) of this conversation: the failure
+    # escalation waits for processing_config.failures_before_escalation; a success resets it.
+    model_failures = models.IntegerField(_("fallos seguidos del modelo"), default=0)
     session_variables = models.JSONField(_("variables de sesión"), default=dict, blank=True)
     # The cached summary of the history cut out of the prompt (strategies summarize / smart):
     # {"text", "upto_message_id", "count"}; see ai_agents/services/history_summary.py.

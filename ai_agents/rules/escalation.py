@@ -150,6 +150,7 @@ class EscalationDecision:
     trigger_type: str
     detail: str = ""
     message: str | None = None  # the trigger's own message, if configured
+    layer: str = ""  # which layer decided: rules | embedding | model | trigger | loop
 
 
 def default_escalation_triggers() -> list[EscalationTrigger]:

@@ -18,8 +18,10 @@ from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ai_agents.models import Conversation, HandoffSettings, Message
+from ai_agents.rules.escalation_labels import conversation_escalation
 from erp.http.client import HttpClient, HttpResponse
 from erp.tenancy.models import Membership
 
@@ -29,6 +31,13 @@ EVENT_ESCALATED = "conversation.escalated"
 SIGNATURE_HEADER = "X-Signature-256"
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 LAST_MESSAGE_CHARS = 1000
+EVENT_LABELS = {
+    EVENT_ESCALATED: gettext_lazy("Conversación escalada"),
+    "outside_24h_window": gettext_lazy(
+        "WhatsApp no entregó la respuesta: pasaron más de 24 horas desde el último mensaje "
+        "del cliente"
+    ),
+}
 
 
 def handoff_settings(tenant_id: int) -> HandoffSettings | None:
@@ -77,14 +86,24 @@ def _contact(conversation: Conversation) -> dict[str, str]:
     }
 
 
+def tenant_language(conversation: Conversation) -> str:
+    return str(conversation.tenant.language or settings.LANGUAGE_CODE)
+
+
 def notice_build(conversation: Conversation, event: str, text: str = "") -> dict[str, Any]:
-    """The facts of one notice (the webhook's JSON body; the e-mail says the same)."""
+    """The facts of one notice (the webhook's JSON body; the e-mail says the same): codes for
+    integrations, and the `escalation` in words (labels in the tenant's language)."""
+    with translation.override(tenant_language(conversation)):
+        escalation = conversation_escalation(conversation)
+        event_label = str(EVENT_LABELS.get(event) or text[:80] or _("aviso del canal"))
     notice: dict[str, Any] = {
         "event": event,
+        "event_label": event_label,
         "tenant": conversation.tenant.slug,
         "conversation_id": str(conversation.pk),
         "reason": conversation.escalation_reason,
         "priority": conversation.escalation_priority,
+        "escalation": escalation,
         "channel": conversation.channel,
         "contact": _contact(conversation),
         "inbox_url": inbox_url(conversation),
@@ -97,16 +116,34 @@ def notice_build(conversation: Conversation, event: str, text: str = "") -> dict
 
 
 def _email_subject(notice: dict[str, Any], tenant_name: str) -> str:
+    escalation = notice["escalation"] or {}
     if notice["event"] == EVENT_ESCALATED:
         return _("[%(tenant)s] Conversación escalada (prioridad %(priority)s): %(reason)s") % {
             "tenant": tenant_name,
-            "priority": notice["priority"] or "-",
-            "reason": notice["reason"] or "-",
+            "priority": escalation.get("priority_label") or "-",
+            "reason": escalation.get("reason_label") or "-",
         }
     return _("[%(tenant)s] Aviso sobre una conversación: %(event)s") % {
         "tenant": tenant_name,
-        "event": notice["event"],
+        "event": notice["event_label"],
     }
+
+
+def _escalation_lines(escalation: dict[str, Any]) -> list[str]:
+    """The reason in words: what fired, how sure, what was said, the gist so far."""
+    lines = [
+        _("Motivo: %(v)s") % {"v": escalation.get("reason_label") or "-"},
+        _("Prioridad: %(v)s") % {"v": escalation.get("priority_label") or "-"},
+    ]
+    if escalation.get("detail"):
+        lines.append(_("Detalle: %(v)s") % {"v": escalation["detail"]})
+    if escalation.get("trigger_label"):
+        lines.append(_("Disparador: %(v)s") % {"v": escalation["trigger_label"]})
+    if escalation.get("layer_label"):
+        lines.append(_("Detectado por: %(v)s") % {"v": escalation["layer_label"]})
+    if escalation.get("summary"):
+        lines += ["", _("Resumen de la conversación:"), escalation["summary"]]
+    return lines
 
 
 def _email_body(notice: dict[str, Any]) -> str:
@@ -116,11 +153,10 @@ def _email_body(notice: dict[str, Any]) -> str:
         for v in (contact["name"], contact["external_id"], contact["email"], contact["phone"])
         if v
     )
-    lines = [
-        _("Una conversación necesita a una persona del equipo."),
+    lines = [_("Una conversación necesita a una persona del equipo."), ""]
+    lines += _escalation_lines(notice["escalation"] or {})
+    lines += [
         "",
-        _("Motivo: %(v)s") % {"v": notice["reason"] or "-"},
-        _("Prioridad: %(v)s") % {"v": notice["priority"] or "-"},
         _("Canal: %(v)s") % {"v": notice["channel"]},
         _("Contacto: %(v)s") % {"v": who or "-"},
     ]
@@ -145,7 +181,7 @@ def notice_email_send(conversation: Conversation, notice: dict[str, Any]) -> int
             "handoff.notice_no_recipients", extra={"conversation_id": notice["conversation_id"]}
         )
         return 0
-    with translation.override(conversation.tenant.language or settings.LANGUAGE_CODE):
+    with translation.override(tenant_language(conversation)):
         subject = _email_subject(notice, conversation.tenant.name)
         body = _email_body(notice)
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)

@@ -61,10 +61,13 @@ def test_escalation_mails_every_member_with_an_email_in_spanish(
     sent = mail.outbox[0]
     assert sorted(sent.to) == sorted([owner.user.email, member.user.email])
     assert outsider.user.email not in sent.to
-    assert sent.subject == "[Acme] Conversación escalada (prioridad high): user_request"
+    assert sent.subject == (
+        "[Acme] Conversación escalada (prioridad Alta): El cliente pidió una persona"
+    )
     assert f"https://erp.example.com/inbox/{conversation.pk}" in sent.body
-    assert "Motivo: user_request" in sent.body
-    assert "Prioridad: high" in sent.body
+    assert "Motivo: El cliente pidió una persona" in sent.body
+    assert "Prioridad: Alta" in sent.body
+    assert "user_request" not in sent.body + sent.subject
     assert "Cliente cli-1" in sent.body
     assert "Quiero hablar con una persona, ¡ya!" in sent.body
 
@@ -185,7 +188,9 @@ def test_staff_notify_reports_other_events_with_their_text(
 
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == [owner.user.email]
-    assert "whatsapp.window_closed" in mail.outbox[0].subject
+    # People read the notice's words, not its code (the webhook keeps the code).
+    subject = mail.outbox[0].subject
+    assert subject == "[Acme] Aviso sobre una conversación: Fuera de la ventana de 24 h."
     assert "Fuera de la ventana de 24 h." in mail.outbox[0].body
     body = receiver.requests[0].json()
     assert body["event"] == "whatsapp.window_closed"

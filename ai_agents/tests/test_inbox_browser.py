@@ -54,7 +54,7 @@ def test_staff_claims_and_replies_from_the_inbox(
     _login(page, owner)
     row = page.locator(f'tr[data-conversation-id="{conversation.pk}"]')
     expect(row).to_contain_text("Cliente maria")
-    expect(row).to_contain_text("user_request")
+    expect(row).to_contain_text("El cliente pidió una persona")
     expect(page.locator(f'tr[data-conversation-id="{other.pk}"]')).to_have_count(0)
 
     row.get_by_role("link").click()

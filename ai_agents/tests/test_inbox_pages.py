@@ -46,7 +46,8 @@ def test_the_list_shows_the_tenants_escalated_conversations_only(
     assert page.status_code == 200
     html = page.content.decode()
     assert f'data-conversation-id="{ours.pk}"' in html
-    assert "negative_sentiment" in html and "Cliente ana" in html and "high" in html
+    assert "El cliente parece molesto" in html and "Cliente ana" in html and "Alta" in html
+    assert "negative_sentiment" not in html  # words, never the code
     assert "sin atender" in html
     assert str(theirs.pk) not in html and "Cliente quiet" not in html
     their_page = _client(outsider).get("/inbox/").content.decode()

@@ -89,8 +89,15 @@
       root.dataset.status = s.status;
       root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
       document.getElementById("inbox-status").textContent = s.status_label;
-      document.getElementById("inbox-reason").textContent = s.escalation_reason || "—";
-      document.getElementById("inbox-priority").textContent = s.escalation_priority || "—";
+      var e = s.escalation || {};
+      document.getElementById("inbox-reason").textContent = s.reason_label || "—";
+      document.getElementById("inbox-priority").textContent = s.priority_label || "—";
+      document.getElementById("inbox-detail").textContent = e.detail || "—";
+      var by = e.trigger_label || "";
+      if (e.layer_label && e.layer_label !== by) by = by ? by + " · " + e.layer_label : e.layer_label;
+      document.getElementById("inbox-trigger").textContent = by || "—";
+      var summary = document.getElementById("inbox-summary");
+      summary.textContent = e.summary || "—";
       var holder = document.getElementById("inbox-holder");
       holder.dataset.claimed = s.claimed ? "true" : "false";
       if (!s.claimed) holder.textContent = t.unclaimed;

@@ -189,7 +189,11 @@ def test_loop_detection_escalates_the_third_identical_message(
 def test_four_503s_give_the_fallback_message_and_failure_usage_rows(
     api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
 ) -> None:
-    agent_id = create_agent(api_a, fallback_message="Ahora mismo no puedo responder.")
+    agent_id = create_agent(
+        api_a,
+        fallback_message="Ahora mismo no puedo responder.",
+        processing_config={"failures_before_escalation": 1},
+    )
     fake_google.push(*[fake_google.unavailable() for _ in range(4)])
 
     body = send_message(api_a, agent_id, "¿Abren mañana?").json()
@@ -256,6 +260,7 @@ def test_total_timeout_gives_the_fallback_and_a_timeout_escalation(
             "llm_retry_delay_ms": 0,
             "llm_timeout_ms": 2000,
             "total_timeout_ms": 2500,
+            "failures_before_escalation": 1,
         },
     )
     fake_google.push(*[fake_google.hang(30) for _ in range(4)])
