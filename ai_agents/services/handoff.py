@@ -222,6 +222,7 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
         .filter(_free_or_mine(user, now))
         .update(
             assigned_to=user,
+            escalated_to=user,  # the person the escalation went to (kept after a release)
             claim_expires_at=until,
             status=Value(Conversation.Status.ESCALATED),
             escalated_at=Case(When(was_active, then=Value(now)), default=F("escalated_at")),
