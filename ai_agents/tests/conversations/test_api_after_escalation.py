@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from ai_agents.models import Conversation
@@ -92,7 +93,7 @@ def test_idle_escalated_conversations_expire_unless_a_claim_holds_them(
 
 @pytest.mark.django_db
 def test_the_next_message_after_expiry_starts_a_new_answered_conversation_linked_to_the_old(
-    api_a: Any, api_b: Any, tenant_a: Any
+    api_a: Any, api_b: Any, tenant_a: Any, owner: Persona
 ) -> None:
     agent_id = create_agent(api_a, provider="offline")
     old = _say(api_a, agent_id, "cli-1", "Quiero hablar con una persona")["conversation_id"]
@@ -113,6 +114,11 @@ def test_the_next_message_after_expiry_starts_a_new_answered_conversation_linked
     # The first conversation of a thread follows none; another tenant never sees the link.
     assert api_a.get(f"/api/v1/conversations/{old}").json()["previous_conversation"] is None
     assert api_b.get(f"/api/v1/conversations/{new['conversation_id']}").status_code == 404
+    # Staff follow the link in the inbox.
+    staff = Client()
+    staff.force_login(owner.user)
+    page = staff.get(f"/inbox/{new['conversation_id']}").content.decode()
+    assert f'id="inbox-previous" href="/inbox/{old}"' in page
 
 
 @pytest.mark.django_db
