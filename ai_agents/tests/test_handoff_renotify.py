@@ -165,3 +165,21 @@ def test_the_beat_task_sends_the_reminder_to_the_webhook_as_a_waiting_event(
     )
     assert body["text"].startswith("Recordatorio 1 de 3")
     assert len(mail.outbox) == 1
+
+
+@pytest.mark.django_db
+def test_an_english_speaking_team_is_reminded_in_english(outsider: Persona, eager: None) -> None:
+    outsider.tenant.language = "en"
+    outsider.tenant.save(update_fields=["language"])
+    conversation_make(agent_for(outsider.tenant), escalated_minutes_ago=200)
+    HandoffSettings.objects.for_tenant(outsider.tenant).create(
+        tenant=outsider.tenant, renotify_minutes=60
+    )
+
+    assert renotify_due() == 1
+    [(to, subject, body)] = _sent()
+    assert (to, subject) == (
+        [outsider.user.email],
+        "[Globex] A customer is still waiting for a person",
+    )
+    assert "Reminder 1 of 3: the customer has been waiting for a person for 200 minutes" in body
