@@ -117,7 +117,13 @@ def renotify_due(*, now: datetime | None = None) -> int:
         if not number or not _claim(conversation, number, now):
             continue
         text = reminder_text(conversation, number, now)
-        enqueue("ai_agents.handoff_staff_notify", str(conversation.pk), EVENT_RENOTIFY, text)
+        try:
+            enqueue("ai_agents.handoff_staff_notify", str(conversation.pk), EVENT_RENOTIFY, text)
+        except Exception:  # the broker is down: this reminder is lost, the next one is not
+            logger.exception(
+                "handoff.renotify_enqueue_failed", extra={"conversation_id": str(conversation.pk)}
+            )
+            continue
         logger.info(
             "handoff.renotified",
             extra={"conversation_id": str(conversation.pk), "reminder": number},
