@@ -27,7 +27,7 @@ def eager(run_tasks: Any) -> None:
 
 
 def _sent(since: int = 0) -> list[tuple[list[str], str, str]]:
-    return [(sorted(m.to), m.subject, m.body) for m in mail.outbox[since:]]
+    return [(sorted(m.to), str(m.subject), str(m.body)) for m in mail.outbox[since:]]
 
 
 def _at(start: datetime, minutes: int) -> datetime:
