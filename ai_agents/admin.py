@@ -285,7 +285,14 @@ class HandoffSettingsForm(forms.ModelForm):
 
     class Meta:
         model = HandoffSettings
-        fields = ["tenant", "notify_emails", "webhook_url", "webhook_secret", "claim_lease_minutes"]
+        fields = [
+            "tenant",
+            "notify_emails",
+            "webhook_url",
+            "webhook_secret",
+            "claim_lease_minutes",
+            "renotify_minutes",
+        ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -314,7 +321,13 @@ class HandoffSettingsAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
 
     form = HandoffSettingsForm
     secret_fields = ("webhook_secret",)
-    list_display = ["__str__", "webhook_url", "claim_lease_minutes", "has_secret"]
+    list_display = [
+        "__str__",
+        "webhook_url",
+        "claim_lease_minutes",
+        "renotify_minutes",
+        "has_secret",
+    ]
 
     @admin.display(description=gettext_lazy("secreto"), boolean=True)
     def has_secret(self, obj: HandoffSettings) -> bool:

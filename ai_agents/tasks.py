@@ -17,6 +17,7 @@ from ai_agents.models import Conversation, Document, Message
 from ai_agents.services import handoff_notify
 from ai_agents.services.conversations import conversations_expire
 from ai_agents.services.escalation_summary import escalation_summary_improve
+from ai_agents.services.handoff_renotify import renotify_due
 from ai_agents.services.history_summary import history_summary_generate
 from ai_agents.services.knowledge import document_ingest
 from erp.http.errors import HttpError
@@ -64,6 +65,17 @@ def bulk_expire_conversations() -> int:
     if expired:
         logger.info("conversations.expired", extra={"count": expired})
     return expired
+
+
+@shared_task(
+    name="ai_agents.bulk_renotify_escalations",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
+def bulk_renotify_escalations() -> int:
+    """Beat (HANDOFF_RENOTIFY_SWEEP_SECONDS): RN-7, the team is reminded of escalated
+    conversations nobody answers (`ai_agents.services.handoff_renotify`)."""
+    return renotify_due()
 
 
 @shared_task(

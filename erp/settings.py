@@ -183,6 +183,9 @@ CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 # Channel messages stored but still unanswered after this long (broker down when they arrived, a
 # worker killed mid-answer) are queued again by beat, which checks as often.
 CHANNEL_PENDING_SWEEP_SECONDS = env_int("CHANNEL_PENDING_SWEEP_SECONDS", 60)
+# Escalated conversations nobody answers are looked at this often; each tenant's reminder period
+# is HandoffSettings.renotify_minutes (default 30, 0: never).
+HANDOFF_RENOTIFY_SWEEP_SECONDS = env_int("HANDOFF_RENOTIFY_SWEEP_SECONDS", 300)
 # Beat: every periodic task of both apps, declared here and nowhere else.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # RN-7: conversations inactive for 24 h expire; checked every 15 minutes.
@@ -193,6 +196,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "ai-agents-channel-pending-sweep": {
         "task": "ai_agents.channel_pending_sweep",
         "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
+    },
+    # RN-7: reminders to the team about escalated conversations nobody answers.
+    "ai-agents-renotify-escalations": {
+        "task": "ai_agents.bulk_renotify_escalations",
+        "schedule": float(HANDOFF_RENOTIFY_SWEEP_SECONDS),
     },
     # The mail secretary's digest, daily at 06:00 (CELERY_TIMEZONE).
     "correo-digest-daily": {

@@ -26,6 +26,10 @@ class ConversationSerializer(serializers.ModelSerializer):
     agent = serializers.UUIDField(source="agent_id", read_only=True)
     contact = serializers.UUIDField(source="contact_id", read_only=True)
     assigned_to = serializers.SerializerMethodField()
+    escalated_to = serializers.SerializerMethodField()
+    previous_conversation = serializers.UUIDField(
+        source="previous_conversation_id", read_only=True, allow_null=True
+    )
     claim_expires_at = serializers.SerializerMethodField()
     claimed = serializers.SerializerMethodField()
     waiting_since = serializers.SerializerMethodField()
@@ -36,6 +40,12 @@ class ConversationSerializer(serializers.ModelSerializer):
         if obj.assigned_to_id is None:
             return None
         return {"id": obj.assigned_to_id, "name": user_display_name(obj.assigned_to)}
+
+    def get_escalated_to(self, obj: Conversation) -> dict[str, Any] | None:
+        """The staff member the escalation went to (who claimed it last); null when nobody."""
+        if obj.escalated_to_id is None:
+            return None
+        return {"id": obj.escalated_to_id, "name": user_display_name(obj.escalated_to)}
 
     def get_claim_expires_at(self, obj: Conversation) -> str | None:
         value = obj.claim_expires_at
@@ -67,10 +77,14 @@ class ConversationSerializer(serializers.ModelSerializer):
             "escalation_reason",
             "escalation_priority",
             "escalation",
+            "escalated_to",
             "assigned_to",
             "claim_expires_at",
             "claimed",
             "waiting_since",
+            "previous_conversation",
+            "satisfaction_rating",
+            "feedback_text",
             "session_variables",
             "message_count",
             "tokens_used",
@@ -116,7 +130,9 @@ class ConversationListView(mixins.ListModelMixin, TenantGenericAPIView):
 
     def get_queryset(self) -> Any:
         rows = conversations_annotate_waiting(
-            Conversation.objects.for_tenant(self.tenant).select_related("assigned_to")
+            Conversation.objects.for_tenant(self.tenant).select_related(
+                "assigned_to", "escalated_to"
+            )
         ).order_by("-last_message_at", "id")
         wanted = self.request.query_params.get("status")
         if wanted:

@@ -66,6 +66,16 @@ urlpatterns += [
     )
 ]
 
+from ai_agents.api import feedback as feedback_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "conversations/<str:conversation_id>/feedback",
+        feedback_views.FeedbackView.as_view(),
+        name="conversation-feedback",
+    ),
+]
+
 from ai_agents.api import channels as channel_views  # noqa: E402
 
 urlpatterns += [

@@ -44,6 +44,7 @@ from ai_agents.conversations.context import (
     system_prompt,
 )
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
+from ai_agents.conversations.manual_inbox import manual_inbox_escalation
 from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.record import turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
@@ -258,15 +259,11 @@ def _read(turn: Turn, found: store.TurnRead) -> None:
 
 def _decided_without_model(turn: Turn) -> bool:
     """The rules decided before any model call: closed conversation or inactive agent
-    (stored, unanswered), a person holds it (silent), a rate limit (one notice), a keyword or
-    user-request trigger (escalated)."""
+    (stored, unanswered; the latter waits in the inbox), a person holds it (silent), a rate
+    limit (one notice), a keyword or user-request trigger (escalated)."""
     agent, conversation = turn.agent, turn.conversation
     if conversation.status not in Conversation.OPEN_STATUSES or not agent.is_active:
-        if not agent.is_active:
-            logger.info(
-                "pipeline.agent_inactive",
-                extra={"agent_id": str(agent.pk), "conversation_id": str(conversation.pk)},
-            )
+        turn.escalation = manual_inbox_escalation(turn)  # agent off: waits for a person
         return True
     if conversation.status == Conversation.Status.ESCALATED:
         return True  # a human has it: the bot stays silent, no model call

@@ -18,7 +18,10 @@ from django.db.models import DateTimeField, Func
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.rules.input_bound import input_max_chars
 from ai_agents.selectors.knowledge import agent_knowledge_bases_statement
-from ai_agents.services.conversations import conversation_expire_if_idle
+from ai_agents.services.conversations import (
+    conversation_expire_if_idle,
+    previous_conversation_id,
+)
 from erp.db import connection_release
 from erp.retry import Backoff, call_with_retries
 from erp.tenancy import rows
@@ -120,14 +123,19 @@ def conversation_open(
     """The open (active or escalated) conversation of this thread (`found`, when the caller
     read it already), or a new one. A closed or expired conversation is never reused;
     concurrent first messages share one conversation (partial unique constraint: the loser
-    reads the winner's row)."""
+    reads the winner's row). A new one is linked to the thread's previous conversation."""
     if found is not None and not conversation_expire_if_idle(found):
         return found
+    previous = None
     for _attempt in range(3):
         (outcome,) = rows.run_together([_conversation_statement(agent, channel, thread_id)])
         existing = rows.first(Conversation, outcome)
         if existing is not None and not conversation_expire_if_idle(existing):
             return existing
+        if previous is None:
+            previous = previous_conversation_id(
+                tenant_id=agent.tenant_id, agent_id=agent.pk, channel=channel, thread_id=thread_id
+            )
         try:
             with transaction.atomic():
                 return Conversation.objects.for_tenant(agent.tenant_id).create(
@@ -138,6 +146,7 @@ def conversation_open(
                     contact=contact,
                     contact_identifier=contact.external_id if contact else thread_id,
                     binding=binding,
+                    previous_conversation_id=previous,
                 )
         except IntegrityError:
             continue  # another request created it first

@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ai_agents', '0011_conversation_turn_lease'),
+        ('ai_agents', '0012_conversation_lifecycle'),
     ]
 
     operations = [

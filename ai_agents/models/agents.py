@@ -184,7 +184,28 @@ class Conversation(TenantOwnedModel):
         _("estado"), max_length=20, choices=Status.choices, default=Status.ACTIVE
     )
     escalated_at = models.DateTimeField(_("escalada el"), null=True, blank=True)
-    escalated_to = models.UUIDField(_("escalada a"), null=True, blank=True)
+    # The staff member the escalation went to: set when a person claims the conversation.
+    escalated_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("escalada a"),
+    )
+    # RN-7: the conversation of the same thread that ended (expired or closed) before this one.
+    previous_conversation = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("conversación anterior"),
+    )
+    # Reminders to the team while an escalated conversation waits for a person
+    # (ai_agents/services/handoff_renotify.py).
+    renotified_at = models.DateTimeField(_("último recordatorio"), null=True, editable=False)
+    renotify_count = models.PositiveSmallIntegerField(_("recordatorios"), default=0, editable=False)
     # The channel binding replies go out through (None for the REST channel).
     binding = models.ForeignKey(
         "ai_agents.ChannelBinding",

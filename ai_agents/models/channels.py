@@ -140,6 +140,15 @@ class HandoffSettings(TenantOwnedModel):
         default=15,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
     )
+    renotify_minutes = models.PositiveIntegerField(
+        _("recordar al equipo cada (minutos)"),
+        default=30,
+        validators=[MaxValueValidator(24 * 60)],
+        help_text=_(
+            "Si nadie atiende una conversación escalada, se vuelve a avisar tras estos minutos "
+            "(como mucho 3 recordatorios). 0: nunca."
+        ),
+    )
     updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
 
     class Meta:

@@ -8,7 +8,9 @@ holds a conversation (or it is escalated and waits for one) the bot stays silent
 
 A lease that ran out needs no sweeper: `claim_expires_at` in the past simply means "unclaimed"
 (shown so in the inbox, claimable by anyone); the conversation stays escalated, so the bot keeps
-quiet until somebody releases it.
+quiet until somebody releases it, or it expires after 24 h idle (RN-7,
+`ai_agents.services.conversations`; never while a claim runs). Nobody answering it brings
+reminders to the team (`ai_agents.services.handoff_renotify`).
 """
 
 from __future__ import annotations
@@ -222,6 +224,7 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
         .filter(_free_or_mine(user, now))
         .update(
             assigned_to=user,
+            escalated_to=user,  # the person the escalation went to (kept after a release)
             claim_expires_at=until,
             status=Value(Conversation.Status.ESCALATED),
             escalated_at=Case(When(was_active, then=Value(now)), default=F("escalated_at")),

@@ -28,6 +28,7 @@ from erp.tenancy.models import Membership
 logger = logging.getLogger(__name__)
 
 EVENT_ESCALATED = "conversation.escalated"
+EVENT_RENOTIFY = "conversation.waiting"  # a reminder (ai_agents/services/handoff_renotify.py)
 SIGNATURE_HEADER = "X-Signature-256"
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 LAST_MESSAGE_CHARS = 1000
@@ -123,6 +124,8 @@ def _email_subject(notice: dict[str, Any], tenant_name: str) -> str:
             "priority": escalation.get("priority_label") or "-",
             "reason": escalation.get("reason_label") or "-",
         }
+    if notice["event"] == EVENT_RENOTIFY:
+        return _("[%(tenant)s] Un cliente sigue esperando a una persona") % {"tenant": tenant_name}
     return _("[%(tenant)s] Aviso sobre una conversación: %(event)s") % {
         "tenant": tenant_name,
         "event": notice["event_label"],

@@ -159,6 +159,7 @@ def test_handoff_settings_admin_keeps_the_secret_write_only(
             "webhook_url": "https://hooks.acme.test/erp",
             "webhook_secret": "muy-secreto",
             "claim_lease_minutes": "20",
+            "renotify_minutes": "30",
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -176,11 +177,18 @@ def test_handoff_settings_admin_keeps_the_secret_write_only(
             "webhook_url": "https://hooks.acme.test/erp",
             "webhook_secret": "",
             "claim_lease_minutes": "25",
+            "renotify_minutes": "0",
         },
     )
     row.refresh_from_db()
     assert row.webhook_secret == "muy-secreto"  # empty keeps the stored secret
-    assert row.claim_lease_minutes == 25
+    assert (row.claim_lease_minutes, row.renotify_minutes) == (25, 0)  # 0: never remind
+    form = client.get(change_url).content.decode()
+    assert "recordar al equipo cada (minutos)" in form.lower()
+    too_long = {"claim_lease_minutes": "25", "renotify_minutes": "2000", "notify_emails": ""}
+    assert client.post(change_url, too_long).status_code == 200  # the form, with its error
+    row.refresh_from_db()
+    assert row.renotify_minutes == 0
     assert _client(outsider).get(change_url).status_code == 404
 
 

@@ -198,7 +198,7 @@ def test_whatsapp_sends_retry_3_times_1_2_and_4_seconds_apart(
 
 
 @pytest.mark.django_db
-def test_rn7_only_active_conversations_idle_for_24_hours_expire(
+def test_rn7_open_conversations_idle_for_24_hours_expire(
     api_a: Any, tenant_a: Tenant, tenant_b: Tenant, api_b: Any
 ) -> None:
     agent_a = _agent(api_a, provider="offline")["id"]
@@ -224,7 +224,7 @@ def test_rn7_only_active_conversations_idle_for_24_hours_expire(
 
     expired = bulk_expire_conversations.apply().get(timeout=30)  # the beat task, in-process
 
-    assert expired == 2  # the idle active one of each tenant
+    assert expired == 3  # the idle active one of each tenant, and the idle escalated one
     rows = {
         str(c.pk): (c.status, c.closed_at is not None)
         for c in Conversation.objects.unscoped().filter(pk__in=[*ids.values(), other_tenant])
@@ -232,7 +232,7 @@ def test_rn7_only_active_conversations_idle_for_24_hours_expire(
     assert rows == {
         ids["active-idle"]: ("expired", True),
         ids["active-recent"]: ("active", False),
-        ids["escalated-idle"]: ("escalated", False),  # waits for a person, however long
+        ids["escalated-idle"]: ("expired", True),  # nobody claimed it for 24 h
         ids["closed-idle"]: ("closed", False),
         other_tenant: ("expired", True),
     }
@@ -240,10 +240,10 @@ def test_rn7_only_active_conversations_idle_for_24_hours_expire(
     entry = next(e for e in schedule.values() if e["task"] == "ai_agents.bulk_expire_conversations")
     assert entry["schedule"] == 15 * 60.0
 
-    # At the door: the escalated conversation keeps its messages, the recent one continues.
+    # The expired escalated conversation's contact starts a new one; the recent one continues.
     escalated = _send(api_a, agent_a, "¿Siguen ahí?", "escalated-idle")
-    assert escalated["conversation_id"] == ids["escalated-idle"]
-    assert escalated["conversation_status"] == "escalated"
+    assert escalated["conversation_id"] != ids["escalated-idle"]
+    assert escalated["conversation_status"] == "active"
     assert _send(api_a, agent_a, "Otra", "active-recent")["conversation_id"] == ids["active-recent"]
 
 

@@ -66,13 +66,14 @@ class Session:
 
 
 def binding_by_key(key: str) -> ChannelBinding | None:
-    """The active web chat binding with this public key (any tenant: the key is the router)."""
+    """The active web chat binding with this public key (any tenant: the key is the router).
+    An agent switched off still takes messages: they wait in the staff inbox."""
     if not key or len(key) > 64:
         return None
     return (
         ChannelBinding.objects.unscoped()
         .select_related("agent", "tenant")
-        .filter(token=key, type=ChannelBinding.Type.WEBCHAT, is_active=True, agent__is_active=True)
+        .filter(token=key, type=ChannelBinding.Type.WEBCHAT, is_active=True)
         .first()
     )
 
