@@ -94,6 +94,8 @@ def escalation_summary_improve(conversation: Conversation, language: str) -> dic
     info: dict[str, Any] = dict(conversation.escalation_info or {})
     if not info.get("at") or info.get("summary_source") == "model":
         return info
+    if not conversation.agent.is_active:  # switched off: no model calls on its behalf
+        return info
     text = summary_from_model(conversation, language)
     if text is None:
         return info
