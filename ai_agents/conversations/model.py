@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionSet, actions_for
+from ai_agents.conversations.no_answer import note_outcome
 from ai_agents.conversations.retrieval import Retrieval
 from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Contact, Conversation
@@ -175,6 +176,7 @@ def converse(
         answered = _tool_loop(
             turn, request_for=request_for, usage=usage, tool_calls=tool_calls, found=found
         )
+        note_outcome(turn.meta, answered[1])  # `outcome: no_answer` (no_answer.py)
     except LlmError as exc:
         kind: FailureKind = (
             "no_credits"
