@@ -299,5 +299,7 @@ def build_request(
         timeout_s=int(processing["llm_timeout_ms"]) / 1000,
         model=agent.model or None,
         # Only what retrieval is confident about: the offline provider quotes it as is.
-        passages=[Passage(text=h.content, source=h.document_title) for h in confident_hits(hits)],
+        passages=[
+            Passage(text=h.content, source=h.document_title) for h in confident_hits(hits, text)
+        ],
     )

@@ -33,9 +33,9 @@ NO_ANSWER_INSTRUCTION = gettext_lazy(
 )
 
 
-def confident_hits(hits: Sequence[SearchHit]) -> list[SearchHit]:
+def confident_hits(hits: Sequence[SearchHit], query: str) -> list[SearchHit]:
     """`hits` when retrieval is confident (ai_agents/knowledge/confidence.py), else none."""
-    return list(hits) if hits and confident(hits) else []
+    return list(hits) if hits and confident(hits, query) else []
 
 
 def _sentences() -> tuple[str, ...]:

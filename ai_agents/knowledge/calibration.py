@@ -1,7 +1,8 @@
 """The offline answer's floor calibration (`kb_eval --offtopic`): for covered questions and
 off-topic ones, the best cosine similarity of the hybrid search, and per candidate floor the
 share of covered questions still answered (and answered with the right passage first) and
-the share of off-topic questions refused."""
+the share of off-topic questions refused, by the rule the offline answer uses
+(ai_agents/knowledge/confidence.py) with each candidate floor."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ai_agents.knowledge.confidence import best_similarity
+from ai_agents.knowledge.confidence import confident
 from ai_agents.knowledge.evaluation import Question, hit_rank
 from ai_agents.models import Document, KnowledgeBase
 from ai_agents.selectors.knowledge import SearchHit, knowledge_search
@@ -20,9 +21,9 @@ CANDIDATE_FLOORS = tuple(round(0.78 + 0.01 * i, 2) for i in range(13))  # 0.78 .
 @dataclass(frozen=True)
 class FloorRow:
     floor: float
-    answered: float  # covered questions whose best similarity reaches the floor
+    answered: float  # covered questions retrieval is confident about
     answered_right: float  # ... and whose first passage is the expected one
-    refused: float  # off-topic questions below the floor
+    refused: float  # off-topic questions not confident
 
 
 def load_offtopic(path: Path) -> list[str]:
@@ -37,10 +38,8 @@ def load_offtopic(path: Path) -> list[str]:
     return questions
 
 
-def _best(kb: KnowledgeBase, text: str) -> tuple[float, list[SearchHit]]:
-    hits = knowledge_search(tenant=kb.tenant, knowledge_base_ids=[kb.pk], query=text, k=5)
-    best = best_similarity(hits)
-    return (best[0] if best else 0.0), hits
+def _search(kb: KnowledgeBase, text: str) -> list[SearchHit]:
+    return knowledge_search(tenant=kb.tenant, knowledge_base_ids=[kb.pk], query=text, k=5)
 
 
 def floor_curve(
@@ -53,18 +52,21 @@ def floor_curve(
         .filter(knowledge_base=kb)
         .values_list("pk", "original_filename", "title")
     }
-    on: list[tuple[float, bool]] = []
-    for question in covered:
-        similarity, hits = _best(kb, question.question)
-        on.append((similarity, hit_rank(question, hits[:1], names) == 1))
-    off = [_best(kb, text)[0] for text in offtopic]
-    rows = [
-        FloorRow(
-            floor=floor,
-            answered=sum(s >= floor for s, _ in on) / max(len(on), 1),
-            answered_right=sum(s >= floor and right for s, right in on) / max(len(on), 1),
-            refused=sum(s < floor for s in off) / max(len(off), 1),
+    on = [(q.question, _search(kb, q.question), q) for q in covered]
+    off = [(text, _search(kb, text)) for text in offtopic]
+    rows = []
+    for floor in CANDIDATE_FLOORS:
+        answered = [(confident(hits, text, floor=floor), q, hits) for text, hits, q in on]
+        rows.append(
+            FloorRow(
+                floor=floor,
+                answered=sum(ok for ok, _, _ in answered) / max(len(on), 1),
+                answered_right=sum(
+                    ok and hit_rank(q, hits[:1], names) == 1 for ok, q, hits in answered
+                )
+                / max(len(on), 1),
+                refused=sum(not confident(hits, text, floor=floor) for text, hits in off)
+                / max(len(off), 1),
+            )
         )
-        for floor in CANDIDATE_FLOORS
-    ]
     return rows, kb.embedding_space

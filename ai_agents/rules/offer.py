@@ -26,59 +26,18 @@ OfferReply = Literal["accept", "decline"]
 
 MAX_WORDS = 10
 
-ACCEPT = frozenset(
-    [
-        "si",
-        "sii",
-        "sip",
-        "sipi",
-        "simon",
-        "claro",
-        "ok",
-        "okay",
-        "oki",
-        "okey",
-        "vale",
-        "va",
-        "sale",
-        "dale",
-        "bueno",
-        "adelante",
-        "andale",
-        "perfecto",
-        "porfa",
-        "porfavor",
-        "pasame",
-        "paseme",
-        "pasa",
-        "pase",
-        "pasalo",
-        "comunicame",
-        "comuniqueme",
-        "transfiereme",
-        "contactame",
-        "contacteme",
-        "llamenme",
-        "marquenme",
-        "yes",
-        "yeah",
-        "yep",
-        "yup",
-        "sure",
-        "please",
-        "pls",
-        "plz",
-        "connect",
-        "transfer",
-        "absolutely",
-        "definitely",
-        "acepto",
-        "quiero",
-        "gustaria",
-        "acuerdo",
-    ]
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+ACCEPT = _set(
+    """si sii sip sipi simon claro ok okay oki okey vale va sale dale bueno adelante andale
+    perfecto porfa porfavor pasame paseme pasa pase pasalo comunicame comuniqueme
+    transfiereme contactame contacteme llamenme marquenme yes yeah yep yup sure please
+    pls plz connect transfer absolutely definitely acepto quiero gustaria acuerdo"""
 )
-DECLINE = frozenset(["no", "nop", "nope", "nel", "nah", "not", "nunca", "never"])
+DECLINE = _set("""no nop nope nel nah not nunca never""")
 # Declines made only of filler words.
 DECLINE_PHRASES = (
     "estoy bien",
@@ -89,99 +48,13 @@ DECLINE_PHRASES = (
     "im fine",
 )
 # Words that may go with either answer without changing it.
-FILLER = frozenset(
-    [
-        "por",
-        "favor",
-        "gracias",
-        "muchas",
-        "thanks",
-        "thank",
-        "you",
-        "de",
-        "acuerdo",
-        "con",
-        "una",
-        "un",
-        "el",
-        "la",
-        "al",
-        "a",
-        "me",
-        "lo",
-        "le",
-        "te",
-        "persona",
-        "personas",
-        "alguien",
-        "equipo",
-        "humano",
-        "agente",
-        "asesor",
-        "ejecutivo",
-        "del",
-        "of",
-        "to",
-        "with",
-        "the",
-        "team",
-        "someone",
-        "somebody",
-        "a",
-        "an",
-        "person",
-        "human",
-        "agent",
-        "real",
-        "i",
-        "i'd",
-        "d",
-        "would",
-        "like",
-        "that",
-        "it",
-        "do",
-        "go",
-        "ahead",
-        "then",
-        "entonces",
-        "pues",
-        "ahora",
-        "mismo",
-        "ya",
-        "seria",
-        "genial",
-        "muy",
-        "amable",
-        "great",
-        "fine",
-        "estoy",
-        "estamos",
-        "esta",
-        "asi",
-        "bien",
-        "mejor",
-        "need",
-        "necesario",
-        "hace",
-        "falta",
-        "now",
-        "im",
-        "m",
-        "por",
-        "right",
-        "away",
-        "porfis",
-        "okey",
-        "va",
-        "quisiera",
-        "that",
-        "s",
-        "good",
-        "que",
-        "es",
-        "todo",
-    ]
+FILLER = _set(
+    """por favor gracias muchas thanks thank you de acuerdo con una un el la al a me lo le te
+    persona personas alguien equipo humano agente asesor ejecutivo del of to with the
+    team someone somebody a an person human agent real i i'd d would like that it do go
+    ahead then entonces pues ahora mismo ya seria genial muy amable great fine estoy
+    estamos esta asi bien mejor need necesario hace falta now im m por right away
+    porfis okey va quisiera that s good que es todo"""
 )
 
 
