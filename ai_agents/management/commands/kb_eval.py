@@ -38,6 +38,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self._json = bool(options["json"])
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"Empresa desconocida: {options['tenant']}")
@@ -52,8 +53,7 @@ class Command(BaseCommand):
             if kb is None:
                 raise CommandError(f"Base de conocimiento desconocida: {options['kb']}")
             results = evaluate(kb, questions)
-            if options["offtopic"]:
-                self._curve(kb, questions, Path(options["offtopic"]))
+            curve = self._curve(kb, questions, options["offtopic"])
         summary = {
             mode: {
                 "recall@1": round(s.recall(1), 3),
@@ -63,7 +63,8 @@ class Command(BaseCommand):
             for mode, s in results.items()
         }
         if options["json"]:
-            self.stdout.write(json.dumps({"questions": len(questions), **summary}))
+            extra = {"floor_curve": curve} if curve is not None else {}
+            self.stdout.write(json.dumps({"questions": len(questions), **summary, **extra}))
             return
         self.stdout.write(f"{len(questions)} preguntas, base «{kb.name}»")
         self.stdout.write(f"{'modo':<10}{'recall@1':>10}{'recall@5':>10}{'MRR':>8}")
@@ -76,12 +77,21 @@ class Command(BaseCommand):
                 if not rank or rank > 5:
                     self.stdout.write(f"  fallo ({rank}): {question.question}")
 
-    def _curve(self, kb: KnowledgeBase, questions: list[Question], path: Path) -> None:
+    def _curve(
+        self, kb: KnowledgeBase, questions: list[Question], path: str | None
+    ) -> dict[str, Any] | None:
+        """With --offtopic: the offline answer's floor curve, printed (not with --json) and
+        returned."""
+        if not path:
+            return None
         try:
-            offtopic = load_offtopic(path)
+            offtopic = load_offtopic(Path(path))
         except (OSError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         rows, space = floor_curve(kb, questions, offtopic)
+        curve = {"space": space, "floor": floor_for(space), "rows": [vars(r) for r in rows]}
+        if self._json:
+            return curve
         self.stdout.write(
             f"umbral sin modelo, espacio «{space}» (en uso: {floor_for(space):.2f}); "
             f"{len(questions)} cubiertas, {len(offtopic)} fuera de tema"
@@ -92,3 +102,4 @@ class Command(BaseCommand):
                 f"{row.floor:<8.2f}{row.answered:>10.3f}{row.answered_right:>10.3f}"
                 f"{row.refused:>10.3f}"
             )
+        return curve

@@ -9,7 +9,7 @@ from typing import Any
 from erp.llm.providers.offline import OFFLINE_LABEL, OfflineProvider, offline_answer, trim_quote
 from erp.llm.types import LlmRequest, LlmResult, Message, Passage, TextDelta
 
-SCHEMA = {
+SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": ["search_knowledge", "respond", "escalate"]},
