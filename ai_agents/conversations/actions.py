@@ -28,6 +28,11 @@ COMMON_FIELDS: dict[str, dict[str, Any]] = {
     "intent": {"type": "string", "description": "la intención detectada del cliente"},
     "sentiment": {"type": "number", "description": "sentimiento del cliente, de -1 a 1"},
     "confidence": {"type": "number", "description": "tu confianza en la respuesta, de 0 a 1"},
+    # The reply's `outcome: no_answer` (ai_agents/conversations/no_answer.py).
+    "no_answer": {
+        "type": "boolean",
+        "description": "true si la información disponible no responde la pregunta",
+    },
 }
 ACTION_SCHEMA = build_action_schema(ACTIONS, COMMON_FIELDS)
 

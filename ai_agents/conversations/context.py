@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.conversations import store
 from ai_agents.conversations.actions import BASE_ACTIONS, ActionSet
+from ai_agents.conversations.no_answer import NO_ANSWER_INSTRUCTION, confident_hits
 from ai_agents.models import Agent, Contact, Conversation
 from ai_agents.rules import escalation, history, intent
 from ai_agents.rules.history import HistoryItem
@@ -281,6 +282,7 @@ def build_request(
             "(tu respuesta), intent, sentiment (-1 a 1) y confidence (0 a 1)."
         )
     )
+    parts.append(str(NO_ANSWER_INSTRUCTION))
     messages = [
         LlmMessage(role="assistant" if t.role == "assistant" else "user", content=t.content)
         for t in history
@@ -296,5 +298,8 @@ def build_request(
         max_output_tokens=agent.max_output_tokens,
         timeout_s=int(processing["llm_timeout_ms"]) / 1000,
         model=agent.model or None,
-        passages=[Passage(text=h.content, source=h.document_title) for h in hits],
+        # Only what retrieval is confident about: the offline provider quotes it as is.
+        passages=[
+            Passage(text=h.content, source=h.document_title) for h in confident_hits(hits, text)
+        ],
     )

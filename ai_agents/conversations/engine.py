@@ -46,6 +46,7 @@ from ai_agents.conversations.context import (
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.manual_inbox import manual_inbox_escalation
 from ai_agents.conversations.model import RequestMaker, converse, number_field
+from ai_agents.conversations.offer import offer_answered
 from ai_agents.conversations.record import turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
 from ai_agents.conversations.store import conversation_load
@@ -279,7 +280,7 @@ def _decided_without_model(turn: Turn) -> bool:
             turn, f"conv-msgs:{conversation.pk}", {"retry_after_s": limited.retry_after_s}
         )
         return True
-    return _early_triggers(turn)
+    return _early_triggers(turn) or offer_answered(turn)  # the no-information offer's answer
 
 
 def _bound_input(turn: Turn) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionSet, actions_for
+from ai_agents.conversations.no_answer import note_outcome
 from ai_agents.conversations.retrieval import Retrieval
 from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Contact, Conversation
@@ -177,6 +178,7 @@ def converse(
         answered = _tool_loop(
             turn, request_for=request_for, usage=usage, tool_calls=tool_calls, found=found
         )
+        note_outcome(turn.meta, answered[1])  # `outcome: no_answer` (no_answer.py)
     except LlmError as exc:
         turn.meta["error"] = type(exc).__name__
         turn.escalation = _after_failure(turn, exc)

@@ -120,7 +120,7 @@ def _result(turn: Turn, reply: Message | None) -> TurnResult:
             id=str(reply.pk),
             text=reply.content,
             citations=citations(turn.retrieval.hits)
-            if turn.reply_text and escalation is None
+            if turn.reply_text and escalation is None and turn.meta.get("outcome") != "no_answer"
             else [],
         ),
         conversation_status=Conversation.Status.ESCALATED

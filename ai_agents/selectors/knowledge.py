@@ -32,6 +32,7 @@ from django.db.models import QuerySet
 from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import is_safe_space
 from ai_agents.models import Chunk, Document, KnowledgeBase
+from ai_agents.selectors.knowledge_rows import CANDIDATES, _search_rows, _session_settings
 from erp.llm.errors import LlmError
 from erp.llm.gateway import CallContext
 from erp.tenancy import rows
@@ -39,12 +40,13 @@ from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for
 from erp.tenancy.selectors import pk_or_none
 
+__all__ = ["CANDIDATES", "_search_rows", "_session_settings"]  # re-exported (tests, benches)
+
 logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "vector", "lexical"]
 
 RRF_K = 60
-CANDIDATES = 40  # per list, before fusion
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,11 @@ class SearchHit:
     content: str
     heading_path: list[str]
     score: float  # fused score, 1.0 = first in both lists (see `_normalised`)
+    # Cosine similarity of the query and the chunk in its embedding space (None: found by
+    # full text only). Unlike `score`, a rank, it says how close the best match is: the
+    # offline answer's confidence floor reads it (ai_agents/knowledge/confidence.py).
+    similarity: float | None = None
+    space: str = ""  # the chunk's embedding space (the floor depends on the model)
 
 
 def knowledge_base_list(*, tenant: Tenant) -> QuerySet[KnowledgeBase]:
@@ -158,7 +165,8 @@ def _vector_cte(name: str, space: str, dims: int, n: int) -> str:
         f"     WHERE tenant_id = %(tenant)s AND knowledge_base_id = ANY(%(kbs{n})s)\n"
         f"     AND {space_is} AND NOT {large} ORDER BY ({distance}) + 0 LIMIT %(limit)s)\n"
         f"), {name} AS MATERIALIZED (\n"
-        f"    SELECT id, row_number() OVER (ORDER BY distance, id) AS r FROM {name}_found\n"
+        f"    SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS r\n"
+        f"    FROM {name}_found\n"
         f")"
     )
 
@@ -169,6 +177,14 @@ def _exact_max(value: int | None) -> int:
 
 def _vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+# One ranked list of the fusion: id, reciprocal-rank share, cosine distance (NULL: full text)
+# and embedding space (checked by is_safe_space, inlined like in `_vector_cte`).
+_LIST = (
+    "SELECT id, {w}::float8 / (" + str(RRF_K) + " + r) AS s, {d}::float8 AS d,"  # noqa: S608
+    " {space}::text AS space FROM {name}"
+)
 
 
 def _search_statement(
@@ -200,23 +216,25 @@ def _search_statement(
         ctes.append(_vector_cte(name, space, len(vector), n))
         params[f"vector{n}"] = _vector_literal(vector)
         params[f"kbs{n}"] = list(kb_ids)
-        parts.append(f"SELECT id, 1.0::float8 / ({RRF_K} + r) AS s FROM {name}")  # noqa: S608
+        parts.append(_LIST.format(w="1.0", d="distance", space=f"'{space}'", name=name))
     if lexical is not None:
         weight, kb_ids, text = lexical
         ctes.append(LEXICAL_CTE.strip())
         params.update(query=text, kbs=list(kb_ids), frequent=frequent)
         params["lexical_weight"] = float(weight)
-        parts.append(f"SELECT id, %(lexical_weight)s::float8 / ({RRF_K} + r) AS s FROM lexical")  # noqa: S608
+        parts.append(_LIST.format(w="%(lexical_weight)s", d="NULL", space="NULL", name="lexical"))
     union = "\n    UNION ALL ".join(parts)
     sql = (
         "WITH " + ",\n".join(ctes) + ",\n"  # noqa: S608
-        f"fused AS (\n    SELECT id, sum(s) AS score FROM (\n    {union}\n    ) lists"
+        f"fused AS (\n    SELECT id, sum(s) AS score, min(d) AS distance, max(space) AS space"
+        f" FROM (\n    {union}\n    ) lists"
         " GROUP BY id\n)\n"
         # LATERAL + LIMIT 1 (which keeps the planner from flattening it into a plain join):
         # each fused id is looked up by primary key. A plain join let the planner,
         # misestimating a large tenant, hash-join the ids with all its chunks (100,000 rows
         # read, 140-300 ms; bench/kb_search_skewed.py --explain).
-        "SELECT f.id, f.score, c.document_id, d.title, c.content, c.heading_path\n"
+        "SELECT f.id, f.score, c.document_id, d.title, c.content, c.heading_path,"
+        " f.distance, f.space\n"
         "FROM fused f CROSS JOIN LATERAL (\n"
         "    SELECT document_id, content, heading_path FROM ai_agents_chunk\n"
         "    WHERE id = f.id AND tenant_id = %(tenant)s LIMIT 1\n"
@@ -249,56 +267,6 @@ def _vector_ranking(
         "exact_max": _exact_max(exact_max_chunks),
     }
     return [row[0] for row in _search_rows(sql, params, None)]
-
-
-def _session_settings(timeout_ms: int | None) -> str:
-    """SET LOCAL statements for one search (sent as one round trip). Relaxed iterative scan
-    (pgvector >= 0.8): when the tenant's filter drops most of the `ef_search` candidates, the
-    scan goes on instead of returning too few rows; the vector CTE ranks its rows again.
-    No sequential scan: every list reads through an index (the approximate vector list has
-    only the HNSW index left, `_vector_cte`). No parallel workers: a Gather above the vector
-    branch that its one-time filter skips still starts them (measured: 50 ms for nothing at
-    100,000 chunks, far more on a loaded machine)."""
-    ef = max(CANDIDATES, int(settings.KB_HNSW_EF_SEARCH))
-    sql = (
-        f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order; "
-        "SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0"
-    )
-    if timeout_ms is not None:
-        sql = f"SET LOCAL statement_timeout = {int(timeout_ms)}; " + sql
-    return sql
-
-
-SAVEPOINT = "kb_search"
-
-
-def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> list[Any]:
-    """The search statement's rows in ONE round trip. Outside a transaction the settings and
-    the search share a multi-statement query's implicit transaction. Inside one: savepoint,
-    settings, search, ROLLBACK TO the savepoint (undoing SET LOCAL) and RELEASE; a failed
-    search (timeout) skips the rest, the savepoint is rolled back apart, the caller goes on."""
-    if not connection.in_atomic_block and connection.get_autocommit():
-        with connection.cursor() as cursor:
-            cursor.execute(f"{_session_settings(timeout_ms)};\n{sql}", params)
-            return _last_rows(cursor)
-    statements = (
-        f"SAVEPOINT {SAVEPOINT}; {_session_settings(timeout_ms)};\n{sql};\n"
-        f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}"
-    )
-    with connection.cursor() as cursor:
-        try:
-            cursor.execute(statements, params)
-        except BaseException:
-            cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
-            raise
-        return _last_rows(cursor)
-
-
-def _last_rows(cursor: Any) -> list[Any]:
-    while cursor.description is None:  # the SAVEPOINT and SET results come first
-        if not cursor.nextset():
-            return []
-    return cursor.fetchall()
 
 
 @acts_for("tenant")
@@ -440,9 +408,11 @@ def knowledge_bases_search(
             content=content,
             heading_path=_heading_path(heading_path),
             score=round(score / best_possible, 6),
+            similarity=None if distance is None else round(1.0 - float(distance), 6),
+            space=space or "",
         )
-        for chunk_id, score, document_id, title, content, heading_path in _search_rows(
-            sql, params, None if timeout_ms is None else _left_ms(started, timeout_ms)
+        for (chunk_id, score, document_id, title, content, heading_path, distance, space) in (
+            _search_rows(sql, params, None if timeout_ms is None else _left_ms(started, timeout_ms))
         )
     ]
     if min_score is not None:

