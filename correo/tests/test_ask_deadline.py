@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from correo import secretary
+from correo.digest import digest_build
 from correo.tests import fake_zoho as fake_zoho_module
 from correo.tests.ask_kit import post, prompt_of
 from correo.tests.fakes import FakeMailbox, clean_cache, fake_mailbox, hetzner_items  # noqa: F401
@@ -70,6 +71,24 @@ def test_without_openai_default_model_the_server_gets_llm_default_model(
     assert post(owner_client, {"question": "¿Algo nuevo?"}).status_code == 200
 
     assert [r["model"] for r in fake_openai.chat_requests] == ["llama3.2:3b"]
+
+
+def test_the_digest_also_asks_the_openai_compatible_servers_model(
+    owner: Any, fake_openai: FakeOpenAI, fake_mailbox: FakeMailbox, settings: Any
+):
+    settings.GOOGLE_AI_API_KEY = None
+    settings.OPENAI_DEFAULT_MODEL = "qwen3:8b"
+    fake_mailbox.items = hetzner_items()
+    items = [
+        {"messageId": m.message_id, "categoria": "urgente", "motivo": "aviso"}
+        for m in fake_mailbox.items
+    ]
+    fake_openai.script(ChatReply(json.dumps({"items": items})))
+
+    digest = digest_build(user=owner.user, tenant=owner.tenant)
+
+    assert digest.resumen == "3 correos urgentes, 0 normales"
+    assert [r["model"] for r in fake_openai.chat_requests] == ["qwen3:8b"]
 
 
 # --- the deadline ---------------------------------------------------------------------------
