@@ -14,7 +14,6 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from correo import mailbox as mailbox_module
@@ -97,7 +96,7 @@ def _classify_batch(
         top_k=64,
         max_output_tokens=2048,
         timeout_s=RETRY.timeout_s,
-        model=settings.LLM_DEFAULT_MODEL,
+        model=None,  # the configured provider's own model (LLM_DEFAULT_MODEL, OPENAI_DEFAULT_MODEL)
     )
     result = llm_generate(request, context=context, retry=RETRY)
     parsed = result.parsed

@@ -73,6 +73,10 @@ class Mailbox(Protocol):
 
     def list_recent(self, *, since: datetime, limit: int = 200) -> list[MailItem]: ...
 
+    def time_limit(self, seconds: float) -> None:
+        """The calls that follow give up after at most `seconds` (connect and each read)."""
+        ...
+
 
 def _fecha(value: Any) -> str:
     if isinstance(value, datetime):
@@ -111,6 +115,11 @@ class ZohoMailbox:
         if isinstance(exc, not_found):  # a wrong id from the model: told to it as data
             return MailboxNotFound(type(exc).__name__)
         return MailboxUnavailable(type(exc).__name__)
+
+    def time_limit(self, seconds: float) -> None:
+        limit = getattr(self.client, "time_limit", None)  # test stubs may have none
+        if limit is not None:
+            limit(seconds)
 
     def search(
         self, *, query: str | None, sender: str | None, subject: str | None, limit: int = 10

@@ -14,6 +14,17 @@ is returned: the non-empty `answer` text of the most recent model output that ca
 (models often fill `answer` next to a tool action), else a fixed message saying the search
 could not be finished. `tool_rounds` is then 3.
 
+Deadline: the whole question (every model attempt and Zoho call) ends within
+`CORREO_ASK_DEADLINE_SECONDS` (90 s), so a proxy in front never cuts the connection before our
+answer or JSON error. Each call gets at most the time left; a tool round is started only while
+another step as slow as the slowest so far and the last model call still fit, else the next call
+is the last ("answer with what you have"). Time out with no answer at all: `DeadlineExceeded`
+(the API's 504 `deadline_exceeded`); with an earlier `answer`, that answer is returned.
+
+The model: none is named, so each provider uses its own configured one (Google:
+`LLM_DEFAULT_MODEL`; an OpenAI-compatible server: `OPENAI_DEFAULT_MODEL`, else
+`LLM_DEFAULT_MODEL`).
+
 Prompt-injection defence (OWASP LLM01, spotlighting): everything that comes from mail
 (digest items, search results, message text) enters the prompt only between
 `<<<DATOS_DEL_BUZON` and `DATOS_DEL_BUZON>>>`, with any delimiter inside the data defused,
@@ -22,6 +33,7 @@ and the prompt says that text is data, never instructions. The model can only re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -34,6 +46,7 @@ from django.utils.translation import gettext as _
 from correo import mailbox as mailbox_module
 from correo.models import Digest
 from erp.llm.actions import ActionSpec, ParsedAction, parse_action
+from erp.llm.errors import LlmError
 from erp.llm.gateway import CORREO, CallContext, RetryPolicy, llm_generate
 from erp.llm.types import LlmRequest, Message
 from erp.tenancy.models import Tenant
@@ -48,6 +61,7 @@ DATA_OPEN = "<<<DATOS_DEL_BUZON"
 DATA_CLOSE = "DATOS_DEL_BUZON>>>"
 DEFAULT_RETRY: RetryPolicy = CORREO  # 40 s per attempt, 2 attempts
 RETRY: RetryPolicy = DEFAULT_RETRY  # tests shorten it
+MIN_STEP_S = 0.5  # a model call or a tool round is not started with less time than this left
 
 # The actions' schema (Gemini's upper-case types are added by the provider).
 RESPONSE_SCHEMA: dict[str, Any] = {
@@ -210,7 +224,42 @@ def run_tool(action: ParsedAction, mailbox: mailbox_module.Mailbox) -> str:
 # --- the loop -----------------------------------------------------------------------------
 
 
-def _call_model(prompt: str, context: CallContext, retry: RetryPolicy) -> tuple[ParsedAction, str]:
+class DeadlineExceeded(Exception):
+    """The question's overall deadline (`CORREO_ASK_DEADLINE_SECONDS`) passed with no answer."""
+
+
+@dataclass
+class _Clock:
+    """The question's overall deadline, and the slowest step so far (a model call or a tool):
+    a tool round is started only while another step as slow and the model's last call fit."""
+
+    ends: float
+    slowest_s: float = 0.0
+
+    def remaining(self) -> float:
+        return max(0.0, self.ends - time.monotonic())
+
+    def expired(self) -> bool:
+        return self.remaining() < MIN_STEP_S
+
+    def room_for_tool_round(self) -> bool:
+        return self.remaining() >= 2 * self.slowest_s + MIN_STEP_S
+
+    def timed(self, started: float) -> None:
+        self.slowest_s = max(self.slowest_s, time.monotonic() - started)
+
+
+def _call_model(
+    prompt: str, context: CallContext, retry: RetryPolicy, clock: _Clock
+) -> tuple[ParsedAction, str]:
+    """One model call (the provider's own configured model), its attempts within the time
+    left before the question's deadline."""
+    remaining = clock.remaining()
+    retry = dataclasses.replace(
+        retry,
+        timeout_s=min(retry.timeout_s, remaining),
+        deadline_s=min(retry.deadline_s or remaining, remaining),
+    )
     request = LlmRequest(
         messages=[Message("user", prompt)],
         json_schema=RESPONSE_SCHEMA,
@@ -218,11 +267,23 @@ def _call_model(prompt: str, context: CallContext, retry: RetryPolicy) -> tuple[
         top_k=TOP_K,
         max_output_tokens=MAX_OUTPUT_TOKENS,
         timeout_s=retry.timeout_s,
-        model=settings.LLM_DEFAULT_MODEL,
+        model=None,  # each provider's configured model (LLM_DEFAULT_MODEL, OPENAI_DEFAULT_MODEL)
     )
+    started = time.monotonic()
     result = llm_generate(request, context=context, retry=retry)
+    clock.timed(started)
     output = result.parsed if isinstance(result.parsed, dict) else result.text
     return parse_action(output, ACTIONS, answer_action="responder"), result.model
+
+
+def _tool_round(action: ParsedAction, mailbox: mailbox_module.Mailbox, clock: _Clock) -> str:
+    """The tool's result; the mailbox's calls get at most the time left."""
+    mailbox.time_limit(clock.remaining())
+    started = time.monotonic()
+    try:
+        return run_tool(action, mailbox)
+    finally:
+        clock.timed(started)
 
 
 def secretary_ask(
@@ -232,42 +293,91 @@ def secretary_ask(
     question: str,
     history: Sequence[HistoryMessage],
     retry: RetryPolicy | None = None,
+    deadline_s: float | None = None,
 ) -> AskResult:
-    """Answer `question`; raises `erp.llm.errors.LlmError` or `correo.mailbox.MailboxError`."""
-    retry = retry or RETRY
+    """Answer `question` within `deadline_s` (`CORREO_ASK_DEADLINE_SECONDS`); raises
+    `erp.llm.errors.LlmError`, `correo.mailbox.MailboxError` or `DeadlineExceeded`."""
     started = time.monotonic()
-    context = CallContext(tenant=tenant)  # operation llm_request, no agent or conversation
+    if deadline_s is None:
+        deadline_s = float(settings.CORREO_ASK_DEADLINE_SECONDS)
+    clock = _Clock(ends=started + deadline_s)
     mailbox = mailbox_module.mailbox_for(user, tenant)
-    digest = digest_context(latest_digest(user, tenant))
-    user_name = user.get_full_name() or user.get_username()
     loop = _Loop()
-    rounds = 0
-    while True:
-        prompt = build_prompt(
-            user_name=user_name,
-            digest=digest,
-            history=history,
-            question=question,
-            tool_log=loop.tool_log,
-            last_call=rounds >= MAX_TOOL_ROUNDS,
+    try:
+        rounds, answer = _converse(
+            _Question(
+                user=user, tenant=tenant, question=question, history=history, retry=retry or RETRY
+            ),
+            mailbox,
+            loop,
+            clock,
         )
-        action, loop.model = _call_model(prompt, context, retry)
-        if action.answer.strip():
-            loop.latest_answer = action.answer.strip()
-        if action.name == "responder":
-            answer = loop.latest_answer or _("No tengo una respuesta para eso.")
-            break
-        if rounds >= MAX_TOOL_ROUNDS:
-            answer = loop.latest_answer or _(
-                "No he podido terminar la búsqueda en 3 rondas. Prueba a concretar la pregunta "
-                "(remitente, asunto o fechas)."
-            )
-            break
-        rounds += 1
-        loop.tool_log.append(f"Ronda {rounds}: {run_tool(action, mailbox)}")
+    except (LlmError, mailbox_module.MailboxUnavailable):
+        if not clock.expired():
+            raise
+        if not loop.latest_answer:
+            raise DeadlineExceeded from None
+        rounds, answer = len(loop.tool_log), loop.latest_answer  # what it had when time ran out
     return AskResult(
         answer=answer,
         tool_rounds=rounds,
         duration_ms=int((time.monotonic() - started) * 1000),
-        model=loop.model or settings.LLM_DEFAULT_MODEL,
+        model=loop.model,
+    )
+
+
+@dataclass(frozen=True)
+class _Question:
+    user: Any
+    tenant: Tenant
+    question: str
+    history: Sequence[HistoryMessage]
+    retry: RetryPolicy
+
+
+def _converse(
+    ask: _Question, mailbox: mailbox_module.Mailbox, loop: _Loop, clock: _Clock
+) -> tuple[int, str]:
+    """(tool rounds run, answer). Tool rounds the deadline leaves no room for are skipped:
+    the model is told to answer with what it has."""
+    context = CallContext(tenant=ask.tenant)  # operation llm_request, no agent or conversation
+    digest = digest_context(latest_digest(ask.user, ask.tenant))
+    user_name = ask.user.get_full_name() or ask.user.get_username()
+    rounds = 0
+    while True:
+        no_more_tools = rounds >= MAX_TOOL_ROUNDS or not clock.room_for_tool_round()
+        if clock.expired():
+            if loop.latest_answer:
+                return rounds, loop.latest_answer
+            raise DeadlineExceeded
+        prompt = build_prompt(
+            user_name=user_name,
+            digest=digest,
+            history=ask.history,
+            question=ask.question,
+            tool_log=loop.tool_log,
+            last_call=no_more_tools,
+        )
+        action, loop.model = _call_model(prompt, context, ask.retry, clock)
+        if action.answer.strip():
+            loop.latest_answer = action.answer.strip()
+        if action.name == "responder":
+            return rounds, loop.latest_answer or _("No tengo una respuesta para eso.")
+        if no_more_tools:
+            return rounds, loop.latest_answer or _out_of_rounds(rounds)
+        if not clock.room_for_tool_round():
+            continue  # no time for this tool and another call: the next call is the last
+        rounds += 1
+        loop.tool_log.append(f"Ronda {rounds}: {_tool_round(action, mailbox, clock)}")
+
+
+def _out_of_rounds(rounds: int) -> str:
+    if rounds >= MAX_TOOL_ROUNDS:
+        return _(
+            "No he podido terminar la búsqueda en 3 rondas. Prueba a concretar la pregunta "
+            "(remitente, asunto o fechas)."
+        )
+    return _(
+        "No me ha dado tiempo a terminar la búsqueda. Prueba a concretar la pregunta "
+        "(remitente, asunto o fechas)."
     )

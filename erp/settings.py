@@ -298,6 +298,9 @@ WHATSAPP_SEND_ATTEMPTS = env_int("WHATSAPP_SEND_ATTEMPTS", 4)
 WHATSAPP_RETRY_BASE_MS = env_int("WHATSAPP_RETRY_BASE_MS", 1000)
 ZOHO_CLIENT_ID = env_str("ZOHO_CLIENT_ID")
 ZOHO_CLIENT_SECRET = env_str("ZOHO_CLIENT_SECRET")
+# One question to the mail secretary ends (answer or JSON error) within this many seconds, all
+# model and Zoho calls included: below the timeout of the proxy in front.
+CORREO_ASK_DEADLINE_SECONDS = env_int("CORREO_ASK_DEADLINE_SECONDS", 90)
 ZOHO_ACCOUNTS_BASE_URL = env_str("ZOHO_ACCOUNTS_BASE_URL", "https://accounts.zoho.com")
 ZOHO_MAIL_BASE_URL = env_str("ZOHO_MAIL_BASE_URL", "https://mail.zoho.com")
 CF_ACCESS_TEAM_DOMAIN = env_str("CF_ACCESS_TEAM_DOMAIN")

@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.utils import timezone
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 
 from ai_agents.conversations import store
@@ -120,7 +120,7 @@ def history_load(
     conversation: Conversation,
     config: Mapping[str, Any],
     before: Any = None,
-    found: list[tuple[Any, str, str]] | None = None,
+    found: Sequence[tuple[Any, str, str, Any]] | None = None,
 ) -> tuple[list[HistoryItem], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
@@ -132,7 +132,9 @@ def history_load(
     (ai_agents/services/history_summary.py)."""
     if found is None:
         found = store.history_rows(conversation=conversation, config=config, before=before)
-    turns = [HistoryItem(role=r, content=c, message_id=str(i)) for i, r, c in reversed(found)]
+    turns = [
+        HistoryItem(role=r, content=c, message_id=str(i), at=at) for i, r, c, at in reversed(found)
+    ]
     recent = [t.content for t in turns if t.role == "user"]
     options: dict[str, Any] = {
         "strategy": str(config["truncation_strategy"]),
@@ -153,9 +155,16 @@ def history_load(
     return list(result.items), recent
 
 
-def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact | None) -> str:
+def system_prompt(
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    contact: Contact | None,
+    previous_intents: Sequence[str] = (),
+) -> str:
     """The agent's prompt (placeholders filled), then the context block: what the model knows
-    of the moment, the business and the customer whether or not the prompt names it."""
+    of the moment, the business, the customer and the conversation (the spec's `session`: its
+    id, start and the intents detected so far) whether or not the prompt names it."""
     tenant = agent.tenant
     now = timezone.localtime(timezone.now(), _zone(tenant.timezone))
     variables = conversation.session_variables or {}
@@ -176,8 +185,22 @@ def system_prompt(*, agent: Agent, conversation: Conversation, contact: Contact 
             agent_name=agent.name,
             contact=contact,
             variables=variables,
+            session=Session(
+                id=str(conversation.pk),
+                started_at=timezone.localtime(conversation.started_at, now.tzinfo),
+                previous_intents=tuple(previous_intents),
+            ),
         )
     )
+
+
+@dataclass(frozen=True)
+class Session:
+    """The conversation as the spec's context names it (`session.*`)."""
+
+    id: str
+    started_at: datetime  # in the tenant's time zone
+    previous_intents: tuple[str, ...] = ()  # detected on earlier replies, oldest first
 
 
 # A customer's attributes and session variables go into every prompt: kept short.
@@ -191,6 +214,7 @@ def context_block(
     agent_name: str,
     contact: Contact | None,
     variables: Mapping[str, Any],
+    session: Session | None = None,
 ) -> str:
     labels = _context_labels(get_language())
     lines = [
@@ -216,6 +240,12 @@ def context_block(
             lines.append(labels["customer"] % {"c": described})
     if variables:
         lines.append(labels["variables"] % {"v": _compact(variables)})
+    if session is not None:
+        started = format_spanish_datetime(session.started_at)
+        lines.append(labels["session"] % {"id": session.id, "started": started})
+        if session.previous_intents:
+            intents = ", ".join(session.previous_intents)
+            lines.append(labels["intents"] % {"intents": intents})
     return "\n".join(lines)
 
 
@@ -232,6 +262,8 @@ def _context_labels(language: str | None) -> dict[str, str]:
         "data": _("datos: %(a)s"),
         "customer": _("- Cliente: %(c)s"),
         "variables": _("- Variables de la conversación: %(v)s"),
+        "session": _("- Conversación: %(id)s, iniciada el %(started)s"),
+        "intents": _("- Intenciones detectadas antes en esta conversación (en orden): %(intents)s"),
     }
 
 
@@ -242,6 +274,32 @@ def _compact(value: Any) -> str:
 
 def _zone(name: str) -> Any:
     return ZoneInfo(name)
+
+
+TURN_ROLES = ("user", "assistant")
+# Each earlier message reaches the model after its time (the spec's history `timestamp`).
+HISTORY_TIME_FORMAT = "[%Y-%m-%d %H:%M]"
+HISTORY_TIME_NOTE = gettext_lazy(
+    "Los mensajes anteriores de la conversación empiezan con su fecha y hora local "
+    "[AAAA-MM-DD HH:MM]; no la escribas en tu respuesta."
+)
+
+
+def _turn_messages(agent: Agent, history: Sequence[HistoryItem]) -> list[LlmMessage]:
+    """The user and assistant turns of the history, each after its time."""
+    zone = _zone(agent.tenant.timezone)
+    return [
+        LlmMessage(role="assistant" if t.role == "assistant" else "user", content=_timed(t, zone))
+        for t in history
+        if t.role in TURN_ROLES
+    ]
+
+
+def _timed(item: HistoryItem, zone: Any) -> str:
+    """The history turn's text after its time in the tenant's zone (as it is without one)."""
+    if item.at is None:
+        return item.content
+    return f"{timezone.localtime(item.at, zone).strftime(HISTORY_TIME_FORMAT)} {item.content}"
 
 
 def build_request(
@@ -283,11 +341,9 @@ def build_request(
         )
     )
     parts.append(str(NO_ANSWER_INSTRUCTION))
-    messages = [
-        LlmMessage(role="assistant" if t.role == "assistant" else "user", content=t.content)
-        for t in history
-        if t.role in ("user", "assistant")
-    ]
+    if any(t.at is not None for t in history if t.role in TURN_ROLES):
+        parts.append(str(HISTORY_TIME_NOTE))
+    messages = _turn_messages(agent, history)
     messages.append(LlmMessage(role="user", content=text))
     messages.extend(exchange)
     return LlmRequest(

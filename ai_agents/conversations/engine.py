@@ -41,7 +41,6 @@ from ai_agents.conversations.context import (
     history_load,
     keyword_intent,
     rules_for,
-    system_prompt,
 )
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.manual_inbox import manual_inbox_escalation
@@ -49,6 +48,7 @@ from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.offer import offer_answered
 from ai_agents.conversations.record import turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
+from ai_agents.conversations.session import turn_system_prompt
 from ai_agents.conversations.store import conversation_load
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
 from ai_agents.knowledge.chunking import estimate_tokens
@@ -255,6 +255,7 @@ def _read(turn: Turn, found: store.TurnRead) -> None:
     turn.contact = found.contact
     turn.history_found = found.history
     turn.knowledge_bases = found.knowledge_bases
+    turn.previous_intents = found.intents
     turn.timer.mark("receive")
 
 
@@ -332,7 +333,7 @@ def _model(turn: Turn) -> None:
     """Phase 2, without a transaction or a connection of its own: context, retrieval, the
     tenant's token budget, then the model and its tools."""
     agent = turn.agent
-    system = system_prompt(agent=agent, conversation=turn.conversation, contact=turn.contact)
+    system = turn_system_prompt(turn)
     turn.timer.mark("context")
     usage = _call_context(turn)
     turn.retrieval = retrieve(

@@ -10,6 +10,7 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -207,14 +208,28 @@ def history_statement(
         sql = f"({sql}) UNION ({select} ORDER BY created_at LIMIT 1)"
         params += where_params
     return (
-        f"SELECT id, role, left(content, %s) FROM ({sql}) h ORDER BY created_at DESC",  # noqa: S608
+        f"SELECT id, role, left(content, %s), created_at FROM ({sql}) h ORDER BY created_at DESC",  # noqa: S608
         [max_chars, *params],
+    )
+
+
+HistoryRow = tuple[Any, str, str, datetime]  # (id, role, content, created_at)
+PREVIOUS_INTENTS_MAX = 20  # the latest intents of a conversation given to the model
+
+
+def intents_statement(*, conversation: Conversation) -> rows.Statement:
+    """The latest intents detected on the conversation's replies, newest first."""
+    return (
+        "SELECT metadata->>'intent_detected' FROM ai_agents_message WHERE tenant_id = %s"
+        " AND conversation_id = %s AND role = 'assistant'"
+        " AND metadata->>'intent_detected' IS NOT NULL ORDER BY created_at DESC LIMIT %s",
+        [conversation.tenant_id, conversation.pk, PREVIOUS_INTENTS_MAX],
     )
 
 
 def history_rows(
     *, conversation: Conversation, config: Mapping[str, Any], before: Any = None
-) -> list[tuple[Any, str, str]]:
+) -> list[HistoryRow]:
     """The conversation's latest messages for its history (see `history_statement`)."""
     (outcome,) = rows.run_together(
         [
@@ -358,8 +373,9 @@ class TurnRead:
 
     message: Message | None  # None: nothing is pending
     contact: Contact | None
-    history: list[tuple[Any, str, str]]  # (id, role, content), newest first
+    history: list[HistoryRow]  # newest first
     knowledge_bases: list[Any]
+    intents: list[str]  # the intents detected on earlier replies, oldest first
 
 
 def _pending_statements(
@@ -394,13 +410,13 @@ def turn_next(
 ) -> TurnRead | None:
     """In ONE round trip: takes (or renews) the turn, then reads the oldest pending message (no
     later than `upto`), the conversation (its changing fields are copied onto `conversation`),
-    its contact, the history before that message (see `history_statement`) and the agent's
-    knowledge bases. None: the turn is another run's; no `message`: nothing is pending (the turn
-    is held: the caller gives it back). `first`: statements sent before, in the same round trip
-    and implicit transaction (the REST path's inbound message)."""
+    its contact, the history before that message (`history_statement`), the intents detected
+    so far and the agent's knowledge bases. None: the turn is another run's; no `message`:
+    nothing is pending (the turn is held: the caller gives it back). `first`: statements sent
+    before, in the same round trip and implicit transaction (the REST path's inbound message)."""
     config = agent.history
     first_pending, pending_at = _pending_statements(conversation, upto)
-    *_, taken, pending, fresh, contact, history, kbs = rows.run_together(
+    *_, taken, pending, fresh, contact, history, intents, kbs = rows.run_together(
         [
             *first,
             _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s),
@@ -423,6 +439,7 @@ def turn_next(
                 with_first=config["truncation_strategy"] == "smart",
                 max_chars=input_max_chars(conversation.channel),
             ),
+            intents_statement(conversation=conversation),
             agent_knowledge_bases_statement(agent=agent),
         ]
     )
@@ -439,4 +456,5 @@ def turn_next(
         contact=rows.first(Contact, contact),
         history=list(history.rows or []),
         knowledge_bases=rows.instances(KnowledgeBase, kbs),
+        intents=[str(row[0]) for row in reversed(intents.rows or [])],
     )

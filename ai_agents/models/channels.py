@@ -27,7 +27,12 @@ class ChannelBinding(TenantOwnedModel):
         WEBCHAT = "webchat", _("chat web")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    agent = models.ForeignKey("ai_agents.Agent", on_delete=models.CASCADE, related_name="channels")
+    agent = models.ForeignKey(
+        "ai_agents.Agent",
+        on_delete=models.CASCADE,
+        related_name="channels",
+        verbose_name=_("agente"),
+    )
     type = models.CharField(_("tipo"), max_length=20, choices=Type.choices)
     name = models.CharField(_("nombre"), max_length=200, blank=True)
     # WhatsApp: inbound webhooks are routed by the business phone number id (before any tenant
@@ -121,7 +126,10 @@ class HandoffSettings(TenantOwnedModel):
     """How a tenant's team hears about escalations and how long a claim lasts."""
 
     tenant = models.OneToOneField(
-        "tenancy.Tenant", on_delete=models.CASCADE, related_name="handoff_settings"
+        "tenancy.Tenant",
+        on_delete=models.CASCADE,
+        related_name="handoff_settings",
+        verbose_name=_("empresa"),
     )
     notify_emails = models.JSONField(
         _("avisar por correo a"),

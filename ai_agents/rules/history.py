@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from django.utils.translation import gettext as _
@@ -45,6 +46,7 @@ class HistoryItem:
     tool_call_id: str | None = None
     tokens: int | None = None
     message_id: str | None = None  # the stored message, to key a cached summary
+    at: datetime | None = None  # when it was sent (the model sees it before the text)
 
     def token_count(self) -> int:
         return self.tokens if self.tokens is not None else estimate_tokens(self.content)

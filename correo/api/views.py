@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -21,7 +22,7 @@ from rest_framework.response import Response
 from correo import access
 from correo.mailbox import MailboxError, MailboxNotConnected
 from correo.models import QUESTION_STORED_CHARS, ChatQuery
-from correo.secretary import HistoryMessage, secretary_ask
+from correo.secretary import DeadlineExceeded, HistoryMessage, secretary_ask
 from erp import ratelimit
 from erp.api.errors import error_body
 from erp.api.schema import StaffSessionScheme, error_serializer
@@ -170,6 +171,15 @@ def _mailbox_error(exc: MailboxError) -> Response:
     return _error(502, "mailbox_unavailable", _("Zoho Mail no respondió. Inténtalo de nuevo."))
 
 
+def _deadline_error() -> Response:
+    seconds = int(settings.CORREO_ASK_DEADLINE_SECONDS)
+    message = _(
+        "La consulta superó el tiempo máximo (%(s)d s) sin respuesta. Prueba con una pregunta "
+        "más concreta."
+    ) % {"s": seconds}
+    return _error(504, "deadline_exceeded", message, deadline_s=seconds)
+
+
 class AskView(TenantAPIView):
     authentication_classes = [CorreoSessionAuthentication]
     permission_classes = [IsStaffMember, CloudflareAccess]
@@ -203,7 +213,7 @@ class AskView(TenantAPIView):
                     "model": serializers.CharField(),
                 },
             ),
-            **{status: error_serializer() for status in (400, 401, 403, 429, 502, 503)},
+            **{status: error_serializer() for status in (400, 401, 403, 429, 502, 503, 504)},
         },
     )
     def post(self, request: Request) -> Response:
@@ -229,6 +239,8 @@ class AskView(TenantAPIView):
             return _llm_error(exc)
         except MailboxError as exc:
             return _mailbox_error(exc)
+        except DeadlineExceeded:
+            return _deadline_error()
         _record_telemetry(request, question, result.tool_rounds, result.duration_ms)
         return Response(
             {

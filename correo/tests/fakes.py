@@ -3,6 +3,7 @@ that it merges with the Zoho branch's)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,17 +31,32 @@ class FakeMailbox:
     bodies: dict[tuple[str, str], str] = field(default_factory=dict)
     error: Exception | None = None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    delay_s: float = 0.0  # each call takes this long (cut to the time limit: then it fails)
+    time_limits: list[float] = field(default_factory=list)
+
+    def time_limit(self, seconds: float) -> None:
+        self.time_limits.append(seconds)
+
+    def _wait(self) -> None:
+        if not self.delay_s:
+            return
+        limit = self.time_limits[-1] if self.time_limits else self.delay_s
+        time.sleep(min(self.delay_s, limit))
+        if self.delay_s > limit:
+            raise mailbox_module.MailboxUnavailable("timeout")
 
     def search(
         self, *, query: str | None, sender: str | None, subject: str | None, limit: int = 10
     ) -> list[MailItem]:
         self.calls.append(("search", {"query": query, "sender": sender, "subject": subject}))
+        self._wait()
         if self.error:
             raise self.error
         return self.items[:limit]
 
     def read_text(self, *, message_id: str, folder_id: str) -> str:
         self.calls.append(("read", {"message_id": message_id, "folder_id": folder_id}))
+        self._wait()
         if self.error:
             raise self.error
         try:

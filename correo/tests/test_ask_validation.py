@@ -59,6 +59,27 @@ def test_a_body_that_is_not_an_object_is_400(
     assert fake_mailbox.calls == []
 
 
+@pytest.mark.parametrize(
+    ("language", "message"),
+    [
+        (None, "El cuerpo de la solicitud no es JSON válido."),
+        ("en", "The request body is not valid JSON."),
+    ],
+)
+def test_a_body_that_is_not_json_is_a_clear_400_spanish_first(
+    owner_client: Any, fake_google: FakeGoogle, language: str | None, message: str
+):
+    headers = {"HTTP_ACCEPT_LANGUAGE": language} if language else {}
+    response = owner_client.post(
+        URL, data="{pregunta: hola", content_type="application/json", **headers
+    )
+
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json() == {"error": {"code": "parse_error", "message": message}}
+    assert fake_google.generate_requests == []
+
+
 def test_question_of_2000_characters_is_accepted_and_500_are_stored(
     owner_client: Any, owner: Persona, fake_google: FakeGoogle, fake_mailbox: FakeMailbox
 ):

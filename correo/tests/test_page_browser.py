@@ -85,3 +85,20 @@ def test_rate_limit_and_disconnected_mailbox_messages(
     )
     page.get_by_role("button", name="Preguntar").click()
     expect(page.locator("#error")).to_contain_text("37 s")
+
+    deadline = "La consulta superó el tiempo máximo (90 s) sin respuesta."
+    for status, body, shown in (
+        (504, f'{{"error": {{"code": "deadline_exceeded", "message": "{deadline}"}}}}', deadline),
+        (504, "<html>Gateway Timeout</html>", "tardaron demasiado"),  # a proxy's own 504
+    ):
+        page.unroute("**/api/correo/ask")
+        page.route("**/api/correo/ask", _answer_with(status, body))
+        page.get_by_role("button", name="Preguntar").click()
+        expect(page.locator("#error")).to_contain_text(shown)
+
+
+def _answer_with(status: int, body: str) -> Any:
+    def handler(route: Any, request: Any) -> None:
+        route.fulfill(status=status, body=body)
+
+    return handler

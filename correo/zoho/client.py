@@ -142,6 +142,12 @@ class ZohoMailClient(HttpClient):
         self._timeout_arg = timeout
 
     # Public surface ------------------------------------------------------------------------
+    def time_limit(self, seconds: float) -> None:
+        """The calls that follow (token refresh included) wait at most `seconds` to connect
+        and for each read: never longer than the usual limits."""
+        connect, read = self._timeout_arg or MAIL_TIMEOUT
+        self.timeout = self._timeout_arg = (min(connect, seconds), min(read, seconds))
+
     def account_id(self) -> str:
         """The mailbox's Zoho account id: resolved once, then kept on the connection row."""
         if self.connection.account_id:

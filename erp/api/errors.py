@@ -96,6 +96,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, SuspiciousOperation):
         status, body = suspicious_error(exc)
         return Response(body, status=status)
+    elif isinstance(exc, exceptions.ParseError):
+        # DRF's "JSON parse error - Expecting value: line 1 column 1 (char 0)": English and
+        # internal; the API's own message instead (parsers are JSON-only, see settings).
+        exc = exceptions.ParseError(_("El cuerpo de la solicitud no es JSON válido."))
     if not isinstance(exc, exceptions.APIException):
         return None  # a real bug: let Django log it and JsonErrorsMiddleware shape the 500
 

@@ -4,6 +4,7 @@ message on."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -109,8 +110,15 @@ def test_smart_keeps_the_conversations_real_first_message_in_a_long_conversation
     _answer(fake_google, "respuesta 13")
     _send(api_a, agent_id, "pregunta 13")
     contents = fake_google.generate_requests[-1]["contents"]
-    # (consecutive customer turns reach Gemini as one turn, joined by a blank line)
-    lines = [line for c in contents for p in c["parts"] for line in p["text"].split("\n") if line]
+    # (consecutive customer turns reach Gemini as one turn, joined by a blank line; each
+    # earlier turn starts with its time)
+    lines = [
+        re.sub(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d\] ", "", line)
+        for c in contents
+        for p in c["parts"]
+        for line in p["text"].split("\n")
+        if line
+    ]
     assert lines[0] == "pregunta 1"  # the conversation's first message
     assert lines[-1] == "pregunta 13"
     assert "pregunta 2" not in lines and "respuesta 1" not in lines

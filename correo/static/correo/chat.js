@@ -65,6 +65,7 @@
       return [fmt(t.rate, { seconds: seconds }), false];
     }
     if (err.code === "mailbox_not_connected") return [t.disconnected, true];
+    if (err.code === "deadline_exceeded" && err.message) return [err.message, false];
     if (status === 502 || status === 504) return [t.timeout, false];
     return [err.message || t.generic, false];
   }
