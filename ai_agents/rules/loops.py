@@ -3,8 +3,8 @@ circles is a reason to offer a person, not to keep answering.
 
 `loop_detail(text, ...)` gives the detail of the first loop found, or None:
 
-- the customer sends the same message again: normalised equal, token Jaccard >= `similarity`
-  or a character ratio >= `similarity` (typos, punctuation), at least `min_words` words (so
+- the customer sends the same message again: normalised equal or token Jaccard >=
+  `similarity` (a typo of a word counts as the word), at least `min_words` words (so
   "sí" or "gracias" twice is no loop), `max_similar` times in the last `window` messages, the
   current one included;
 - the customer says they are repeating themselves ("se lo he dicho ya varias veces", "ya te lo
@@ -48,17 +48,27 @@ _CODE = re.compile(r"\b[a-z]*\d[\w-]*\b")
 MIN_ANSWER_WORDS = 3
 
 
+def _close(word: str, others: set[str]) -> bool:
+    """`word` in `others`, or a typo of one of them (4+ letters, ratio >= 0.8)."""
+    if word in others:
+        return True
+    return len(word) >= 4 and any(
+        len(o) >= 4 and difflib.SequenceMatcher(None, word, o).ratio() >= 0.8 for o in others
+    )
+
+
 def similar(a: str, b: str, *, similarity: float = 0.8) -> bool:
-    """Same normalised text, token-set Jaccard or character ratio >= similarity."""
+    """Same normalised text, or a token-set Jaccard >= similarity where a word counts as
+    shared when the other message has it or a typo of it ("pedido" / "pedidio"; "plan a" and
+    "plan b" stay different)."""
     na, nb = normalize(a), normalize(b)
     if not na or not nb:
         return False
     if na == nb:
         return True
     sa, sb = set(na.split()), set(nb.split())
-    if len(sa & sb) / len(sa | sb) >= similarity:
-        return True
-    return difflib.SequenceMatcher(None, na, nb).ratio() >= max(similarity, 0.92)
+    shared = sum(_close(w, sb) for w in sa)
+    return shared / (len(sa) + len(sb) - shared) >= similarity
 
 
 def references(text: str) -> set[str]:

@@ -59,7 +59,7 @@ _TRANSFER_ES = _alt(
     "pueden pasar|quieres pasar|pasais|poneis|pones|pone|ponen)|ponme|ponganme|pongame|",
     "comunicame|comuniqueme|comuniquenme|comunicarme|me (?:comunicas|comunica|comunican|",
     "comuniques|comunique|comuniquen|puedes comunicar|puede comunicar|pueden comunicar|",
-    "podria comunicar|podrias comunicar)|conectame|conecteme|conectenme|conectarme|",
+    "podria comunicar|podrias comunicar|podrian comunicar|podeis comunicar)|conectame|conecteme|conectenme|conectarme|",
     "me (?:conectas|conecta|conectan|conecten|puedes conectar|puede conectar)|transfiereme|",
     "transfierame|transfieranme|transferirme|me (?:transfieres|transfiere|transfieren|",
     "transfieran|puedes transferir|puede transferir)|derivame|derivenme|derivarme|",
@@ -100,7 +100,7 @@ _ATTEND_ES = _alt(
     "que me (?:atienda|atiendan|llame|llamen|marque|marquen|hable|hablen|contacte|contacten|",
     "responda|respondan|conteste|contesten|devuelva la llamada|devuelvan la llamada|",
     "regrese la llamada|regresen la llamada|busque|busquen|comuniquen|comunique|pasen|",
-    "pase con|asesore|asesoren|llamara|llamaran|marcara|marcaran|atendiera|atendieran|",
+    "pase con|asesore|asesoren|llameis|marqueis|atendais|contacteis|hableis|paseis|llamara|llamaran|marcara|marcaran|atendiera|atendieran|",
     "contactara|contactaran|hablara|hablaran|respondiera|contestara)",
 )
 _WANT_EN = _alt(
@@ -166,7 +166,7 @@ REQUESTS: tuple[re.Pattern[str], ...] = tuple(
             rf"\b{_WANT_ES} (?:que me atienda |ser atendid[oa] por |atencion de |a |al |a la )?"
             rf"(?:un|una|el|la|al|algun|alguna) {_SHORT_ROLE}\b(?! (?:para|que sepa|nuevo|nueva))"
         ),
-        rf"\b(?:un|una|el|la) {_SHORT_ROLE} (?:por favor|please|ya|urgente|ahora)\b",
+        rf"\b(?:un|una|el|la) {_SHORT_ROLE} (?:por favor\b|please\b|urgente\b|ahora\b|ya$)",
         rf"\b(?:dame|denme|deme|consigueme|consiganme|mandame|mandenme) {_DET}{_SHORT_ROLE}\b",
         (
             r"\bque (?:alguien|una persona|un humano|un asesor|una asesora|un ejecutivo|"
@@ -193,6 +193,11 @@ REQUESTS: tuple[re.Pattern[str], ...] = tuple(
             r"(?:through |over |on )?(?:to|with)\b"
         ),
         r"\bput me through\b",
+        r"\b(?:be|get|getting|being) (?:transferred|connected|put through|passed|redirected) to\b",
+        (
+            r"\b(?:any|anybody|anyone|a|some) (?:humans?|real people|real persons?|people|"
+            r"persons?) (?:here|there|around|out there|online|available)\b"
+        ),
         r"\bhand me (?:over|off)\b",
         r"\bescalate (?:this|my|me|it|the)\b",
         (
@@ -320,7 +325,7 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf" (?:la|el|una|un|esa|ese|this|the|a) {_HELPER} (?:que|quien|who|that) "
             rf"(?:me |nos |us |you |ya )?{_HELPED}|"
             r" ya (?:me |nos )?(?:atendio|atendieron|ayudo|ayudaron|hable|hablamos|platique|"
-            r"llamaron|marcaron|contactaron)|"
+            r"llamaron|marcaron|contactaron|resolvio|resolvieron|soluciono|solucionaron)|"
             r" (?:already|just) (?:spoke|talked|called|helped|been helped)|"
             r" (?:spoke|talked) (?:to|with) (?:\w+ )?(?:yesterday|earlier|last|today|already)|"
             r" (?:hable|platique|hablamos) con (?:\w+ )*(?:ayer|antier|hace|la semana|el lunes|"
@@ -377,7 +382,7 @@ NOT_NAMES: frozenset[str] = frozenset(
 TYPOS: dict[str, str] = dict(
     tuple(pair.replace("_", " ").split(":", 1))  # type: ignore[misc]  # "a:b" -> (a, b)
     for pair in _words(
-        "ablar:hablar hablr:hablar hbalar:hablar habalr:hablar halbar:hablar avlar:hablar ",
+        "yamen:llamen yame:llame yamar:llamar yamame:llamame yamenme:llamenme ablar:hablar hablr:hablar hbalar:hablar habalr:hablar halbar:hablar avlar:hablar ",
         "hablarr:hablar persnoa:persona persna:persona perosna:persona presona:persona ",
         "peronsa:persona prsona:persona umano:humano humnao:humano huamno:humano jumano:humano ",
         "alguein:alguien algien:alguien aguien:alguien alguin:alguien alguen:alguien ",
