@@ -59,7 +59,8 @@ _TRANSFER_ES = _alt(
     "pueden pasar|quieres pasar|pasais|poneis|pones|pone|ponen)|ponme|ponganme|pongame|",
     "comunicame|comuniqueme|comuniquenme|comunicarme|me (?:comunicas|comunica|comunican|",
     "comuniques|comunique|comuniquen|puedes comunicar|puede comunicar|pueden comunicar|",
-    "podria comunicar|podrias comunicar|podrian comunicar|podeis comunicar)|conectame|conecteme|conectenme|conectarme|",
+    "podria comunicar|podrias comunicar|podrian comunicar|podeis comunicar)|",
+    "conectame|conecteme|conectenme|conectarme|",
     "me (?:conectas|conecta|conectan|conecten|puedes conectar|puede conectar)|transfiereme|",
     "transfierame|transfieranme|transferirme|me (?:transfieres|transfiere|transfieren|",
     "transfieran|puedes transferir|puede transferir)|derivame|derivenme|derivarme|",
@@ -100,7 +101,8 @@ _ATTEND_ES = _alt(
     "que me (?:atienda|atiendan|llame|llamen|marque|marquen|hable|hablen|contacte|contacten|",
     "responda|respondan|conteste|contesten|devuelva la llamada|devuelvan la llamada|",
     "regrese la llamada|regresen la llamada|busque|busquen|comuniquen|comunique|pasen|",
-    "pase con|asesore|asesoren|llameis|marqueis|atendais|contacteis|hableis|paseis|llamara|llamaran|marcara|marcaran|atendiera|atendieran|",
+    "pase con|asesore|asesoren|llameis|marqueis|atendais|contacteis|hableis|paseis|",
+    "llamara|llamaran|marcara|marcaran|atendiera|atendieran|",
     "contactara|contactaran|hablara|hablaran|respondiera|contestara)",
 )
 _WANT_EN = _alt(
@@ -382,7 +384,8 @@ NOT_NAMES: frozenset[str] = frozenset(
 TYPOS: dict[str, str] = dict(
     tuple(pair.replace("_", " ").split(":", 1))  # type: ignore[misc]  # "a:b" -> (a, b)
     for pair in _words(
-        "yamen:llamen yame:llame yamar:llamar yamame:llamame yamenme:llamenme ablar:hablar hablr:hablar hbalar:hablar habalr:hablar halbar:hablar avlar:hablar ",
+        "yamen:llamen yame:llame yamar:llamar yamame:llamame yamenme:llamenme ",
+        "ablar:hablar hablr:hablar hbalar:hablar habalr:hablar halbar:hablar avlar:hablar ",
         "hablarr:hablar persnoa:persona persna:persona perosna:persona presona:persona ",
         "peronsa:persona prsona:persona umano:humano humnao:humano huamno:humano jumano:humano ",
         "alguein:alguien algien:alguien aguien:alguien alguin:alguien alguen:alguien ",

@@ -49,7 +49,7 @@ class Outcome:
 def _case(line: str, number: int) -> Case:
     try:
         row = json.loads(line)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ValueError(f"línea {number}: JSON no válido ({exc.msg})") from None
     if not isinstance(row, dict) or not isinstance(row.get("message"), str):
         raise ValueError(f"línea {number}: falta «message» (texto)")

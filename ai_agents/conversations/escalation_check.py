@@ -1,0 +1,83 @@
+"""The engine's two escalation checks (ai_agents/conversations/engine.py), with what the rules
+need from the turn: before the model (`early_escalation`: the request-for-a-person detector,
+keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, confidence, the
+model's own `escalate`, and its new answer repeating the previous one).
+
+The detector's embedding layer reuses the query vector retrieval computes for local knowledge
+bases (`retrieval_prefetch` starts it when the message arrives).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.utils.translation import gettext as _
+
+from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
+from ai_agents.rules.loops import answer_repeats
+
+if TYPE_CHECKING:
+    from ai_agents.conversations.turn import Turn
+
+
+def _assistant_texts(turn: Turn) -> list[str]:
+    return [item.content for item in turn.history if item.role == "assistant"]
+
+
+def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | None:
+    """The triggers that need no model, on the turn's text and history."""
+    assert turn.rules is not None  # set by the engine's _early_triggers
+    return evaluate_escalation(
+        turn.rules.triggers,
+        text=turn.text,
+        sentiment=None,
+        intent=intent,
+        confidence=None,
+        recent_user_texts=turn.recent,
+        assistant_texts=_assistant_texts(turn),
+        model_requested=False,
+        model_reason=None,
+    )
+
+
+def model_escalation(
+    turn: Turn, *, parsed: Any, signals: dict[str, Any]
+) -> EscalationDecision | None:
+    """The triggers after the model's answer (`signals`: sentiment, intent, confidence); then,
+    with loop detection configured, an answer (nearly) the same as the previous one is a loop:
+    the customer is offered a person instead of the same answer again."""
+    assert turn.rules is not None
+    decision = evaluate_escalation(
+        turn.rules.triggers,
+        text=turn.text,
+        sentiment=signals["sentiment"],
+        intent=signals["intent"],
+        confidence=signals["confidence"],
+        recent_user_texts=turn.recent,
+        assistant_texts=_assistant_texts(turn),
+        model_requested=parsed.name == "escalate",
+        model_reason=str(parsed.args.get("reason") or "") or None,
+    )
+    if decision is not None or parsed.name == "escalate":
+        return decision
+    loop = next((t for t in turn.rules.triggers if t.type == "loop_detection"), None)
+    if loop is None or not answer_repeats(parsed.answer or "", _assistant_texts(turn)):
+        return None
+    return EscalationDecision(
+        reason="conversation_loop",
+        priority=loop.priority,
+        trigger_type="loop_detection",
+        detail=_("el asistente iba a repetir su respuesta anterior"),
+        message=loop.message,
+        layer="loop",
+    )
+
+
+def escalation_meta(decision: EscalationDecision) -> dict[str, str]:
+    """What the reply's metadata keeps of the decision (`escalation`), for the inbox and API."""
+    return {
+        "reason": decision.reason,
+        "priority": decision.priority,
+        "layer": decision.layer,
+        "detail": decision.detail,
+    }
