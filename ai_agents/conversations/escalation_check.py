@@ -4,7 +4,8 @@ keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, co
 model's own `escalate`, and its new answer repeating the previous one).
 
 The detector's embedding layer reuses the query vector retrieval computes for local knowledge
-bases (`retrieval_prefetch` starts it when the message arrives).
+bases (`retrieval_prefetch` starts it when the message arrives); when it has to wait for that
+vector (~25 ms of CPU), the database connection goes back to the pool first.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from django.utils.translation import gettext as _
 
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
 from ai_agents.rules.loops import answer_repeats
+from ai_agents.rules.person_request import (
+    PersonDecision,
+    cached_query_vector,
+    detect_person_request,
+)
+from erp.db import connection_release
 
 if TYPE_CHECKING:
     from ai_agents.conversations.turn import Turn
@@ -22,6 +29,16 @@ if TYPE_CHECKING:
 
 def _assistant_texts(turn: Turn) -> list[str]:
     return [item.content for item in turn.history if item.role == "assistant"]
+
+
+def _embed_released(text: str) -> tuple[float, ...]:
+    """The shared query vector, waited for without holding a database connection."""
+    connection_release()
+    return cached_query_vector(text)
+
+
+def _detect(text: str) -> PersonDecision:
+    return detect_person_request(text, embed=_embed_released)
 
 
 def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | None:
@@ -37,6 +54,7 @@ def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | Non
         assistant_texts=_assistant_texts(turn),
         model_requested=False,
         model_reason=None,
+        detect=_detect,
     )
 
 
@@ -57,6 +75,7 @@ def model_escalation(
         assistant_texts=_assistant_texts(turn),
         model_requested=parsed.name == "escalate",
         model_reason=str(parsed.args.get("reason") or "") or None,
+        detect=_detect,
     )
     if decision is not None or parsed.name == "escalate":
         return decision

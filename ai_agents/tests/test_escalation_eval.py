@@ -22,7 +22,9 @@ from ai_agents.tests.conversations.support import FAST
 from erp.tenancy.models import Tenant
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-LAST = re.compile(r"^accuracy (\d\.\d{3}) \((\d+)/(\d+)\) precision (\d\.\d{3}) recall (\d\.\d{3})$")
+LAST = re.compile(
+    r"^accuracy (\d\.\d{3}) \((\d+)/(\d+)\) precision (\d\.\d{3}) recall (\d\.\d{3})$"
+)
 MIGRATION = importlib.import_module("ai_agents.migrations.0014_escalation_defaults_detector")
 
 
@@ -104,7 +106,7 @@ def test_an_agent_with_its_own_keyword_triggers_is_measured_with_them(
     cases = tmp_path / "cases.jsonl"
     rows = [
         {"message": "Quiero ver al gerente", "should_escalate": True, "reason": "keyword_match"},
-        {"message": "¿Me pasas con facturación?", "should_escalate": True, "reason": "user_request"},
+        {"message": "¿Me pasas con ventas?", "should_escalate": True, "reason": "user_request"},
     ]
     cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
     own = _run(str(cases), "--agent", str(keyword_agent.pk))

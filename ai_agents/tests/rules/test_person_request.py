@@ -3,6 +3,8 @@ which layer decided and why."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -128,7 +130,7 @@ def _no_embedding(text: str) -> list[float]:
     raise AssertionError(f"layer 2 asked for {text!r}")
 
 
-def _prototype_vector(*, label: bool):  # type: ignore[no-untyped-def]  # a test helper factory
+def _prototype_vector(*, label: bool) -> Callable[[str], list[float]]:
     """An embed function answering the vector of the first prototype with this label (as if
     the message said exactly that)."""
     built = prototypes()
