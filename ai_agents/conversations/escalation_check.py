@@ -1,7 +1,7 @@
 """The engine's two escalation checks (ai_agents/conversations/engine.py), with what the rules
 need from the turn: before the model (`early_escalation`: the request-for-a-person detector,
 keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, confidence, the
-model's own `escalate`, and its new answer repeating the previous one).
+model's own `escalate`).
 
 The detector's embedding layer reuses the query vector retrieval computes for local knowledge
 bases (`retrieval_prefetch` starts it when the message arrives); when it has to wait for that
@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.utils.translation import gettext as _
-
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
-from ai_agents.rules.loops import answer_repeats
 from ai_agents.rules.person_request import (
     PersonDecision,
     cached_query_vector,
@@ -28,7 +25,14 @@ if TYPE_CHECKING:
 
 
 def _assistant_texts(turn: Turn) -> list[str]:
-    return [item.content for item in turn.history if item.role == "assistant"]
+    """The earlier answers; the fallback message (a model failure, counted apart) is left out:
+    two failures in a row are not the bot repeating an answer."""
+    fallback = turn.agent.fallback_message
+    return [
+        item.content
+        for item in turn.history
+        if item.role == "assistant" and item.content != fallback
+    ]
 
 
 def _embed_released(text: str) -> tuple[float, ...]:
@@ -61,11 +65,12 @@ def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | Non
 def model_escalation(
     turn: Turn, *, parsed: Any, signals: dict[str, Any]
 ) -> EscalationDecision | None:
-    """The triggers after the model's answer (`signals`: sentiment, intent, confidence); then,
-    with loop detection configured, an answer (nearly) the same as the previous one is a loop:
-    the customer is offered a person instead of the same answer again."""
+    """The triggers after the model's answer (`signals`: sentiment, intent, confidence), the
+    model's own `escalate`. (The assistant repeating itself is judged on the history, before
+    the model: two answers that are the same in a row offer a person at the next message; one
+    repeat alone may be right, e.g. two questions answered by the same passage offline.)"""
     assert turn.rules is not None
-    decision = evaluate_escalation(
+    return evaluate_escalation(
         turn.rules.triggers,
         text=turn.text,
         sentiment=signals["sentiment"],
@@ -76,19 +81,6 @@ def model_escalation(
         model_requested=parsed.name == "escalate",
         model_reason=str(parsed.args.get("reason") or "") or None,
         detect=_detect,
-    )
-    if decision is not None or parsed.name == "escalate":
-        return decision
-    loop = next((t for t in turn.rules.triggers if t.type == "loop_detection"), None)
-    if loop is None or not answer_repeats(parsed.answer or "", _assistant_texts(turn)):
-        return None
-    return EscalationDecision(
-        reason="conversation_loop",
-        priority=loop.priority,
-        trigger_type="loop_detection",
-        detail=_("el asistente iba a repetir su respuesta anterior"),
-        message=loop.message,
-        layer="loop",
     )
 
 
