@@ -43,17 +43,22 @@ _COMPLAINT = re.compile(
     r"same (?:answer|reply|response|thing) (?:again|over)|going (?:round )?in circles|"
     r"(?:again and again|over and over))\b"
 )
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")  # bounded: no n² scan
 _CODE = re.compile(r"\b[a-z]*\d[\w-]*\b")
 MIN_ANSWER_WORDS = 3
+FUZZY_PAIRS = 900  # word pairs compared for typos at most (two 30-word messages)
 
 
-def _close(word: str, others: set[str]) -> bool:
-    """`word` in `others`, or a typo of one of them (4+ letters, ratio >= 0.8)."""
+def _close(word: str, others: set[str], *, fuzzy: bool) -> bool:
+    """`word` in `others`, or (`fuzzy`) a typo of one of them: 4 to 24 letters, lengths within
+    two, ratio >= 0.8 (bounded: a 4,000-character message costs no quadratic comparison)."""
     if word in others:
         return True
-    return len(word) >= 4 and any(
-        len(o) >= 4 and difflib.SequenceMatcher(None, word, o).ratio() >= 0.8 for o in others
+    if not fuzzy or not 4 <= len(word) <= 24:
+        return False
+    return any(
+        abs(len(o) - len(word)) <= 2 and difflib.SequenceMatcher(None, word, o).ratio() >= 0.8
+        for o in others
     )
 
 
@@ -67,14 +72,16 @@ def similar(a: str, b: str, *, similarity: float = 0.8) -> bool:
     if na == nb:
         return True
     sa, sb = set(na.split()), set(nb.split())
-    shared = sum(_close(w, sb) for w in sa)
+    fuzzy = len(sa) * len(sb) <= FUZZY_PAIRS
+    shared = sum(_close(w, sb, fuzzy=fuzzy) for w in sa)
     return shared / (len(sa) + len(sb) - shared) >= similarity
 
 
 def references(text: str) -> set[str]:
     """Order numbers, codes (4+ digits) and e-mail addresses in `text`, normalised."""
-    found = {m.group(0).lower() for m in _EMAIL.finditer(text or "")}
-    rest = _EMAIL.sub(" ", (text or "").lower())
+    text = (text or "").lower()
+    found = {m.group(0) for m in _EMAIL.finditer(text)} if "@" in text else set()
+    rest = _EMAIL.sub(" ", text) if found else text
     for match in _CODE.finditer(rest):
         digits = re.sub(r"\D", "", match.group(0))
         if len(digits) >= 4:
