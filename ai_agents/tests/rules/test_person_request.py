@@ -137,3 +137,14 @@ def _prototype_vector(*, label: bool) -> Callable[[str], list[float]]:
     assert built is not None
     vector = built.vectors[int(np.flatnonzero(built.labels == label)[0])].tolist()
     return lambda text: vector
+
+
+def test_the_built_prototypes_match_their_texts() -> None:
+    """The committed vectors were built from the committed texts (rebuild with
+    `python -m ai_agents.rules.person_build` after editing the prototypes)."""
+    built = prototypes()
+    assert built is not None
+    assert built.vectors.shape == (len(built.texts), 384)
+    assert 0 < built.labels.sum() < len(built.texts)
+    norms = np.linalg.norm(built.vectors, axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-2)
