@@ -23,7 +23,6 @@ from django.utils.translation import gettext as _
 
 from ai_agents.rules.escalation import EscalationTrigger, parse_escalation_triggers
 from ai_agents.rules.intent import DEFAULT_INTENT_CONFIG, IntentConfig, parse_intent_config
-from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 
 if TYPE_CHECKING:
     from ai_agents.models import Agent
@@ -77,16 +76,16 @@ def intent_defaults() -> dict[str, Any]:
 
 
 def escalation_defaults() -> list[dict[str, Any]]:
+    """No single-word keyword (issue 15): the request-for-a-person detector (`user_request`),
+    loop detection (the same message twice, "ya se lo dije", a reference repeated, the same
+    answer twice), the model's intent, sentiment and confidence."""
     return [
+        {"type": "user_request", "condition": {}, "priority": "medium"},
         {
-            "type": "keyword",
-            "condition": {
-                "keywords": ["humano", "agente", "persona", "hablar con alguien"],
-                "exclude": list(HUMAN_AGENT_EXCLUDES),
-            },
+            "type": "loop_detection",
+            "condition": {"max_similar": 2, "window": 10, "similarity": 0.8, "min_words": 3},
             "priority": "medium",
         },
-        {"type": "user_request", "condition": {}, "priority": "medium"},
         {"type": "intent", "condition": {"intents": ["escalate"]}, "priority": "medium"},
         {"type": "sentiment", "condition": {"threshold": -0.6}, "priority": "high"},
         {"type": "confidence", "condition": {"threshold": 0.3}, "priority": "low"},

@@ -42,6 +42,7 @@ from ai_agents.conversations.context import (
     keyword_intent,
     rules_for,
 )
+from ai_agents.conversations.escalation_check import early_escalation, model_escalation
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.manual_inbox import manual_inbox_escalation
 from ai_agents.conversations.model import RequestMaker, converse, number_field
@@ -53,7 +54,6 @@ from ai_agents.conversations.store import conversation_load
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
 from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Conversation, Message
-from ai_agents.rules.escalation import evaluate_escalation
 from ai_agents.rules.input_bound import input_bound
 from erp import ratelimit
 from erp.db import connection_release
@@ -312,16 +312,7 @@ def _early_triggers(turn: Turn) -> bool:
     turn.keyword = early = keyword_intent(turn.text, rules)
     if early:
         turn.meta["intent_detected"] = early.intent
-    turn.escalation = evaluate_escalation(
-        rules.triggers,
-        text=turn.text,
-        sentiment=None,
-        intent=early.intent if early else None,
-        confidence=None,
-        recent_user_texts=turn.recent,
-        model_requested=False,
-        model_reason=None,
-    )
+    turn.escalation = early_escalation(turn, early.intent if early else None)
     turn.timer.mark("triggers")
     if turn.escalation is not None:
         turn.reply_text = turn.escalation.message or turn.agent.escalation_message
@@ -418,16 +409,9 @@ def _decide(turn: Turn, result: LlmResult, parsed: Any) -> None:
         action=parsed.name,
         broken_output=parsed.broken,
     )
-    turn.escalation = evaluate_escalation(
-        rules.triggers,
-        text=turn.text,
-        sentiment=sentiment,
-        intent=intent,
-        confidence=confidence,
-        recent_user_texts=turn.recent,
-        model_requested=parsed.name == "escalate",
-        model_reason=str(parsed.args.get("reason") or "") or None,
-    )
+    turn.rules = rules
+    signals = {"sentiment": sentiment, "intent": intent, "confidence": confidence}
+    turn.escalation = model_escalation(turn, parsed=parsed, signals=signals)
     if turn.escalation is not None:
         turn.reply_text = turn.escalation.message or turn.agent.escalation_message
     elif parsed.broken and parsed.raw.lstrip().startswith("{"):

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ai_agents.conversations import store
+from ai_agents.conversations.escalation_check import escalation_meta
 from ai_agents.conversations.retrieval import citations
 from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
 from ai_agents.models import Conversation, Message
@@ -146,6 +147,7 @@ def _timings(turn: Turn, reply: Message | None) -> None:
     turn.meta["response_time_ms"] = timings["total"]
     if turn.escalation is not None:
         turn.meta["escalation_notice"] = True  # the one bot message an escalated chat may send
+        turn.meta["escalation"] = escalation_meta(turn.escalation)  # reason, layer, detail
     reply.metadata = turn.meta
 
 

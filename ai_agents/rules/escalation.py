@@ -17,81 +17,49 @@ the agent's escalation message. Conditions per type:
 - loop_detection: {"max_similar": 2..20 (default 3), "window": 1..50 (default 10),
                   "similarity": 0.5..1 (default 0.8), "min_words": 1..10 (default 2)}; fires
                   when the current user message (of at least `min_words` words, so repeated
-                  short answers like "sí" are not a loop) and
-                  earlier ones among the last `window` user messages are the same message
-                  (normalised equal, or token Jaccard >= similarity) `max_similar` times in all,
-                  the current one included -> `conversation_loop`
-- user_request:   {"phrases": [..], "exclude": [..]} (both optional, ADDED to the built-in
-                  Spanish/English phrases and `HUMAN_AGENT_EXCLUDES`) -> `user_request`
+                  short answers like "sí" are not a loop) and earlier ones among the last
+                  `window` user messages are the same message `max_similar` times in all, the
+                  current one included; also when the customer says they repeat themselves,
+                  repeats a reference, or the assistant's last two answers are the same
+                  (`ai_agents.rules.loops`) -> `conversation_loop`
+- user_request:   {"phrases": [..], "exclude": [..]} (both optional): the request-for-a-person
+                  detector (`ai_agents.rules.person_request`: phrase rules with negative
+                  context, then labelled prototypes), plus the tenant's own phrases (whole
+                  words, normalised); an `exclude` phrase present in the message vetoes the
+                  detector -> `user_request`
 
 `evaluate_escalation` checks every trigger and returns the matching one with the highest
 priority (ties: config order), or None. Independently of the config, `model_requested=True`
 (the model chose the `escalate` action) escalates with reason `model_request`, the priority of a
 configured user_request trigger or medium; configured triggers of higher priority win over it.
-Missing signals (sentiment/intent/confidence None) never fire their trigger.
+Missing signals (sentiment/intent/confidence None) never fire their trigger. Every decision
+says which `layer` decided: "rules" / "embedding" (the detector's layers), "loop", "trigger"
+(any other configured trigger), "model" (the model's own `escalate`); `detail` says why.
 `failure_decision(kind)` gives the decision for llm_failure / timeout / no_credits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from django.utils.translation import gettext as _
 
-from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES, first_matching_phrase, normalize, words
-from ai_agents.rules.validation import Errors, integer, number, string_list
-
-TriggerType = Literal[
-    "keyword", "sentiment", "intent", "confidence", "loop_detection", "user_request"
-]
-TRIGGER_TYPES: tuple[str, ...] = (
-    "keyword",
-    "sentiment",
-    "intent",
-    "confidence",
-    "loop_detection",
-    "user_request",
+from ai_agents.rules.escalation_config import (
+    MAX_MESSAGE_CHARS,
+    MAX_TRIGGERS,
+    PRIORITIES,
+    TRIGGER_TYPES,
+    USER_REQUEST_PHRASES,
+    EscalationTrigger,
+    FailureKind,
+    TriggerType,
+    parse_escalation_triggers,
 )
-PRIORITIES: tuple[str, ...] = ("low", "medium", "high", "urgent")
-FailureKind = Literal["llm_failure", "timeout", "no_credits"]
-MAX_TRIGGERS = 50
-MAX_MESSAGE_CHARS = 2000
-
-USER_REQUEST_PHRASES: tuple[str, ...] = (
-    "quiero hablar con una persona",
-    "quiero hablar con un humano",
-    "hablar con una persona",
-    "hablar con un humano",
-    "hablar con un agente",
-    "hablar con alguien",
-    "hablar con un asesor",
-    "hablar con un ejecutivo",
-    "un agente por favor",
-    "una persona por favor",
-    "un humano por favor",
-    "pasame con un agente",
-    "pasame con una persona",
-    "pasame con un humano",
-    "comunicame con un agente",
-    "comunicame con una persona",
-    "agente humano",
-    "persona real",
-    "atencion humana",
-    "talk to a human",
-    "speak to a human",
-    "talk to a person",
-    "speak to a person",
-    "talk to an agent",
-    "speak to an agent",
-    "speak with a human",
-    "talk with a human",
-    "human agent",
-    "real person",
-    "a human please",
-    "an agent please",
-)
+from ai_agents.rules.loops import loop_detail
+from ai_agents.rules.loops import similar as _similar
+from ai_agents.rules.person_request import PersonDecision, detect_person_request
+from ai_agents.rules.text import contains_phrase, first_matching_phrase, normalize
 
 REASONS: dict[str, str] = {
     "keyword": "keyword_match",
@@ -109,48 +77,13 @@ FAILURE_PRIORITIES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class EscalationTrigger:
-    type: TriggerType
-    priority: str = "medium"
-    message: str | None = None
-    keywords: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    intents: tuple[str, ...] = ()
-    threshold: float | None = None
-    max_similar: int = 3
-    window: int = 10
-    similarity: float = 0.8
-    min_words: int = 2
-
-    def to_dict(self) -> dict[str, Any]:
-        conditions: dict[str, dict[str, Any]] = {
-            "keyword": {"keywords": list(self.keywords), "exclude": list(self.exclude)},
-            "sentiment": {"threshold": self.threshold},
-            "intent": {"intents": list(self.intents)},
-            "confidence": {"threshold": self.threshold},
-            "loop_detection": {
-                "max_similar": self.max_similar,
-                "window": self.window,
-                "similarity": self.similarity,
-                "min_words": self.min_words,
-            },
-            "user_request": {"phrases": list(self.keywords), "exclude": list(self.exclude)},
-        }
-        condition = conditions[self.type]
-        out: dict[str, Any] = {"type": self.type, "condition": condition, "priority": self.priority}
-        if self.message:
-            out["message"] = self.message
-        return out
-
-
-@dataclass(frozen=True)
 class EscalationDecision:
     reason: str
     priority: str
     trigger_type: str
     detail: str = ""
     message: str | None = None  # the trigger's own message, if configured
-    layer: str = ""  # which layer decided: rules | embedding | model | trigger | loop
+    layer: str = ""  # rules | embedding | loop | trigger | model (see the module docstring)
 
 
 def default_escalation_triggers() -> list[EscalationTrigger]:
@@ -158,203 +91,87 @@ def default_escalation_triggers() -> list[EscalationTrigger]:
     return [EscalationTrigger(type="user_request", priority="high")]
 
 
-def _priority(entry: Mapping[str, Any], where: str, errors: Errors) -> str:
-    """The trigger's priority; an invalid one is reported and read as medium."""
-    priority = entry.get("priority", "medium")
-    if priority not in PRIORITIES:
-        errors.add(
-            _("%(where)s: prioridad «%(p)s» no válida (use low, medium, high o urgent).")
-            % {"where": where, "p": priority}
-        )
-        return "medium"
-    return str(priority)
-
-
-def _message(entry: Mapping[str, Any], where: str, errors: Errors) -> str | None:
-    """The trigger's own message; an invalid one is reported and dropped."""
-    message = entry.get("message")
-    if message is not None and (not isinstance(message, str) or len(message) > MAX_MESSAGE_CHARS):
-        errors.add(
-            _("%(where)s: «message» debe ser texto de hasta %(n)s caracteres.")
-            % {"where": where, "n": MAX_MESSAGE_CHARS}
-        )
-        return None
-    return message or None
-
-
-def _keyword_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
-    keywords = string_list(condition.get("keywords"), where + " · keywords", errors, required=True)
-    for keyword in keywords:
-        if not words(keyword):
-            errors.add(
-                _("%(where)s: la palabra clave «%(kw)s» no tiene letras ni dígitos.")
-                % {"where": where, "kw": keyword}
-            )
-    exclude = string_list(condition.get("exclude"), where + " · exclude", errors)
-    return {"keywords": tuple(keywords), "exclude": tuple(exclude)}
-
-
-def _user_request_fields(
-    condition: Mapping[str, Any], where: str, errors: Errors
-) -> dict[str, Any]:
-    phrases = string_list(condition.get("phrases"), where + " · phrases", errors)
-    exclude = string_list(condition.get("exclude"), where + " · exclude", errors)
-    return {"keywords": tuple(phrases), "exclude": tuple(exclude)}
-
-
-def _intent_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
-    intents = string_list(condition.get("intents"), where + " · intents", errors, required=True)
-    return {"intents": tuple(intents)}
-
-
-def _sentiment_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
-    threshold = number(
-        condition.get("threshold"), where + " · threshold", errors, low=-1, high=1, default=-0.5
-    )
-    return {"threshold": threshold}
-
-
-def _confidence_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
-    threshold = number(
-        condition.get("threshold"), where + " · threshold", errors, low=0, high=1, default=0.5
-    )
-    return {"threshold": threshold}
-
-
-def _loop_fields(condition: Mapping[str, Any], where: str, errors: Errors) -> dict[str, Any]:
-    similarity = number(
-        condition.get("similarity"), where + " · similarity", errors, low=0.5, high=1, default=0.8
-    )
-    return {
-        "max_similar": integer(
-            condition.get("max_similar"),
-            where + " · max_similar",
-            errors,
-            low=2,
-            high=20,
-            default=3,
-        ),
-        "window": integer(
-            condition.get("window"), where + " · window", errors, low=1, high=50, default=10
-        ),
-        "similarity": similarity if similarity is not None else 0.8,
-        "min_words": integer(
-            condition.get("min_words"), where + " · min_words", errors, low=1, high=10, default=2
-        ),
-    }
-
-
-# One parser per trigger type: the condition's fields of `EscalationTrigger`.
-_CONDITION_FIELDS: dict[str, Callable[[Mapping[str, Any], str, Errors], dict[str, Any]]] = {
-    "keyword": _keyword_fields,
-    "user_request": _user_request_fields,
-    "intent": _intent_fields,
-    "sentiment": _sentiment_fields,
-    "confidence": _confidence_fields,
-    "loop_detection": _loop_fields,
-}
-
-
-def _parse_one(entry: Any, where: str, errors: Errors) -> EscalationTrigger | None:
-    if not isinstance(entry, Mapping):
-        errors.add(_("%(where)s: debe ser un objeto.") % {"where": where})
-        return None
-    kind = entry.get("type")
-    if kind not in TRIGGER_TYPES:
-        errors.add(
-            _("%(where)s: tipo «%(type)s» no válido (use %(valid)s).")
-            % {"where": where, "type": kind, "valid": ", ".join(TRIGGER_TYPES)}
-        )
-        return None
-    where = f"{where} ({kind})"
-    priority = _priority(entry, where, errors)
-    message = _message(entry, where, errors)
-    condition = entry.get("condition")
-    if condition is None:
-        condition = {k: v for k, v in entry.items() if k not in ("type", "priority", "message")}
-    if not isinstance(condition, Mapping):
-        errors.add(_("%(where)s: «condition» debe ser un objeto.") % {"where": where})
-        return None
-    fields = _CONDITION_FIELDS[kind](condition, where, errors)
-    return EscalationTrigger(type=kind, priority=priority, message=message, **fields)
-
-
-def parse_escalation_triggers(raw: Any) -> list[EscalationTrigger]:
-    """Validate the `escalation_triggers` JSON; raises ValidationError listing every problem."""
-    errors = Errors()
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        errors.add(_("Disparadores de escalación: debe ser una lista."))
-        errors.raise_if_any()
-    if len(raw) > MAX_TRIGGERS:
-        errors.add(_("Disparadores de escalación: máximo %(n)s.") % {"n": MAX_TRIGGERS})
-    triggers = [
-        _parse_one(entry, _("Disparador %(n)s") % {"n": index}, errors)
-        for index, entry in enumerate(raw[:MAX_TRIGGERS], start=1)
-    ]
-    errors.raise_if_any()
-    return [t for t in triggers if t is not None]
-
-
 def similar_messages(a: str, b: str, *, similarity: float = 0.8) -> bool:
-    """Same normalised text, or token-set Jaccard >= similarity."""
-    na, nb = normalize(a), normalize(b)
-    if not na or not nb:
-        return False
-    if na == nb:
-        return True
-    sa, sb = set(na.split()), set(nb.split())
-    return len(sa & sb) / len(sa | sb) >= similarity
+    """Same normalised text, token-set Jaccard or character ratio >= similarity."""
+    return _similar(a, b, similarity=similarity)
+
+
+Detector = Callable[[str], PersonDecision]
+
+
+def _user_request(
+    trigger: EscalationTrigger, text: str, detect: Detector
+) -> tuple[str, str] | None:
+    hit = first_matching_phrase(text, trigger.keywords, excludes=trigger.exclude)
+    if hit:
+        return _("el cliente pidió una persona («%(p)s»)") % {"p": hit}, "trigger"
+    if any(contains_phrase(text, phrase) for phrase in trigger.exclude):
+        return None
+    found = detect(text)
+    if not found.requested:
+        return None
+    if found.layer == "embedding":
+        return _("parecido a una petición de persona: %(d)s") % {"d": found.detail}, found.layer
+    return _("el cliente pidió una persona («%(p)s»)") % {"p": found.detail}, found.layer
+
+
+def _signal(trigger: EscalationTrigger, signals: dict[str, float | None]) -> str | None:
+    """The detail of a sentiment or confidence trigger that fires, or None."""
+    threshold = trigger.threshold
+    if trigger.type == "confidence":
+        confidence = signals["confidence"]
+        if confidence is None or threshold is None or confidence >= threshold:
+            return None
+        return _("confianza %(c).2f < %(t).2f") % {"c": confidence, "t": threshold}
+    sentiment = signals["sentiment"]
+    if sentiment is None or threshold is None:
+        return None
+    if threshold > 0:  # the negativity form: above the threshold
+        if -sentiment <= threshold:
+            return None
+        return _("sentimiento %(s).2f < %(t).2f") % {"s": sentiment, "t": -threshold}
+    if sentiment > threshold:
+        return None
+    return _("sentimiento %(s).2f <= %(t).2f") % {"s": sentiment, "t": threshold}
 
 
 def _check(
     trigger: EscalationTrigger,
     *,
     text: str,
-    sentiment: float | None,
+    signals: dict[str, float | None],
     intent: str | None,
-    confidence: float | None,
-    recent_user_texts: Sequence[str],
-) -> str | None:
-    """The detail of a firing trigger, or None."""
+    history: tuple[Sequence[str], Sequence[str]],
+    detect: Detector,
+) -> tuple[str, str] | None:
+    """(detail, layer) of a firing trigger, or None. `history`: (earlier user texts, earlier
+    assistant texts), oldest first."""
     if trigger.type == "keyword":
         hit = first_matching_phrase(text, trigger.keywords, excludes=trigger.exclude)
-        return _("palabra clave «%(kw)s»") % {"kw": hit} if hit else None
+        return (_("palabra clave «%(kw)s»") % {"kw": hit}, "trigger") if hit else None
     if trigger.type == "user_request":
-        hit = first_matching_phrase(
-            text,
-            (*trigger.keywords, *USER_REQUEST_PHRASES),
-            excludes=(*trigger.exclude, *HUMAN_AGENT_EXCLUDES),
-        )
-        return _("el usuario pidió una persona («%(p)s»)") % {"p": hit} if hit else None
-    if trigger.type == "sentiment":
-        if sentiment is None or trigger.threshold is None:
-            return None
-        if trigger.threshold > 0:  # the negativity form: above the threshold
-            if -sentiment <= trigger.threshold:
-                return None
-            return _("sentimiento %(s).2f < %(t).2f") % {"s": sentiment, "t": -trigger.threshold}
-        if sentiment > trigger.threshold:
-            return None
-        return _("sentimiento %(s).2f <= %(t).2f") % {"s": sentiment, "t": trigger.threshold}
-    if trigger.type == "confidence":
-        if confidence is None or trigger.threshold is None or confidence >= trigger.threshold:
-            return None
-        return _("confianza %(c).2f < %(t).2f") % {"c": confidence, "t": trigger.threshold}
+        return _user_request(trigger, text, detect)
+    if trigger.type in ("sentiment", "confidence"):
+        detail = _signal(trigger, signals)
+        return (detail, "trigger") if detail else None
     if trigger.type == "intent":
-        if not intent:
+        if not intent or normalize(intent) not in {normalize(i) for i in trigger.intents}:
             return None
-        wanted = {normalize(i) for i in trigger.intents}
-        return _("intención «%(i)s»") % {"i": intent} if normalize(intent) in wanted else None
-    # loop_detection
-    if len(words(text)) < max(1, trigger.min_words):
-        return None
-    window = list(recent_user_texts)[-trigger.window :]
-    count = 1 + sum(similar_messages(text, t, similarity=trigger.similarity) for t in window)
-    if count < trigger.max_similar:
-        return None
-    return _("el mismo mensaje %(n)s veces") % {"n": count}
+        return _("intención «%(i)s»") % {"i": intent}, "trigger"
+    loop = loop_detail(
+        text,
+        recent_user_texts=history[0],
+        assistant_texts=history[1],
+        max_similar=trigger.max_similar,
+        window=trigger.window,
+        similarity=trigger.similarity,
+        min_words=trigger.min_words,
+    )
+    return (loop, "loop") if loop else None
+
+
+def _better(decision: EscalationDecision, best: EscalationDecision | None) -> bool:
+    return best is None or PRIORITIES.index(decision.priority) > PRIORITIES.index(best.priority)
 
 
 def evaluate_escalation(
@@ -364,35 +181,40 @@ def evaluate_escalation(
     sentiment: float | None,
     intent: str | None,
     confidence: float | None,
-    recent_user_texts: list[str],
+    recent_user_texts: Sequence[str],
     model_requested: bool,
     model_reason: str | None,
+    assistant_texts: Sequence[str] = (),
+    detect: Detector | None = None,
 ) -> EscalationDecision | None:
     """The highest-priority firing trigger (ties: config order), or None.
 
-    `recent_user_texts`: the earlier user messages of the conversation, oldest first, WITHOUT
-    the current one (`text`).
+    `recent_user_texts` / `assistant_texts`: the earlier user / assistant messages of the
+    conversation, oldest first, WITHOUT the current one (`text`). `detect` replaces the
+    request-for-a-person detector (the eval passes one with the model loaded directly).
     """
     best: EscalationDecision | None = None
+    signals = {"sentiment": sentiment, "confidence": confidence}
     for trigger in triggers:
-        detail = _check(
+        fired = _check(
             trigger,
             text=text,
-            sentiment=sentiment,
+            signals=signals,
             intent=intent,
-            confidence=confidence,
-            recent_user_texts=recent_user_texts,
+            history=(recent_user_texts, assistant_texts),
+            detect=detect or detect_person_request,
         )
-        if detail is None:
+        if fired is None:
             continue
         decision = EscalationDecision(
             reason=REASONS[trigger.type],
             priority=trigger.priority,
             trigger_type=trigger.type,
-            detail=detail,
+            detail=fired[0],
             message=trigger.message,
+            layer=fired[1],
         )
-        if best is None or PRIORITIES.index(decision.priority) > PRIORITIES.index(best.priority):
+        if _better(decision, best):
             best = decision
     if model_requested:
         user_request = next((t for t in triggers if t.type == "user_request"), None)
@@ -402,8 +224,9 @@ def evaluate_escalation(
             trigger_type="model",
             detail=(model_reason or "").strip()[:500],
             message=user_request.message if user_request else None,
+            layer="model",
         )
-        if best is None or PRIORITIES.index(decision.priority) > PRIORITIES.index(best.priority):
+        if _better(decision, best):
             best = decision
     return best
 
@@ -420,3 +243,22 @@ def failure_decision(kind: FailureKind) -> EscalationDecision:
     return EscalationDecision(
         reason=kind, priority=FAILURE_PRIORITIES[kind], trigger_type=kind, detail=details[kind]
     )
+
+
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "MAX_TRIGGERS",
+    "PRIORITIES",
+    "REASONS",
+    "TRIGGER_TYPES",
+    "USER_REQUEST_PHRASES",
+    "EscalationDecision",
+    "EscalationTrigger",
+    "FailureKind",
+    "TriggerType",
+    "default_escalation_triggers",
+    "evaluate_escalation",
+    "failure_decision",
+    "parse_escalation_triggers",
+    "similar_messages",
+]

@@ -10,8 +10,9 @@ Config shape (validated by `parse_intent_config`, readable Spanish errors as Val
 
 The shorter `keyword_intents: {intent: [keywords]}` / `known_intents: [...]` shape is accepted
 too and merged into `intents`. Keywords match with `text.contains_phrase` (case- and
-accent-insensitive, whole words, excludes); the built-in `escalate` intent also carries
-`HUMAN_AGENT_EXCLUDES`.
+accent-insensitive, whole words, excludes); the built-in `escalate` intent has no keywords
+(the request-for-a-person detector, `rules.person_request`, finds it before the model; the
+model's intent after) and carries `HUMAN_AGENT_EXCLUDES` for keywords a tenant adds.
 
 Keyword mode: among all matching keywords the one with the most words wins ("cuánto cuesta el
 envío" -> pricing via "cuánto cuesta", not order_status via "envío"); ties go to config order.
@@ -84,11 +85,19 @@ DEFAULT_INTENT_CONFIG: dict[str, Any] = {
     "mode": "hybrid",
     "intents": [
         {
+            # No keywords: a single word such as "persona" or "agente" is ambiguous ("¿el menú
+            # es por persona?"); the request-for-a-person detector (the `user_request` trigger)
+            # decides before the model, the model's own intent after.
             "intent": "escalate",
-            "keywords": ["humano", "agente", "persona", "hablar con alguien"],
+            "keywords": [],
             "exclude": list(HUMAN_AGENT_EXCLUDES),
             "description": "Usuario quiere hablar con persona",
-            "examples": ["Quiero hablar con un humano", "Pásame con un agente"],
+            "examples": [
+                "Quiero hablar con un humano",
+                "¿Me pasas con facturación?",
+                "Que me llame el encargado",
+                "I'd like to speak to someone in billing",
+            ],
             "action": "trigger_escalation",
         },
         {"intent": "order_status", "keywords": ["pedido", "orden", "envío", "dónde está"]},

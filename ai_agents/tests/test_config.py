@@ -32,8 +32,8 @@ def test_defaults_become_typed_blocks() -> None:
     assert parsed.intents.mode == "hybrid"
     assert parsed.intents.names() == ["escalate", "order_status", "pricing", "support"]
     assert [t.type for t in parsed.triggers] == [
-        "keyword",
         "user_request",
+        "loop_detection",
         "intent",
         "sentiment",
         "confidence",

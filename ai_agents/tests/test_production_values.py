@@ -27,7 +27,6 @@ from django.utils import timezone
 
 from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding, Conversation, Message
-from ai_agents.rules.text import HUMAN_AGENT_EXCLUDES
 from ai_agents.tasks import bulk_expire_conversations
 from ai_agents.tests.channels.webchat.support import ORIGIN, Visitor, webchat_binding
 from ai_agents.tests.channels.whatsapp.support import Line, payload
@@ -40,15 +39,14 @@ from erp.testing.fake_http import FakeResponse
 # The default escalation keywords (`keyword_intents.escalate`) and trigger types; priorities and
 # thresholds are the product's defaults (README: a sentiment at or below -0.6 escalates).
 SPEC_ESCALATION_TRIGGERS = [
+    # Issue 15: no single-word keyword ("persona", "agente"); the request-for-a-person detector
+    # and loop detection (on by default) instead.
+    {"type": "user_request", "condition": {}, "priority": "medium"},
     {
-        "type": "keyword",
-        "condition": {
-            "keywords": ["humano", "agente", "persona", "hablar con alguien"],
-            "exclude": list(HUMAN_AGENT_EXCLUDES),  # trades, not people
-        },
+        "type": "loop_detection",
+        "condition": {"max_similar": 2, "window": 10, "similarity": 0.8, "min_words": 3},
         "priority": "medium",
     },
-    {"type": "user_request", "condition": {}, "priority": "medium"},
     {"type": "intent", "condition": {"intents": ["escalate"]}, "priority": "medium"},
     {"type": "sentiment", "condition": {"threshold": -0.6}, "priority": "high"},
     {"type": "confidence", "condition": {"threshold": 0.3}, "priority": "low"},
@@ -109,7 +107,7 @@ def test_the_default_triggers_decide_real_messages_at_their_thresholds(
         return _send(api_a, agent_id, "¿Qué tal va mi pedido?", contact)
 
     asked = _send(api_a, agent_id, "Quiero hablar con alguien", "c-keyword")
-    assert asked["escalation"] == {"reason": "keyword_match", "priority": "medium"}
+    assert asked["escalation"] == {"reason": "user_request", "priority": "medium"}
     assert fake_google.generate_requests == []  # decided before any model call
     fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Es MRW."}))
     trade = _send(api_a, agent_id, "¿Cuál es su agente de envíos?", "c-trade")

@@ -218,7 +218,8 @@ def test_retrieval_timeout_answers_without_chunks(
 
     monkeypatch.setattr(knowledge, "_search_statement", real)
     push_answer(fake_google, "El envío cuesta 4,95 euros.")
-    again = send_message(api_a, agent_id, "¿Cuánto cuesta el envío?").json()
+    # (Asked in other words: the same question twice is a loop since issue 15.)
+    again = send_message(api_a, agent_id, "¿Y qué precio tiene el envío?").json()
     assert again["reply"]["citations"]  # the connection is fine afterwards
 
 

@@ -31,7 +31,7 @@ def test_escalation_keyword_fires_a_near_miss_does_not_and_then_no_model_call(
 
     hit = send_message(api_a, agent_id, "Quiero un agente, por favor").json()
     assert hit["conversation_status"] == "escalated"
-    assert hit["escalation"] == {"reason": "keyword_match", "priority": "medium"}
+    assert hit["escalation"] == {"reason": "user_request", "priority": "medium"}  # the detector
     assert hit["reply"]["text"] == "Le paso con una persona."
     assert len(fake_google.generate_requests) == 1  # decided before any model call
 
@@ -45,7 +45,7 @@ def test_escalation_keyword_fires_a_near_miss_does_not_and_then_no_model_call(
 
     listed = api_a.get("/api/v1/conversations?status=escalated").json()["results"]
     assert [c["id"] for c in listed] == [hit["conversation_id"]]
-    assert listed[0]["escalation_reason"] == "keyword_match"
+    assert listed[0]["escalation_reason"] == "user_request"
     assert api_a.get("/api/v1/conversations?status=nope").status_code == 400
 
 

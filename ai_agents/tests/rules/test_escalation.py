@@ -176,7 +176,9 @@ def test_highest_priority_wins_then_config_order() -> None:
 
 def test_model_request() -> None:
     decision = evaluate([], model_requested=True, model_reason="cliente molesto")
-    assert decision == EscalationDecision("model_request", "medium", "model", "cliente molesto")
+    assert decision == EscalationDecision(
+        "model_request", "medium", "model", "cliente molesto", layer="model"
+    )
     with_user = evaluate(default_escalation_triggers(), model_requested=True, model_reason=None)
     assert with_user is not None and with_user.priority == "high"
     assert evaluate([], model_requested=False, model_reason="x") is None
@@ -228,3 +230,40 @@ def test_failure_decision(kind: str, priority: str) -> None:
 def test_failure_decision_unknown_kind() -> None:
     with pytest.raises(ValueError):
         failure_decision("boom")  # type: ignore[arg-type]  # the invalid value under test
+
+
+def test_default_triggers_never_fire_on_a_single_ambiguous_word() -> None:
+    from ai_agents.config import escalation_defaults
+
+    defaults = parse_escalation_triggers(escalation_defaults())
+    for text in ["¿el menú es por persona?", "¿trabajan con algún agente de paquetería?", "humano"]:
+        decision = evaluate(defaults, text)
+        assert decision is None or text == "humano", (text, decision)
+    for text in ["¿me pasas con facturación?", "que me marque la dueña"]:
+        decision = evaluate(defaults, text)
+        assert decision is not None and decision.reason == "user_request", text
+        assert decision.layer == "rules" and "«" in decision.detail
+
+
+def test_configured_keyword_triggers_still_match_whole_words_with_exclusions() -> None:
+    triggers = [
+        {
+            "type": "keyword",
+            "condition": {"keywords": ["persona"], "exclude": ["por persona"]},
+            "priority": "high",
+        }
+    ]
+    decision = evaluate(triggers, "Quiero una PERSONA")
+    assert decision is not None and decision.layer == "trigger"
+    assert decision.detail == "palabra clave «persona»"
+    assert evaluate(triggers, "¿el menú es por persona?") is None
+    assert evaluate(triggers, "personas") is None
+
+
+def test_loop_decisions_say_so() -> None:
+    triggers = [{"type": "loop_detection", "condition": {"max_similar": 2}}]
+    decision = evaluate(
+        triggers, "¿Dónde está mi pedido?", recent_user_texts=["¿Dónde está mi pedido?"]
+    )
+    assert decision is not None
+    assert (decision.reason, decision.layer) == ("conversation_loop", "loop")

@@ -1,0 +1,94 @@
+"""The engine's two escalation checks (ai_agents/conversations/engine.py), with what the rules
+need from the turn: before the model (`early_escalation`: the request-for-a-person detector,
+keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, confidence, the
+model's own `escalate`).
+
+The detector's embedding layer reuses the query vector retrieval computes for local knowledge
+bases (`retrieval_prefetch` starts it when the message arrives); when it has to wait for that
+vector (~25 ms of CPU), the database connection goes back to the pool first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
+from ai_agents.rules.person_request import (
+    PersonDecision,
+    cached_query_vector,
+    detect_person_request,
+)
+from erp.db import connection_release
+
+if TYPE_CHECKING:
+    from ai_agents.conversations.turn import Turn
+
+
+def _assistant_texts(turn: Turn) -> list[str]:
+    """The earlier answers; the fallback message (a model failure, counted apart) is left out:
+    two failures in a row are not the bot repeating an answer."""
+    fallback = turn.agent.fallback_message
+    return [
+        item.content
+        for item in turn.history
+        if item.role == "assistant" and item.content != fallback
+    ]
+
+
+def _embed_released(text: str) -> tuple[float, ...]:
+    """The shared query vector, waited for without holding a database connection."""
+    connection_release()
+    return cached_query_vector(text)
+
+
+def _detect(text: str) -> PersonDecision:
+    return detect_person_request(text, embed=_embed_released)
+
+
+def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | None:
+    """The triggers that need no model, on the turn's text and history."""
+    assert turn.rules is not None  # set by the engine's _early_triggers
+    return evaluate_escalation(
+        turn.rules.triggers,
+        text=turn.text,
+        sentiment=None,
+        intent=intent,
+        confidence=None,
+        recent_user_texts=turn.recent,
+        assistant_texts=_assistant_texts(turn),
+        model_requested=False,
+        model_reason=None,
+        detect=_detect,
+    )
+
+
+def model_escalation(
+    turn: Turn, *, parsed: Any, signals: dict[str, Any]
+) -> EscalationDecision | None:
+    """The triggers after the model's answer (`signals`: sentiment, intent, confidence), the
+    model's own `escalate`. (The assistant repeating itself is judged on the history, before
+    the model: two answers that are the same in a row offer a person at the next message; one
+    repeat alone may be right, e.g. two questions answered by the same passage offline.)"""
+    assert turn.rules is not None
+    return evaluate_escalation(
+        turn.rules.triggers,
+        text=turn.text,
+        sentiment=signals["sentiment"],
+        intent=signals["intent"],
+        confidence=signals["confidence"],
+        recent_user_texts=turn.recent,
+        assistant_texts=_assistant_texts(turn),
+        model_requested=parsed.name == "escalate",
+        model_reason=str(parsed.args.get("reason") or "") or None,
+        detect=_detect,
+    )
+
+
+def escalation_meta(decision: EscalationDecision) -> dict[str, str]:
+    """What the reply's metadata keeps of the decision (`escalation`), for the inbox and API."""
+    return {
+        "reason": decision.reason,
+        "priority": decision.priority,
+        "layer": decision.layer,
+        "detail": decision.detail,
+    }

@@ -1,0 +1,132 @@
+"""Loop detection (the `loop_detection` trigger, on by default): a conversation going round in
+circles is a reason to offer a person, not to keep answering.
+
+`loop_detail(text, ...)` gives the detail of the first loop found, or None:
+
+- the customer sends the same message again: normalised equal or token Jaccard >=
+  `similarity` (a typo of a word counts as the word), at least `min_words` words (so
+  "sí" or "gracias" twice is no loop), `max_similar` times in the last `window` messages, the
+  current one included;
+- the customer says they are repeating themselves ("se lo he dicho ya varias veces", "ya te lo
+  dije", "es la tercera vez", "I already told you", "you keep saying the same thing");
+- the same reference (an order number or code with 4+ digits, an e-mail address) the customer
+  already gave twice, or once when the message is little more than the reference again;
+- the assistant's last two answers are (nearly) the same;
+
+and `answer_repeats(answer, assistant_texts)`: a new answer (nearly) equal to the previous one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+
+from django.utils.translation import gettext as _
+
+from ai_agents.rules.text import normalize, words
+
+_COMPLAINT = re.compile(
+    r"\b(?:(?:ya )?(?:se|te|le|os|les) lo (?:he|hemos|habia) (?:dicho|repetido|explicado|"
+    r"escrito)|ya (?:te|le|os|les) (?:lo )?(?:dije|habia dicho|explique|escribi|mencione)"
+    r"(?! a )|te lo repito|se lo repito|lo vuelvo a repetir|(?:otra|una) vez (?:mas )?la misma|"
+    r"otra vez lo mismo|(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
+    r"(?:es|por) (?:la )?(?:segunda|tercera|cuarta|quinta|enesima|\d+a?) vez|"
+    r"cuantas veces (?:te|se|le|os|les|tengo|voy|hay)|varias veces (?:ya|lo)|"
+    r"me (?:sigues|sigue|siguen) (?:diciendo|respondiendo|contestando|repitiendo)|"
+    r"(?:estamos|seguimos) (?:dando vueltas|en lo mismo|en circulos)|me repites|"
+    r"repites lo mismo|i (?:already|have already|ve already) (?:told|said|explained|wrote) "
+    r"(?:you|ya|u|this|that|it|so)\b|"
+    r"told you (?:already|before|twice|three times|several times)|"
+    r"(?:how many|so many) times|(?:for|this is) the (?:second|third|fourth|fifth|\d+th) time|"
+    r"you (?:keep|re|are) (?:saying|giving|repeating|sending) (?:me )?the same|"
+    r"same (?:answer|reply|response|thing) (?:again|over)|going (?:round )?in circles|"
+    r"(?:again and again|over and over))\b"
+)
+_EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")  # bounded: no n² scan
+_CODE = re.compile(r"\b[a-z]*\d[\w-]*\b")
+MIN_ANSWER_WORDS = 3
+FUZZY_PAIRS = 900  # word pairs compared for typos at most (two 30-word messages)
+
+
+def _close(word: str, others: set[str], *, fuzzy: bool) -> bool:
+    """`word` in `others`, or (`fuzzy`) a typo of one of them: 4 to 24 letters, lengths within
+    two, ratio >= 0.8 (bounded: a 4,000-character message costs no quadratic comparison)."""
+    if word in others:
+        return True
+    if not fuzzy or not 4 <= len(word) <= 24:
+        return False
+    return any(
+        abs(len(o) - len(word)) <= 2 and difflib.SequenceMatcher(None, word, o).ratio() >= 0.8
+        for o in others
+    )
+
+
+def similar(a: str, b: str, *, similarity: float = 0.8) -> bool:
+    """Same normalised text, or a token-set Jaccard >= similarity where a word counts as
+    shared when the other message has it or a typo of it ("pedido" / "pedidio"; "plan a" and
+    "plan b" stay different)."""
+    na, nb = normalize(a), normalize(b)
+    if not na or not nb:
+        return False
+    if na == nb:
+        return True
+    sa, sb = set(na.split()), set(nb.split())
+    fuzzy = len(sa) * len(sb) <= FUZZY_PAIRS
+    shared = sum(_close(w, sb, fuzzy=fuzzy) for w in sa)
+    return shared / (len(sa) + len(sb) - shared) >= similarity
+
+
+def references(text: str) -> set[str]:
+    """Order numbers, codes (4+ digits) and e-mail addresses in `text`, normalised."""
+    text = (text or "").lower()
+    found = {m.group(0) for m in _EMAIL.finditer(text)} if "@" in text else set()
+    rest = _EMAIL.sub(" ", text) if found else text
+    for match in _CODE.finditer(rest):
+        digits = re.sub(r"\D", "", match.group(0))
+        if len(digits) >= 4:
+            found.add(digits)
+    return found
+
+
+def _repeated_reference(text: str, recent_user_texts: Sequence[str]) -> str | None:
+    for ref in sorted(references(text)):
+        earlier = sum(ref in references(t) for t in recent_user_texts)
+        others = [w for w in words(text) if w not in normalize(ref).split()]
+        if earlier >= 2 or (earlier == 1 and len(others) <= 2):
+            return ref
+    return None
+
+
+def answer_repeats(answer: str, assistant_texts: Sequence[str]) -> bool:
+    """`answer` (nearly) the same as the previous assistant answer."""
+    if not assistant_texts or len(words(answer)) < MIN_ANSWER_WORDS:
+        return False
+    return similar(answer, assistant_texts[-1], similarity=0.9)
+
+
+def loop_detail(
+    text: str,
+    *,
+    recent_user_texts: Sequence[str],
+    assistant_texts: Sequence[str] = (),
+    max_similar: int = 2,
+    window: int = 10,
+    similarity: float = 0.8,
+    min_words: int = 3,
+) -> str | None:
+    """Why this turn is a loop (see the module docstring), or None."""
+    if len(words(text)) >= max(1, min_words):
+        earlier = list(recent_user_texts)[-window:]
+        count = 1 + sum(similar(text, t, similarity=similarity) for t in earlier)
+        if count >= max_similar:
+            return _("el mismo mensaje %(n)s veces") % {"n": count}
+    complaint = _COMPLAINT.search(normalize(text))
+    if complaint:
+        return _("el cliente dice que se repite («%(p)s»)") % {"p": complaint.group(0)}
+    ref = _repeated_reference(text, recent_user_texts[-window:])
+    if ref:
+        return _("el cliente repite la referencia «%(r)s»") % {"r": ref}
+    if len(assistant_texts) >= 2 and answer_repeats(assistant_texts[-1], assistant_texts[:-1]):
+        return _("el asistente dio la misma respuesta dos veces")
+    return None

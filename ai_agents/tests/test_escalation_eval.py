@@ -1,0 +1,152 @@
+"""`manage.py escalation_eval`: its output, its goals met on the shipped sets, clear errors,
+an agent's own triggers (two tenants); the 0014 migration of untouched defaults."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from ai_agents.config import escalation_defaults, intent_defaults
+from ai_agents.models import Agent
+from ai_agents.services.agents import agent_create
+from ai_agents.tests.conversations.support import FAST
+from erp.tenancy.models import Tenant
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+LAST = re.compile(
+    r"^accuracy (\d\.\d{3}) \((\d+)/(\d+)\) precision (\d\.\d{3}) recall (\d\.\d{3})$"
+)
+MIGRATION = importlib.import_module("ai_agents.migrations.0015_escalation_defaults_detector")
+
+
+def _run(*args: str) -> list[str]:
+    out = io.StringIO()
+    call_command("escalation_eval", *args, stdout=out)
+    return out.getvalue().splitlines()
+
+
+def _per_reason(lines: list[str]) -> dict[str, tuple[float, float]]:
+    rows = {}
+    for line in lines[: lines.index("")]:  # the table before the confusion matrix
+        parts = line.split()
+        if len(parts) == 4 and parts[0] in ("user_request", "conversation_loop", "none"):
+            rows[parts[0]] = (float(parts[1]), float(parts[2]))
+    return rows
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["escalation_eval.jsonl", "escalation_holdout.jsonl"])
+def test_the_shipped_sets_meet_the_goals_without_a_model(name: str) -> None:
+    lines = _run(str(FIXTURES / name))
+    last = LAST.match(lines[-1])
+    assert last, lines[-1]
+    cases = [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line]
+    assert int(last.group(3)) == len(cases)
+    assert float(last.group(4)) >= 0.95 and float(last.group(5)) >= 0.90
+    reasons = _per_reason(lines)
+    for reason in ("user_request", "conversation_loop"):
+        precision, recall = reasons[reason]
+        assert precision >= 0.95 and recall >= 0.90, (reason, precision, recall)
+    assert any(line.startswith("confusion") for line in lines)
+
+
+def test_the_shipped_set_is_large_balanced_and_disjoint_from_the_prototypes() -> None:
+    cases = [json.loads(line) for line in (FIXTURES / "escalation_eval.jsonl").open()]
+    assert len(cases) >= 300
+    positives = sum(c["should_escalate"] for c in cases)
+    assert 0.45 <= positives / len(cases) <= 0.55
+    assert {c["reason"] for c in cases} >= {"user_request", "conversation_loop", "none"}
+    prototypes = Path(__file__).resolve().parents[1] / "rules/data/person_prototypes.jsonl"
+    trained = {json.loads(line)["text"].casefold() for line in prototypes.open()}
+    assert not trained & {c["message"].casefold() for c in cases}
+
+
+@pytest.mark.django_db
+def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="No se puede leer"):
+        _run(str(tmp_path / "missing.jsonl"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"message": "hola", "should_escalate": false}\n{"message": \n')
+    with pytest.raises(CommandError, match="línea 2: JSON no válido"):
+        _run(str(bad))
+    bad.write_text('{"message": "hola", "should_escalate": "yes"}\n')
+    with pytest.raises(CommandError, match="línea 1: «should_escalate»"):
+        _run(str(bad))
+    with pytest.raises(CommandError, match="Agente desconocido"):
+        _run(str(FIXTURES / "escalation_holdout.jsonl"), "--agent", "nope")
+
+
+@pytest.mark.django_db
+def test_an_agent_with_its_own_keyword_triggers_is_measured_with_them(
+    tenant_a: Tenant, tenant_b: Tenant, tmp_path: Path
+) -> None:
+    keyword_agent = agent_create(
+        tenant=tenant_a,
+        data={
+            "name": "K",
+            "system_prompt": "x",
+            "processing_config": FAST,
+            "escalation_triggers": [
+                {"type": "keyword", "condition": {"keywords": ["gerente"]}, "priority": "high"}
+            ],
+        },
+    )
+    default_agent = agent_create(
+        tenant=tenant_b, data={"name": "D", "system_prompt": "x", "processing_config": FAST}
+    )
+    cases = tmp_path / "cases.jsonl"
+    rows = [
+        {"message": "Quiero ver al gerente", "should_escalate": True, "reason": "keyword_match"},
+        {"message": "¿Me pasas con ventas?", "should_escalate": True, "reason": "user_request"},
+    ]
+    cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
+    own = _run(str(cases), "--agent", str(keyword_agent.pk))
+    assert own[-1] == "accuracy 0.500 (1/2) precision 1.000 recall 0.500"
+    defaults = _run(str(cases), "--agent", str(default_agent.pk))
+    assert _per_reason(defaults)["user_request"] == (1.0, 1.0)
+
+
+@pytest.mark.django_db
+def test_migration_gives_untouched_defaults_the_detector_and_leaves_custom_ones(
+    tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    custom = [{"type": "keyword", "condition": {"keywords": ["persona"]}, "priority": "high"}]
+    old_a = _agent(tenant_a, "A", MIGRATION.OLD_TRIGGERS, MIGRATION.OLD_INTENTS)
+    old_b = _agent(tenant_b, "B", MIGRATION.OLD_TRIGGERS, MIGRATION.OLD_INTENTS)
+    mine = _agent(tenant_b, "C", custom, MIGRATION.OLD_INTENTS)
+    editor = SimpleNamespace(connection=connection)
+
+    MIGRATION.forwards(None, editor)
+    for agent in (old_a, old_b):
+        stored = _stored(agent)
+        assert stored.escalation_triggers == escalation_defaults()
+        assert stored.intent_detection == intent_defaults()
+    assert _stored(mine).escalation_triggers == custom
+    assert _stored(mine).intent_detection == intent_defaults()  # untouched block: updated
+
+    MIGRATION.backwards(None, editor)
+    assert _stored(old_a).escalation_triggers == MIGRATION.OLD_TRIGGERS
+    assert _stored(mine).escalation_triggers == custom
+
+
+def _agent(tenant: Tenant, name: str, triggers: Any, intents: Any) -> Agent:
+    agent = agent_create(
+        tenant=tenant, data={"name": name, "system_prompt": "x", "processing_config": FAST}
+    )
+    Agent.objects.unscoped().filter(pk=agent.pk).update(
+        escalation_triggers=triggers, intent_detection=intents
+    )
+    return agent
+
+
+def _stored(agent: Agent) -> Agent:
+    return Agent.objects.unscoped().get(pk=agent.pk)
