@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ai_agents.conversations.no_answer import says_no_information
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
 from ai_agents.rules.person_request import (
     PersonDecision,
@@ -25,13 +26,16 @@ if TYPE_CHECKING:
 
 
 def _assistant_texts(turn: Turn) -> list[str]:
-    """The earlier answers; the fallback message (a model failure, counted apart) is left out:
-    two failures in a row are not the bot repeating an answer."""
+    """The earlier answers; the fallback message (a model failure, counted apart) and the
+    no-information answer (itself an offer of a person) are left out: two failures, or two
+    questions the documents do not cover, in a row are not the bot repeating an answer."""
     fallback = turn.agent.fallback_message
     return [
         item.content
         for item in turn.history
-        if item.role == "assistant" and item.content != fallback
+        if item.role == "assistant"
+        and item.content != fallback
+        and not says_no_information(item.content)
     ]
 
 

@@ -46,6 +46,12 @@ def _sentences() -> tuple[str, ...]:
     return tuple(found)
 
 
+def says_no_information(text: str) -> bool:
+    """`text` is (or contains) the no-information answer, in Spanish or English."""
+    folded = text.casefold()
+    return any(sentence in folded for sentence in _sentences())
+
+
 def is_no_answer(parsed: ParsedAction) -> bool:
     """The model (or the offline provider) said the passages did not answer."""
     flag = parsed.fields.get(NO_ANSWER_FIELD)
@@ -53,8 +59,7 @@ def is_no_answer(parsed: ParsedAction) -> bool:
         return True
     if flag is False or parsed.name != "respond":
         return False
-    answer = parsed.answer.casefold()
-    return any(sentence in answer for sentence in _sentences())
+    return says_no_information(parsed.answer)
 
 
 def note_outcome(meta: dict[str, Any], parsed: ParsedAction) -> None:

@@ -170,3 +170,21 @@ def test_a_model_saying_it_does_not_know_is_recorded_and_told_how(
     assert accepted["conversation_status"] == "escalated"
     assert accepted["escalation"]["reason"] == "user_request"
     assert len(fake_google.generate_requests) == calls + 1
+
+
+@pytest.mark.django_db
+def test_questions_the_documents_do_not_cover_in_a_row_are_no_loop(
+    api_a: Any, tenant_a: Tenant
+) -> None:
+    """Two no-information answers in a row are the same text, but not the bot repeating itself
+    (loop detection is on by default): a third, different question is still answered."""
+    agent = offline_agent(api_a, shipping_kb(tenant_a))
+    first = send_message(api_a, agent, "¿Venden tarjetas de regalo para cumpleaños?").json()
+    second = send_message(api_a, agent, "¿Hacen descuentos a grupos escolares grandes?").json()
+    assert second["conversation_id"] == first["conversation_id"]
+    assert first["reply"]["text"].startswith(NO_INFO)
+    assert second["reply"]["text"].startswith(NO_INFO)
+
+    third = send_message(api_a, agent, "¿Cuánto cuesta el envío?")
+    assert third.json()["escalation"] is None
+    assert "El envío cuesta 4,95 euros" in third.json()["reply"]["text"]
