@@ -86,7 +86,7 @@ def test_the_model_summarises_for_the_team_outside_the_reply(
         "[Acme] Conversación escalada (prioridad Alta): El cliente pidió una persona"
     )
     assert "Motivo: El cliente pidió una persona" in sent.body
-    assert "Detalle: el usuario pidió una persona («quiero hablar con una persona»)" in sent.body
+    assert "Detalle: el cliente pidió una persona («hablar con una persona»)" in sent.body
     assert "Disparador: Petición de una persona" in sent.body
     assert f"Resumen de la conversación:\n{MODEL_SUMMARY}" in sent.body
     assert "user_request" not in sent.subject + sent.body

@@ -44,7 +44,7 @@ def test_the_view_speaks_spanish_and_english() -> None:
         reason="user_request",
         priority="high",
         trigger_type="user_request",
-        detail="el usuario pidió una persona («hablar con una persona»)",
+        detail="el cliente pidió una persona («hablar con una persona»)",
     )
     info = escalation_record(decision, history=[], text="Quiero hablar con una persona", at=AT)
     with translation.override("es"):
