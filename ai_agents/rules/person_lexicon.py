@@ -344,7 +344,7 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r" segun (?:el|la|ella) |"
             r" (?:he|she|they|it|someone|somebody|the agent|the bot) (?:said|says|told|wrote|"
             r"replied|answered|suggested) |"
-            r" told me (?:to|that) | was told | me dijeron |"
+            r" (?:told|tells|telling) (?:me|us|him|her) | was told | me dijeron |"
             r" dice (?:que|el mensaje|la pagina|el correo)|"
             r" (?:el|la|su) (?:mensaje|pagina|web|correo|anuncio|app|aplicacion) "
             r"(?:dice|decia|pone) | (?:says|said) (?:to|that|on) ",
@@ -356,7 +356,11 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r" lo humano | humanamente | human (?:error|rights|body|consumption|nature|"
             r"trafficking) | (?:im|i m|we re|were|you re|only|just) human | humanity |"
             r" humano como | tan humano | muy humano | mas humano | (?:el|un|los) trato humano |"
-            r" calidad humana | calidez humana | equipo humano ",
+            r" calidad humana | calidez humana | equipo humano |"
+            r" (?:la|su|una|el) (?:atencion|trato|servicio) (?:humana|humano|personal|"
+            r"personalizada|personalizado) (?:\w+ ){0,5}(?:es|fue|era|son|esta|me encanta) |"
+            r" (?:the|your|their) (?:human|personal) (?:touch|service|attention|staff) "
+            r"(?:\w+ ){0,5}(?:is|was|are|were) ",
         ),
     )
 )
@@ -404,6 +408,6 @@ TYPOS: dict[str, str] = dict(
         "prson:person represenative:representative representive:representative ",
         "reprisentative:representative manger:manager manageer:manager managr:manager ",
         "agnet:agent agen:agent wnat:want wnt:want ned:need u:you ur:your r:are ppl:people ",
-        "sb:somebody smb:somebody",
+        "sb:somebody smb:somebody cm:como kmo:como cmo:como komo:como w:with",
     )
 )

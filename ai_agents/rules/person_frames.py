@@ -1,0 +1,156 @@
+"""Generalised request frames of the phrase layer (`person_phrases`), on NORMALISED text: a
+CONTACT VERB frame ("me podés conectar con", "¿me pasan con...?", "get ... on the line",
+"schedule a call with", "reach your ... team", "have the ... contact me") followed by ANY
+person-like object: an open class of role, profession or department nouns ("la nutrióloga",
+"el técnico", "postventa", "compliance team", "whoever is in charge"), not only the fixed roles
+of `person_lexicon.ROLE`. The negative contexts (`person_lexicon.BLOCKERS`) still apply.
+
+- FRAMES: extra request patterns, checked after `person_lexicon.REQUESTS`;
+- STRONG_FRAMES: asking for the very person who came or helped ("hablar con el técnico que
+  vino ayer"), which the "talks about someone" context would otherwise cancel;
+- `unquote(text)`: the ORIGINAL text without quoted words someone else said ("The delivery guy
+  told me 'talk to the manager'"), so a quote is never read as the customer's request.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ai_agents.rules.person_lexicon import _HELPED, _ROLE_EN, ROLE, _alt
+
+_PROFESSION = _alt(
+    "nutriolog[oa]|nutricionista|psicolog[oa]|dentista|odontolog[oa]|veterinari[oa]|",
+    "enfermer[oa]|fisioterapeuta|terapeuta|instructor|instructora|entrenador|entrenadora|",
+    "profesor|profesora|maestr[oa]|arquitect[oa]|disenador|disenadora|notari[oa]|gestor|",
+    "gestora|contador|contadora|cocinero|cocinera|mesero|mesera|camarer[oa]|capitan|",
+    "tecnico|tecnica|instalador|instaladora|mecanic[oa]|electricista|plomero|fontanero|",
+    "vendedor|vendedora|asesor|asesora|consultor|consultora|analista|auditor|auditora|",
+    "postventa|posventa|garantias|reclamos|quejas|devoluciones|compras|sistemas|tesoreria|",
+    "credito|creditos|cobranzas|calidad|rrhh|legal|juridico|direccion|gerencia|mostrador|",
+    "sucursal|administrador|administradora|titular|especialista|pediatra|cirujan[oa]|",
+    "superior|superiores|jefe inmediato|jefa inmediata|propietari[oa]",
+)
+_OBJ_ES = _alt(
+    r"(?:(?:el|la|los|las|un|una|algun|alguna|su|sus|tu|tus|vuestro|vuestra) )?",
+    rf"(?:{ROLE}|{_PROFESSION})\b|(?:alguien|alguno|alguna|personal|gente) (?:de|del|que)\b|",
+    r"quien (?:lleve|lleva|maneja|maneje|atiende|atienda|vea|ve|revisa|revise|se encarga|",
+    r"se encargue|este a cargo|esta a cargo|corresponda|pueda|sepa|decide|decida)\b",
+)
+_MODAL_ES = (
+    r"(?:puedes|puede|pueden|podes|podrias|podria|podrian|podeis|podriais|quieres|quiere|"
+    r"quieren|podras|podra)"
+)
+_LINK_ES = (
+    r"(?:pasar|comunicar|conectar|contactar|transferir|derivar|canalizar|enlazar|"
+    r"poner en contacto|poner)"
+)
+_NOT_PERSON = (
+    r"(?!(?:el|la|los|las|un|una|mi|su) (?:pedido|orden|factura|pago|pagina|web|link|enlace|"
+    r"cuenta|carrito|seccion|menu|app|aplicacion|tarjeta|compra|envio|paquete|caja|banco)\b)"
+)
+_OBJ_EN = _alt(
+    r"(?:a |an |the |your |one of your |someone (?:in|from|on) |somebody (?:in|from|on) |",
+    r"anyone (?:in|from|on) )",
+    r"(?:\w+ ){0,3}",
+    rf"(?:team|department|dept|desk|office|{_ROLE_EN}|advisors?|advisers?|experts?|",
+    r"specialists?|managers?|chef|head chef|doctor|nurse|dentist|technician|engineer|",
+    r"consultant|coordinator|planner|pharmacist|vet|trainer|instructor|therapist)\b",
+)
+
+FRAMES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern)
+    for pattern in (
+        # "¿me podés conectar con alguien de postventa?", "¿me pasan con la nutrióloga?"
+        rf"\bme {_MODAL_ES} {_LINK_ES} (?:con|a|al|ala) {_NOT_PERSON}{_OBJ_ES}",
+        (
+            r"\b(?:me (?:pasas|pasa|pasan|pases|pasen|comunicas|comunica|comunican|conectas|"
+            r"conecta|conectan|transfieres|transfiere|transfieren|derivas|deriva|derivan)|"
+            r"pasame|pasenme|paseme|comunicame|comuniqueme|comuniquenme|conectame|conecteme|"
+            rf"conectenme|derivame|derivenme) (?:con|a|al) {_NOT_PERSON}{_OBJ_ES}"
+        ),
+        # "cómo hablo con un humano", "¿dónde me comunico con el encargado?"
+        (
+            r"\b(?:como|donde|por donde) (?:\w+ )?(?:hablo|me comunico|me contacto|contacto|"
+            r"me pongo en contacto|localizo|llego|puedo hablar|puedo comunicarme|hago para hablar)"
+            rf" (?:con|a|al) {_OBJ_ES}"
+        ),
+        # "hablar/comunicarme con el técnico", the want-frame with an open profession
+        (
+            r"\b(?:hablar|platicar|conversar|comunicarme|contactar|contactarme|tratar|"
+            rf"ponerme en contacto|reunirme) (?:\w+ ){{0,2}}(?:con|a|al) {_OBJ_ES}"
+        ),
+        # "necesito que alguien de su equipo me contacte"
+        (
+            r"\bque (?:alguien|alguno|alguna|una persona|un humano|gente|personal|"
+            rf"(?:el|la|un|una|algun|alguna|su) (?:{ROLE}|{_PROFESSION}))"
+            r"(?: \w+){0,4} (?:me|nos) (?:llame|llamen|marque|marquen|contacte|contacten|"
+            r"atienda|atiendan|hable|hablen|escriba|escriban|responda|respondan|busque|"
+            r"busquen|devuelva la llamada|regrese la llamada|devuelvan|regresen|contestara|"
+            r"llamara|contactara|escribiera|atendiera)\b"
+        ),
+        r"\b(?:con|a) (?:quien|quienes|el|la) (?:que )?(?:este|esta|estan) a cargo\b",
+        (
+            r"\b(?:con|a) quien (?:hablo|me comunico|me dirijo|trato|me pongo en contacto|"
+            r"llamo|le hablo|le escribo|contacto|acudo|puedo acudir|le marco)\b"
+        ),
+        r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
+        (
+            r"\b(?:love|like|want|wanna|need|prefer|hoping) to (?:chat|speak|talk|meet) "
+            r"(?:\w+ )?(?:with|to) (?:one of your|your|a|an|the|someone|somebody)\b"
+        ),
+        # "schedule a call with one of your advisors"
+        (
+            r"\b(?:schedule|book|arrange|set up|setup|request|get|have|organize|organise) "
+            r"(?:a |an )?(?:quick |short |phone |video |zoom )?(?:call|phone call|callback|"
+            r"call back|chat|conversation|consultation|meeting) with\b"
+        ),
+        # "reach your compliance team", "contact the store manager", "get hold of billing"
+        (
+            r"\b(?:reach|contact|get in touch with|get hold of|get ahold of|get a hold of|"
+            rf"speak with|speak to|talk to|talk with|message|email) {_OBJ_EN}"
+        ),
+        r"\b(?:get|put|have) (?:\w+ ){1,4}on the (?:line|phone)\b",
+        (
+            r"\b(?:with|to|speak|talk|reach|contact|see|get|find) (?:whoever|the person|"
+            r"someone|somebody|the one|the people|anyone) (?:who is |who s |that is |thats |"
+            r"is |who are |who re )?(?:in charge|responsible)\b"
+        ),
+        # "have the head chef contact me", "get someone from sales to call me"
+        (
+            r"\b(?:have|get|ask|tell|want|need|like|prefer) (?:the|your|a|an|one of your|someone|"
+            r"somebody|anyone)(?: \w+){0,4} (?:to )?(?:call|phone|ring|contact|email|text|"
+            r"reach|get back to|get in touch with) (?:me|us)\b"
+        ),
+    )
+)
+
+_SPEAK = (
+    r"(?:hablar|platicar|conversar|comunicarme|contactar|tratar|ponerme en contacto|"
+    r"me (?:pasas|pasa|pasan|comunicas|comunica|comunican)|pasame|comunicame|speak|talk|"
+    r"reach|contact|get in touch)"
+)
+STRONG_FRAMES: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"\b{_SPEAK} (?:con|to|with|a) (?:el|la|the|al|a la) \w+(?: \w+)? (?:que|who|that) "
+        rf"(?:me |nos |us |you |ya )?{_HELPED}\b"
+    ),
+)
+
+_QUOTE = re.compile(r"(?:(?<=\s)|(?<=:)|^)[\"“«'‘]([^\"”»'’\n]{2,160})[\"”»'’]")
+_REPORTED = re.compile(
+    r"\b(?:said|says|told|tells|wrote|writes|replied|answered|suggested|dijo|dice|dijeron|"
+    r"decia|decian|puso|escribio|contesto|respondio|sugirio|comento|me dijo|recomendo)\b",
+    re.IGNORECASE,
+)
+
+
+def unquote(text: str) -> str:
+    """`text` without the quoted words a reporting verb ("told me", "dijo") introduces."""
+    if not any(mark in text for mark in "\"“«'‘"):
+        return text
+
+    def drop(match: re.Match[str]) -> str:
+        before = text[max(0, match.start() - 60) : match.start()]
+        return " " if _REPORTED.search(before) else match.group(0)
+
+    return _QUOTE.sub(drop, text)
