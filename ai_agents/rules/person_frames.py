@@ -86,7 +86,8 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"(?: \w+){0,4} (?:me|nos) (?:llame|llamen|marque|marquen|contacte|contacten|"
             r"atienda|atiendan|hable|hablen|escriba|escriban|responda|respondan|busque|"
             r"busquen|devuelva la llamada|regrese la llamada|devuelvan|regresen|contestara|"
-            r"llamara|contactara|escribiera|atendiera)\b"
+            r"llamara|contactara|escribiera|atendiera|explique|expliquen|explicara|explicaran|"
+            r"ayude|ayuden|ayudara|asesore|asesoren|asesorara|oriente|orienten|revise|revisen)\b"
         ),
         r"\b(?:con|a) (?:quien|quienes|el|la) (?:que )?(?:este|esta|estan) a cargo\b",
         (
@@ -94,6 +95,38 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"llamo|le hablo|le escribo|contacto|acudo|puedo acudir|le marco)\b"
         ),
         r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
+        # "¿puede contactarme el gerente?", "¿me pueden llamar?"
+        (
+            r"\b(?:puede|pueden|podria|podrian|podrias|puedes|podes|podra|podran) "
+            r"(?:contactarme|llamarme|marcarme|atenderme|hablarme|telefonearme|"
+            r"comunicarse conmigo|ponerse en contacto conmigo|devolverme la llamada|"
+            r"regresarme la llamada)\b"
+        ),
+        r"\bhay (?:alguien|alguna persona|una persona|un humano|algun humano|gente)$",
+        (
+            r"\b(?:ayuda|atencion|asistencia|apoyo) (?:de|por parte de) (?:una persona|un humano|"
+            r"un asesor|una asesora|un agente|alguien|una persona real|un ser humano|personal)\b|"
+            r"\b(?:help|assistance|support) from (?:a |an )?(?:real |live |actual )?(?:human|"
+            r"person|agent|rep|representative|someone|somebody|member of staff)\b"
+        ),
+        (
+            r"\b(?:comentar|comentarlo|discutir|discutirlo|revisarlo|consultarlo|platicarlo|"
+            rf"hablarlo|tratarlo|verlo|resolverlo) (?:\w+ )?con {_OBJ_ES}"
+        ),
+        (
+            r"\b(?:discuss|go over|talk over|talk through|review|sort out|sort this out) "
+            r"(?:\w+ ){0,3}with (?:one of your|your|a|an|the|someone|somebody)\b"
+        ),
+        r"\b(?:have|get) a (?:quick |brief |short )?word with\b",
+        (
+            r"^(?:i )?(?:need|want|wanna|gimme|get me) (?:a |an |the )?(?:real |live |actual )?"
+            r"(?:human|person|agent|rep|representative|operator|manager|supervisor)\b"
+        ),
+        (
+            r"\b(?:can|could|would|please|have|get|ask|tell|want|need|like) "
+            rf"{_OBJ_EN} (?:please )?(?:to )?(?:call|phone|ring|contact|get back to|"
+            r"get in touch with|reach out to) (?:me|us)\b"
+        ),
         (
             r"\b(?:love|like|want|wanna|need|prefer|hoping) to (?:chat|speak|talk|meet) "
             r"(?:\w+ )?(?:with|to) (?:one of your|your|a|an|the|someone|somebody)\b"

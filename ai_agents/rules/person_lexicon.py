@@ -359,6 +359,8 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r" calidad humana | calidez humana | equipo humano |"
             r" (?:la|su|una|el) (?:atencion|trato|servicio) (?:humana|humano|personal|"
             r"personalizada|personalizado) (?:\w+ ){0,5}(?:es|fue|era|son|esta|me encanta) |"
+            r" (?:servicio|servicios|paquete|plan|opcion) de atencion (?:personal|personalizada|"
+            r"humana) | atencion (?:personal|personalizada) (?:para|a) (?!mi |nosotros )\w+ |"
             r" (?:the|your|their) (?:human|personal) (?:touch|service|attention|staff) "
             r"(?:\w+ ){0,5}(?:is|was|are|were) ",
         ),
