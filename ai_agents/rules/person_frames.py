@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ai_agents.rules.person_lexicon import _HELPED, _ROLE_EN, ROLE, _alt
+from ai_agents.rules.person_lexicon import _HELPED, _ROLE_EN, _SHORT_ROLE, ROLE, _alt
 
 _PROFESSION = _alt(
     "nutriolog[oa]|nutricionista|psicolog[oa]|dentista|odontolog[oa]|veterinari[oa]|",
@@ -95,6 +95,54 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"llamo|le hablo|le escribo|contacto|acudo|puedo acudir|le marco)\b"
         ),
         r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
+        # "que se pongan en contacto conmigo", "que un asesor se comunique conmigo"
+        (
+            r"\b(?:ponga|pongan|pusiera|pusieran|pongais|pongas) en contacto conmigo|"
+            r"\b(?:comunique|comuniquen|comunicara|comunicaran|comuniqueis|contacte|contacten|"
+            r"contactara|contactaran|contacteis|comuniquese|comuniquense) conmigo\b"
+        ),
+        (
+            r"\b(?:quiero|necesito|exijo|pido|busco|ocupo|preciso) (?:a|al|a la) "
+            rf"(?:(?:tu|su|sus|tus|vuestro|vuestra|el|la|un|una|algun|alguna) )?{_SHORT_ROLE}\b"
+        ),
+        (
+            r"\b(?:contesten|atiendan|conteste|atienda|responda|respondan|hable|hablen) "
+            r"(?:personas|una persona|humanos|un humano|gente real|personas reales|seres humanos)\b"
+        ),
+        (
+            r"\bcon (?:quien|quienes|el que|la que) (?:pueda|pudiera|podamos|pudiese|podria) "
+            r"(?:hablar|comunicarme|platicar|tratar|charlar|conversar)\b"
+        ),
+        (
+            rf"\bque (?:alguien|el de|la de|los de|(?:un|una|el|la|algun|alguna|su) "
+            rf"(?:{ROLE}|{_PROFESSION}))(?: \w+){{0,6}} (?:por telefono|por llamada|"
+            r"por videollamada|al celular|al cel|en persona)\b"
+        ),
+        # "forward my case to a supervisor", "turnen mi caso a un asesor"
+        (
+            r"\b(?:forward|escalate|pass|send|refer|transfer|hand|move) (?:my|this|the|our) "
+            r"(?:case|ticket|complaint|issue|request|claim|query|problem|file) (?:on |over )?"
+            r"to (?:a|an|the|your|someone|somebody)\b|"
+            r"\b(?:pase|pasen|turne|turnen|escale|escalen|derive|deriven|canalice|canalicen|"
+            r"pasa|pasad|turna|escala|deriva) (?:mi|el|este|nuestro) (?:caso|reporte|ticket|"
+            r"reclamo|queja|expediente|problema) (?:a|al|con)\b"
+        ),
+        (
+            r"\b(?:need|want|like|request|get|have|book) (?:a |an )?(?:quick |short |brief |"
+            r"phone |video )?(?:call|phone call|callback|call back|chat|meeting) (?:with|from)\b"
+        ),
+        (
+            r"\b(?:handled|reviewed|looked at|dealt with|seen|checked|answered|read) by "
+            r"(?:a |an )?(?:real |live |actual )?(?:human|person|agent|someone|somebody|"
+            r"member of staff|manager|supervisor|staff member)\b|"
+            r"\b(?:atendid[oa]|revisad[oa]|vist[oa]|resuelt[oa]|gestionad[oa]|leid[oa]) por "
+            r"(?:una persona|un humano|un asesor|una asesora|alguien|un agente|personal|"
+            r"un ser humano)\b"
+        ),
+        (
+            r"\b(?:anyone|anybody|someone|somebody)(?: \w+){0,4} (?:available|free|around|"
+            r"there|here) to (?:talk|speak|chat|help|call)\b"
+        ),
         # "¿puede contactarme el gerente?", "¿me pueden llamar?"
         (
             r"\b(?:puede|pueden|podria|podrian|podrias|puedes|podes|podra|podran) "
@@ -166,6 +214,27 @@ STRONG_FRAMES: tuple[re.Pattern[str], ...] = (
     re.compile(
         rf"\b{_SPEAK} (?:con|to|with|a) (?:el|la|the|al|a la) \w+(?: \w+)? (?:que|who|that) "
         rf"(?:me |nos |us |you |ya )?{_HELPED}\b"
+    ),
+)
+
+# Negative contexts added to `person_lexicon.BLOCKERS` (same form: name, pattern on the clause
+# padded with spaces).
+BLOCKER_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (  # "¿es necesario hacer cita para hablar con el doctor?": how things work, no request
+        "procedure",
+        re.compile(
+            r" (?:es necesario|hace falta|se necesita|se requiere|hay que|necesito|ocupo|"
+            r"tengo que) (?:hacer |sacar |pedir |agendar |tener )?(?:una )?cita para |"
+            r" (?:do i|do you|does one|do we) need (?:an |a )?(?:appointment|booking|referral) "
+            r"to | (?:cuanto cuesta|cuanto cobran|how much (?:is|does) it cost to) "
+        ),
+    ),
+    (  # "I'm a real person, not a company"
+        "self",
+        re.compile(
+            r" (?:im|i m|i am|we re|we are|soy|somos) (?:a |an |una |un )?(?:real |normal |"
+            r"regular |private )?(?:person|people|human|individual|persona|personas) "
+        ),
     ),
 )
 

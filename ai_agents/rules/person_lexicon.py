@@ -352,7 +352,8 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "human_remark",
             r" (?:error|errores|derechos|cuerpo|consumo|uso|factor|capital|desarrollo|trafico|"
-            r"genoma|recurso) humanos? | (?:es|somos|son|soy|eres|ser|sea|seamos) humanos? |"
+            r"genoma|recurso) humanos? | (?:es|somos|son|soy|eres|sea|seamos) humanos? |"
+            r"(?<! un) ser humanos? |"
             r" lo humano | humanamente | human (?:error|rights|body|consumption|nature|"
             r"trafficking) | (?:im|i m|we re|were|you re|only|just) human | humanity |"
             r" humano como | tan humano | muy humano | mas humano | (?:el|un|los) trato humano |"

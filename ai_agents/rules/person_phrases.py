@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ai_agents.rules import person_lexicon as lex
-from ai_agents.rules.person_frames import FRAMES, STRONG_FRAMES, unquote
+from ai_agents.rules.person_frames import BLOCKER_FRAMES, FRAMES, STRONG_FRAMES, unquote
 from ai_agents.rules.text import normalize
 
 Verdict = Literal["request", "not", "unsure", "none"]
@@ -98,7 +98,7 @@ def _negated(normal: str, start: int) -> bool:
 
 
 def _blocker(normal: str, *, skip: str = "") -> str | None:
-    for name, pattern in lex.BLOCKERS:
+    for name, pattern in (*lex.BLOCKERS, *BLOCKER_FRAMES):
         if name != skip and pattern.search(f" {normal} "):
             return name
     return None
