@@ -41,6 +41,9 @@ COMPLAINT = re.compile(
     rf"(?:\w+ )?{_TELL}|ya (?:te|le|os|les|se) (?:lo |la )?(?:{_TOLD}|habia dicho)(?! a )|"
     rf"(?:{_TELL}|{_TOLD}) (?:ya |esto |eso |lo )?(?:como )?{_TIMES}|"
     r"(?:te|se|le|os|les) lo repito|(?:te|le|os|les) repito|repito (?:otra vez|de nuevo)|"
+    r"(?:otra vez|de nuevo|nuevamente|una vez mas) (?:te|le|os|les|se) (?:lo )?"
+    r"(?:digo|pregunto|repito|escribo|explico|pido)|(?:te|le|os|les) (?:lo )?(?:digo|pregunto) "
+    r"(?:otra vez|de nuevo|nuevamente|una vez mas)|"
     r"lo vuelvo a (?:repetir|decir|preguntar)|vuelvo a (?:repetir|preguntar)|"
     r"(?:otra|una) vez (?:mas )?la misma|otra vez lo mismo|"
     r"(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
@@ -95,6 +98,11 @@ _UNHAPPY = re.compile(
     r"wont|don t|doesn t|didn t|isn t|can t|won t|haven t|hasn t|wasn t|aren t|tampoco)\b"
 )
 _EMPHASIS = re.compile(r"[!?]{2,}|\b[A-ZÁÉÍÓÚÑ]{4,}\b")
+_RESOLVED = re.compile(
+    r"\b(?:works now|it works|working now|fixed|solved|sorted|resolved|all good|"
+    r"ya funciona|ya sirve|ya jala|ya quedo|ya se arreglo|funciona bien|ya va bien|resuelto|"
+    r"solucionado|arreglado)\b"
+)
 MIN_EARLIER = 2  # the customer's earlier messages (and answers) before a restatement counts
 
 
@@ -126,6 +134,8 @@ def restated(
         before |= set(_content(earlier))
     shared = [word for stem, word in current.items() if stem in before]
     persists = _PERSIST.search(normalize(text)) is not None
+    if not persists and _RESOLVED.search(normalize(text)):
+        return None
     unhappy = _UNHAPPY.search(normalize(text)) or _EMPHASIS.search(text)
     if unhappy and len(shared) >= 2 and len(shared) * 2 >= len(current):
         return " ".join(shared)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ai_agents.rules.person_lexicon import _HELPED, _ROLE_EN, _SHORT_ROLE, ROLE, _alt
+from ai_agents.rules.person_lexicon import _HELPED, _ROLE_EN, _SHORT_ROLE, ALONE, ROLE, _alt
 
 _PROFESSION = _alt(
     "nutriolog[oa]|nutricionista|psicolog[oa]|dentista|odontolog[oa]|veterinari[oa]|",
@@ -77,7 +77,7 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
         # "hablar/comunicarme con el técnico", the want-frame with an open profession
         (
             r"\b(?:hablar|platicar|conversar|comunicarme|contactar|contactarme|tratar|"
-            rf"ponerme en contacto|reunirme) (?:\w+ ){{0,2}}(?:con|a|al) {_OBJ_ES}"
+            rf"ponerme en contacto|reunirme) (?:\w+ ){{0,4}}(?:con|a|al) {_OBJ_ES}"
         ),
         # "necesito que alguien de su equipo me contacte"
         (
@@ -95,6 +95,14 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"llamo|le hablo|le escribo|contacto|acudo|puedo acudir|le marco)\b"
         ),
         r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
+        # a clause that is nothing but the person asked for: "Por favor, un supervisor."
+        rf"^(?:por favor |please |porfa )?(?:{ALONE.pattern})$",
+        (
+            r"\b(?:human|person|agent|someone|somebody|real person|staff member|rep) "
+            r"(?:to )?take (?:over|this over|it over|my case)\b|"
+            r"\bque (?:una persona|un humano|alguien|un asesor|un agente) (?:tome|se haga cargo|"
+            r"lleve|siga) (?:mi caso|el caso|esta conversacion|la conversacion|esto)\b"
+        ),
         # "que se pongan en contacto conmigo", "que un asesor se comunique conmigo"
         (
             r"\b(?:ponga|pongan|pusiera|pusieran|pongais|pongas) en contacto conmigo|"
@@ -128,8 +136,8 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"reclamo|queja|expediente|problema) (?:a|al|con)\b"
         ),
         (
-            r"\b(?:need|want|like|request|get|have|book) (?:a |an )?(?:quick |short |brief |"
-            r"phone |video )?(?:call|phone call|callback|call back|chat|meeting) (?:with|from)\b"
+            r"\b(?:need|want|like|request|get|have|book) (?:a |an )?(?:\w+ )?"
+            r"(?:call|phone call|callback|call back|chat|meeting) (?:with|from)\b"
         ),
         (
             r"\b(?:handled|reviewed|looked at|dealt with|seen|checked|answered|read) by "
@@ -172,7 +180,7 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
         ),
         (
             r"\b(?:can|could|would|please|have|get|ask|tell|want|need|like) "
-            rf"{_OBJ_EN} (?:please )?(?:to )?(?:call|phone|ring|contact|get back to|"
+            rf"{_OBJ_EN}(?: \w+){{0,4}} (?:please )?(?:to )?(?:call|phone|ring|contact|get back to|"
             r"get in touch with|reach out to) (?:me|us)\b"
         ),
         (
@@ -226,7 +234,10 @@ BLOCKER_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r" (?:es necesario|hace falta|se necesita|se requiere|hay que|necesito|ocupo|"
             r"tengo que) (?:hacer |sacar |pedir |agendar |tener )?(?:una )?cita para |"
             r" (?:do i|do you|does one|do we) need (?:an |a )?(?:appointment|booking|referral) "
-            r"to | (?:cuanto cuesta|cuanto cobran|how much (?:is|does) it cost to) "
+            r"to | (?:cuanto cuesta|cuanto cobran|how much (?:is|does) it cost to) |"
+            r" (?:person|someone|somebody|adult|persona|alguien|un adulto|adulto) (?:\w+ )?"
+            r"(?:to sign|para firmar|para recibir|to receive|to pick up|para recoger|to collect|"
+            r"que firme|que reciba) "
         ),
     ),
     (  # "I'm a real person, not a company"

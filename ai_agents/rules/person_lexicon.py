@@ -322,7 +322,7 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "talks_about",
-            rf" (?:mi|mis|nuestro|nuestra|nuestros) {_RELATION} |"
+            rf"(?<! de) (?:mi|mis|nuestro|nuestra|nuestros) {_RELATION} |"
             rf" (?:my|our|his|her) {_RELATION_EN}s? |"
             rf" (?:la|el|una|un|esa|ese|this|the|a) {_HELPER} (?:que|quien|who|that) "
             rf"(?:me |nos |us |you |ya )?{_HELPED}|"
