@@ -44,7 +44,8 @@ COMPLAINT = re.compile(
     r"(?:otra vez|de nuevo|nuevamente|una vez mas) (?:te|le|os|les|se) (?:lo )?"
     r"(?:digo|pregunto|repito|escribo|explico|pido)|(?:te|le|os|les) (?:lo )?(?:digo|pregunto) "
     r"(?:otra vez|de nuevo|nuevamente|una vez mas)|"
-    r"lo vuelvo a (?:repetir|decir|preguntar)|vuelvo a (?:repetir|preguntar)|"
+    r"(?:(?:te|le|os|les|se) )?(?:lo )?vuelvo a (?:repetir|decir|preguntar|escribir|explicar|"
+    r"pedir|reclamar)|"
     r"(?:otra|una) vez (?:mas )?la misma|otra vez lo mismo|"
     r"(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
     rf"(?:es|por) (?:la )?{_ORDINAL} vez (?:que )?(?:te |le |se |os |les |lo |la |ya )*"
@@ -80,7 +81,8 @@ _PERSIST = re.compile(
     r"\b(?:sigo sin|sigue sin|siguen sin|sigue (?:igual|el error|fallando|sin funcionar|mal)|"
     r"todavia no|aun no|aun sigue|sigue sin|continua (?:igual|sin|el)|"
     r"still|keeps? (?:leaking|crashing|failing|happening|saying)|nothing changed|"
-    r"no ha cambiado nada|sigue pasando)\b"
+    r"no ha cambiado nada|sigue pasando|(?:se )?(?:sigue|siguen|sigo) \w+(?:ando|iendo)|"
+    r"keeps? \w+ing)\b"
 )
 _STOP_WORDS = (
     "el la los las un una unos unas de del al a y o que en con por para mi mis tu "

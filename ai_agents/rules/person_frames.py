@@ -28,7 +28,8 @@ _PROFESSION = _alt(
     "postventa|posventa|garantias|reclamos|quejas|devoluciones|compras|sistemas|tesoreria|",
     "credito|creditos|cobranzas|calidad|rrhh|legal|juridico|direccion|gerencia|mostrador|",
     "sucursal|administrador|administradora|titular|especialista|pediatra|cirujan[oa]|",
-    "superior|superiores|jefe inmediato|jefa inmediata|propietari[oa]",
+    "superior|superiores|jefe inmediato|jefa inmediata|propietari[oa]|servicio tecnico|",
+    "soporte tecnico|area tecnica|mesa de ayuda|call center|centro de atencion|equipo",
 )
 _OBJ_ES = _alt(
     r"(?:(?:el|la|los|las|un|una|algun|alguna|su|sus|tu|tus|vuestro|vuestra) )?",
@@ -95,6 +96,24 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"llamo|le hablo|le escribo|contacto|acudo|puedo acudir|le marco)\b"
         ),
         r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
+        # "prefiero arreglarlo con una persona": an infinitive with its object, then the person
+        rf"\b\w+(?:ar|er|ir)(?:lo|la|los|las|le|les) (?:\w+ )?con {_NOT_PERSON}{_OBJ_ES}",
+        rf"\b(?:me|nos) (?:llama|marca|contacta|atiende|escribe|llamara|contactara) {_OBJ_ES}",
+        (
+            r"\b(?:llamada|videollamada|cita telefonica|llamada telefonica|reunion telefonica|"
+            rf"videoconferencia|reunion virtual|zoom)(?: \w+)? (?:con|de) {_OBJ_ES}"
+        ),
+        (
+            r"\bcon (?:que|cual) (?:persona|area|departamento|asesor|agente|ejecutivo)"
+            r"(?: \w+){0,3} (?:hablar|tratar|comunicarme|dirigirme|ver|hablo|trato|me comunico)\b|"
+            r"\b(?:best|right|correct|appropriate) person (?:i can |to )?"
+            r"(?:speak|talk|contact|call)"
+        ),
+        (
+            r"\b(?:any|some) (?:humans?|real people|people|persons?|staff) (?:working|on duty|"
+            r"at work|in today|awake|online now)\b"
+        ),
+        r"\bcan (?:they|he|she|them) (?:please )?(?:contact|call|phone|ring) (?:me|us)\b",
         # a clause that is nothing but the person asked for: "Por favor, un supervisor."
         rf"^(?:por favor |please |porfa )?(?:{ALONE.pattern})$",
         (
@@ -238,6 +257,13 @@ BLOCKER_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r" (?:person|someone|somebody|adult|persona|alguien|un adulto|adulto) (?:\w+ )?"
             r"(?:to sign|para firmar|para recibir|to receive|to pick up|para recoger|to collect|"
             r"que firme|que reciba) "
+        ),
+    ),
+    (  # "I love that a real person packs each order": praise of a fact
+        "praise",
+        re.compile(
+            r" (?:love|like|appreciate|adore|enjoy) (?:that|how|when|the fact) |"
+            r" (?:me encanta|me gusta|aprecio|valoro) (?:que|como|cuando) "
         ),
     ),
     (  # "I'm a real person, not a company"
