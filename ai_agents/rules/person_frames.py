@@ -84,7 +84,7 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
         (
             r"\bque (?:alguien|alguno|alguna|una persona|un humano|gente|personal|"
             rf"(?:el|la|un|una|algun|alguna|su) (?:{ROLE}|{_PROFESSION}))"
-            r"(?: \w+){0,4} (?:me|nos) (?:llame|llamen|marque|marquen|contacte|contacten|"
+            r"(?: \w+){0,6} (?:me|nos) (?:llame|llamen|marque|marquen|contacte|contacten|"
             r"atienda|atiendan|hable|hablen|escriba|escriban|responda|respondan|busque|"
             r"busquen|devuelva la llamada|regrese la llamada|devuelvan|regresen|contestara|"
             r"llamara|contactara|escribiera|atendiera|explique|expliquen|explicara|explicaran|"
