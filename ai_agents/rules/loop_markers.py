@@ -50,7 +50,7 @@ COMPLAINT = re.compile(
     r"(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
     rf"(?:es|por) (?:la )?{_ORDINAL} vez (?:que )?(?:te |le |se |os |les |lo |la |ya )*"
     rf"(?:lo |la )?{_SAY_ES}|"
-    r"cuantas veces (?:te|se|le|os|les|tengo|voy|hay)|varias veces (?:ya|lo)|"
+    r"cuantas veces (?:mas )?(?:te|se|le|os|les|tengo|voy|hay)|varias veces (?:ya|lo)|"
     r"me (?:sigues|sigue|siguen) (?:diciendo|respondiendo|contestando|repitiendo)|"
     r"(?:estamos|seguimos) (?:dando vueltas|en lo mismo|en circulos)|me repites|"
     r"repites lo mismo|como (?:ya )?(?:te|le|os|les) (?:dije|he dicho|comente|explique)|"
@@ -73,7 +73,7 @@ COMPLAINT = re.compile(
 # "Por cuarta vez: ..."), on the ORIGINAL text.
 HEAD = re.compile(
     r"^\W*(?:otra vez|de nuevo|nuevamente|una vez m[aá]s|otra vez m[aá]s|again|once again|"
-    r"one more time|yet again|(?:por|es la|for the|this is the) \w+ (?:vez|time)|repito)"
+    r"one more time|once more|yet again|(?:por|es la|for the|this is the) \w+ (?:vez|time)|repito)"
     r"\s*(?:[:\-–—]|\.\.\.)",
     re.IGNORECASE,
 )
@@ -82,7 +82,7 @@ _PERSIST = re.compile(
     r"todavia no|aun no|aun sigue|sigue sin|continua (?:igual|sin|el)|"
     r"still|keeps? (?:leaking|crashing|failing|happening|saying)|nothing changed|"
     r"no ha cambiado nada|sigue pasando|(?:se )?(?:sigue|siguen|sigo) \w+(?:ando|iendo)|"
-    r"keeps? \w+ing)\b"
+    r"keeps? \w+ing|de verdad|en serio|te lo juro|se lo juro|honestly|seriously|i promise)\b"
 )
 _STOP_WORDS = (
     "el la los las un una unos unas de del al a y o que en con por para mi mis tu "

@@ -29,7 +29,8 @@ _PROFESSION = _alt(
     "credito|creditos|cobranzas|calidad|rrhh|legal|juridico|direccion|gerencia|mostrador|",
     "sucursal|administrador|administradora|titular|especialista|pediatra|cirujan[oa]|",
     "superior|superiores|jefe inmediato|jefa inmediata|propietari[oa]|servicio tecnico|",
-    "soporte tecnico|area tecnica|mesa de ayuda|call center|centro de atencion|equipo",
+    "soporte tecnico|area tecnica|mesa de ayuda|call center|centro de atencion|equipo|",
+    "departamento|area|oficina|comercial",
 )
 _OBJ_ES = _alt(
     r"(?:(?:el|la|los|las|un|una|algun|alguna|su|sus|tu|tus|vuestro|vuestra) )?",
@@ -98,7 +99,38 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
         r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
         # "prefiero arreglarlo con una persona": an infinitive with its object, then the person
         rf"\b\w+(?:ar|er|ir)(?:lo|la|los|las|le|les) (?:\w+ )?con {_NOT_PERSON}{_OBJ_ES}",
-        rf"\b(?:me|nos) (?:llama|marca|contacta|atiende|escribe|llamara|contactara) {_OBJ_ES}",
+        (
+            r"\b(?:me|nos) (?:llama|marca|contacta|atiende|escribe|llamara|contactara|llamaria|"
+            rf"marcaria|contactaria|atenderia|escribiria|hablaria) {_OBJ_ES}"
+        ),
+        # "dame el teléfono de alguien que sí", "give me the number of a manager"
+        (
+            r"\b(?:dame|denme|deme|pasame|pasenme|mandame|mandenme|quiero|necesito|ocupo) "
+            r"(?:el |un )?(?:telefono|numero|contacto|whatsapp|correo|celular|extension|cel)"
+            rf"(?: directo)? (?:de|del) {_OBJ_ES}|"
+            r"\b(?:give me|send me|can i have|can i get|i need|i want) (?:the |a )?(?:direct )?"
+            r"(?:number|phone number|contact|email|direct line|extension) (?:of|for) "
+            r"(?:someone|somebody|a person|a human|a manager|the manager|an agent|a supervisor)\b"
+        ),
+        (
+            r"\b(?:queja|reclamo|reclamacion|denuncia)(?: formal)? (?:con|ante) "
+            rf"{_NOT_PERSON}{_OBJ_ES}|"
+            r"\bcomplaint (?:with|to) (?:the|your) (?:\w+ )?(?:manager|supervisor|owner|boss|"
+            r"director|person in charge)\b"
+        ),
+        (
+            r"\b(?:asignarme|asignenme|asigneme|asignen|asignar|assign me|assign) (?:a |an )?"
+            r"(?:un|una|a|an) (?:\w+ )?(?:asesor|asesora|ejecutivo|ejecutiva|agente|"
+            r"representante|persona|advisor|agent|rep|representative|person|account manager)\b"
+        ),
+        (
+            r"\b(?:pasen|pasa|pase|transfieran|transfiere|transfiera|transfer|put|pass) "
+            r"(?:mi|la|esta|my|this|the) (?:llamada|call) (?:a|al|con|to|through)\b"
+        ),
+        (
+            r"\b(?:someone|somebody|anyone|anybody|person|human|one) i (?:can|could|may|might) "
+            r"(?:speak|talk|chat)\b"
+        ),
         (
             r"\b(?:llamada|videollamada|cita telefonica|llamada telefonica|reunion telefonica|"
             rf"videoconferencia|reunion virtual|zoom)(?: \w+)? (?:con|de) {_OBJ_ES}"
