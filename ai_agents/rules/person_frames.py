@@ -98,7 +98,11 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
         ),
         r"\b(?:put|get) (?:me|us) in (?:touch|contact) with\b",
         # "prefiero arreglarlo con una persona": an infinitive with its object, then the person
-        rf"\b\w+(?:ar|er|ir)(?:lo|la|los|las|le|les) (?:\w+ )?con {_NOT_PERSON}{_OBJ_ES}",
+        (
+            r"\b(?:arreglar|resolver|ver|hablar|tratar|revisar|comentar|discutir|platicar|"
+            r"aclarar|consultar|solucionar|checar|chequear|verificar|negociar|acordar)"
+            rf"(?:lo|la|los|las|le|les) (?:\w+ )?con {_NOT_PERSON}{_OBJ_ES}"
+        ),
         (
             r"\b(?:me|nos) (?:llama|marca|contacta|atiende|escribe|llamara|contactara|llamaria|"
             rf"marcaria|contactaria|atenderia|escribiria|hablaria) {_OBJ_ES}"
@@ -209,7 +213,6 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"comunicarse conmigo|ponerse en contacto conmigo|devolverme la llamada|"
             r"regresarme la llamada)\b"
         ),
-        r"\bhay (?:alguien|alguna persona|una persona|un humano|algun humano|gente)$",
         (
             r"\b(?:ayuda|atencion|asistencia|apoyo) (?:de|por parte de) (?:una persona|un humano|"
             r"un asesor|una asesora|un agente|alguien|una persona real|un ser humano|personal)\b|"
