@@ -1,9 +1,10 @@
 """Escalation decision time per message, on one core, with no model configured (goal < 15 ms).
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/escalation.py [--runs 3] [--smoke]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/escalation.py [--runs 3] [--smoke] [--all-sets]
 
 The messages are the shipped labelled sets (fixtures/escalation_eval.jsonl and
-escalation_holdout.jsonl, with their histories); each decision is the engine's check before the
+escalation_holdout.jsonl, with their histories; `--all-sets` adds escalation_fresh.jsonl and
+escalation_dev.jsonl); each decision is the engine's check before the
 model (`evaluate_escalation` with the default triggers: the request-for-a-person detector, loop
 detection, the keyword intent). Pinned to CPU 0 (`sched_setaffinity`), one OpenMP thread.
 Two figures:
@@ -34,9 +35,13 @@ BASE_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BASE_DIR))
 
 
-def _cases(limit: int | None) -> list[dict]:
+SETS = ("escalation_eval.jsonl", "escalation_holdout.jsonl")
+MORE = ("escalation_fresh.jsonl", "escalation_dev.jsonl")
+
+
+def _cases(limit: int | None, *, every: bool = False) -> list[dict]:
     rows = []
-    for name in ("escalation_eval.jsonl", "escalation_holdout.jsonl"):
+    for name in SETS + (MORE if every else ()):
         rows += [json.loads(line) for line in (BASE_DIR / "fixtures" / name).open() if line]
     return rows[:limit] if limit else rows
 
@@ -54,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3, help="passes over the messages")
     parser.add_argument("--smoke", action="store_true", help="30 messages, one pass (CI)")
+    parser.add_argument("--all-sets", action="store_true", help="also the fresh and dev sets")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -69,7 +75,7 @@ def main() -> None:
     from ai_agents.rules.person_request import detect_person_request
     from ai_agents.services.escalation_eval import default_rules
 
-    cases = _cases(30 if args.smoke else None)
+    cases = _cases(30 if args.smoke else None, every=args.all_sets)
     runs = 1 if args.smoke else args.runs
     model, rules = E5(variant="original"), default_rules()
     vectors = {c["message"]: model.query(c["message"]) for c in cases}

@@ -8,9 +8,11 @@ circles is a reason to offer a person, not to keep answering.
   "sí" or "gracias" twice is no loop), `max_similar` times in the last `window` messages, the
   current one included;
 - the customer says they are repeating themselves ("se lo he dicho ya varias veces", "ya te lo
-  dije", "es la tercera vez", "I already told you", "you keep saying the same thing");
+  dije", "te repito", "Otra vez: ...", "I've asked this three times": `loop_markers.complaint`);
 - the same reference (an order number or code with 4+ digits, an e-mail address) the customer
   already gave twice, or once when the message is little more than the reference again;
+- the customer restating the same thing in other words after two answers
+  (`loop_markers.restated`);
 - the assistant's last two answers are (nearly) the same;
 
 and `answer_repeats(answer, assistant_texts)`: a new answer (nearly) equal to the previous one.
@@ -24,25 +26,9 @@ from collections.abc import Sequence
 
 from django.utils.translation import gettext as _
 
+from ai_agents.rules.loop_markers import complaint, restated
 from ai_agents.rules.text import normalize, words
 
-_COMPLAINT = re.compile(
-    r"\b(?:(?:ya )?(?:se|te|le|os|les) lo (?:he|hemos|habia) (?:dicho|repetido|explicado|"
-    r"escrito)|ya (?:te|le|os|les) (?:lo )?(?:dije|habia dicho|explique|escribi|mencione)"
-    r"(?! a )|te lo repito|se lo repito|lo vuelvo a repetir|(?:otra|una) vez (?:mas )?la misma|"
-    r"otra vez lo mismo|(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
-    r"(?:es|por) (?:la )?(?:segunda|tercera|cuarta|quinta|enesima|\d+a?) vez|"
-    r"cuantas veces (?:te|se|le|os|les|tengo|voy|hay)|varias veces (?:ya|lo)|"
-    r"me (?:sigues|sigue|siguen) (?:diciendo|respondiendo|contestando|repitiendo)|"
-    r"(?:estamos|seguimos) (?:dando vueltas|en lo mismo|en circulos)|me repites|"
-    r"repites lo mismo|i (?:already|have already|ve already) (?:told|said|explained|wrote) "
-    r"(?:you|ya|u|this|that|it|so)\b|"
-    r"told you (?:already|before|twice|three times|several times)|"
-    r"(?:how many|so many) times|(?:for|this is) the (?:second|third|fourth|fifth|\d+th) time|"
-    r"you (?:keep|re|are) (?:saying|giving|repeating|sending) (?:me )?the same|"
-    r"same (?:answer|reply|response|thing) (?:again|over)|going (?:round )?in circles|"
-    r"(?:again and again|over and over))\b"
-)
 _EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")  # bounded: no n² scan
 _CODE = re.compile(r"\b[a-z]*\d[\w-]*\b")
 MIN_ANSWER_WORDS = 3
@@ -121,12 +107,15 @@ def loop_detail(
         count = 1 + sum(similar(text, t, similarity=similarity) for t in earlier)
         if count >= max_similar:
             return _("el mismo mensaje %(n)s veces") % {"n": count}
-    complaint = _COMPLAINT.search(normalize(text))
-    if complaint:
-        return _("el cliente dice que se repite («%(p)s»)") % {"p": complaint.group(0)}
+    said = complaint(text)
+    if said:
+        return _("el cliente dice que se repite («%(p)s»)") % {"p": said}
     ref = _repeated_reference(text, recent_user_texts[-window:])
     if ref:
         return _("el cliente repite la referencia «%(r)s»") % {"r": ref}
+    again = restated(text, recent_user_texts[-window:], assistant_texts)
+    if again:
+        return _("el cliente vuelve a plantear lo mismo («%(w)s»)") % {"w": again}
     if len(assistant_texts) >= 2 and answer_repeats(assistant_texts[-1], assistant_texts[:-1]):
         return _("el asistente dio la misma respuesta dos veces")
     return None

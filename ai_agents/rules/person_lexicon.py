@@ -322,7 +322,7 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "talks_about",
-            rf" (?:mi|mis|nuestro|nuestra|nuestros) {_RELATION} |"
+            rf"(?<! de) (?:mi|mis|nuestro|nuestra|nuestros) {_RELATION} |"
             rf" (?:my|our|his|her) {_RELATION_EN}s? |"
             rf" (?:la|el|una|un|esa|ese|this|the|a) {_HELPER} (?:que|quien|who|that) "
             rf"(?:me |nos |us |you |ya )?{_HELPED}|"
@@ -344,7 +344,7 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r" segun (?:el|la|ella) |"
             r" (?:he|she|they|it|someone|somebody|the agent|the bot) (?:said|says|told|wrote|"
             r"replied|answered|suggested) |"
-            r" told me (?:to|that) | was told | me dijeron |"
+            r" (?:told|tells|telling) (?:me|us|him|her) | was told | me dijeron |"
             r" dice (?:que|el mensaje|la pagina|el correo)|"
             r" (?:el|la|su) (?:mensaje|pagina|web|correo|anuncio|app|aplicacion) "
             r"(?:dice|decia|pone) | (?:says|said) (?:to|that|on) ",
@@ -352,11 +352,18 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "human_remark",
             r" (?:error|errores|derechos|cuerpo|consumo|uso|factor|capital|desarrollo|trafico|"
-            r"genoma|recurso) humanos? | (?:es|somos|son|soy|eres|ser|sea|seamos) humanos? |"
+            r"genoma|recurso) humanos? | (?:es|somos|son|soy|eres|sea|seamos) humanos? |"
+            r"(?<! un) ser humanos? |"
             r" lo humano | humanamente | human (?:error|rights|body|consumption|nature|"
             r"trafficking) | (?:im|i m|we re|were|you re|only|just) human | humanity |"
             r" humano como | tan humano | muy humano | mas humano | (?:el|un|los) trato humano |"
-            r" calidad humana | calidez humana | equipo humano ",
+            r" calidad humana | calidez humana | equipo humano |"
+            r" (?:la|su|una|el) (?:atencion|trato|servicio) (?:humana|humano|personal|"
+            r"personalizada|personalizado) (?:\w+ ){0,5}(?:es|fue|era|son|esta|me encanta) |"
+            r" (?:servicio|servicios|paquete|plan|opcion) de atencion (?:personal|personalizada|"
+            r"humana) | atencion (?:personal|personalizada) (?:para|a) (?!mi |nosotros )\w+ |"
+            r" (?:the|your|their) (?:human|personal) (?:touch|service|attention|staff) "
+            r"(?:\w+ ){0,5}(?:is|was|are|were) ",
         ),
     )
 )
@@ -404,6 +411,6 @@ TYPOS: dict[str, str] = dict(
         "prson:person represenative:representative representive:representative ",
         "reprisentative:representative manger:manager manageer:manager managr:manager ",
         "agnet:agent agen:agent wnat:want wnt:want ned:need u:you ur:your r:are ppl:people ",
-        "sb:somebody smb:somebody",
+        "sb:somebody smb:somebody cm:como kmo:como cmo:como komo:como w:with",
     )
 )

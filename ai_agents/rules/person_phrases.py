@@ -14,7 +14,9 @@
 
 The text is split into clauses (sentence punctuation, commas), each normalised with
 `text.normalize` (case, accents, punctuation) after common typos and chat spellings are
-corrected word by word (`person_lexicon.TYPOS`). A request found in a clause counts unless that
+corrected word by word (`person_lexicon.TYPOS`); quoted words someone else said are dropped
+first (`person_frames.unquote`). The request patterns are `person_lexicon.REQUESTS` and the
+open-object contact frames of `person_frames.FRAMES`. A request found in a clause counts unless that
 clause carries a negative context (`person_lexicon.BLOCKERS`) or a negation right before it.
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ai_agents.rules import person_lexicon as lex
+from ai_agents.rules.person_frames import BLOCKER_FRAMES, FRAMES, STRONG_FRAMES, unquote
 from ai_agents.rules.text import normalize
 
 Verdict = Literal["request", "not", "unsure", "none"]
@@ -66,7 +69,7 @@ def _fix_typos(clause: str) -> str:
 def clauses(text: str) -> list[tuple[str, str]]:
     """(original, normalised) clauses of `text`, typos corrected."""
     out = []
-    for part in _CLAUSE.split(text or ""):
+    for part in _CLAUSE.split(unquote(text or "")):
         normal = _fix_typos(normalize(part))
         if normal:
             out.append((part, normal))
@@ -95,7 +98,7 @@ def _negated(normal: str, start: int) -> bool:
 
 
 def _blocker(normal: str, *, skip: str = "") -> str | None:
-    for name, pattern in lex.BLOCKERS:
+    for name, pattern in (*lex.BLOCKERS, *BLOCKER_FRAMES):
         if name != skip and pattern.search(f" {normal} "):
             return name
     return None
@@ -104,12 +107,13 @@ def _blocker(normal: str, *, skip: str = "") -> str | None:
 def _clause_request(original: str, normal: str) -> tuple[str | None, str | None]:
     """(the request phrase, None) or (None, the negative context that cancelled one)."""
     names = _names(original)
-    for pattern in lex.STRONG:  # "not a bot" kinds: a negation is part of the request
+    # "not a bot" kinds: a negation is part of the request
+    for pattern in (*lex.STRONG, *STRONG_FRAMES):
         match = pattern.search(normal)
         if match:  # "the one who helped me" is who they ask for, not a mention
             blocked = _blocker(normal, skip="talks_about")
             return (None, blocked) if blocked else (match.group(0), None)
-    for pattern in lex.REQUESTS:
+    for pattern in (*lex.REQUESTS, *FRAMES):
         match = _with_names(pattern, normal, names)
         if match is None:
             continue

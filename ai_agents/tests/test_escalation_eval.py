@@ -43,8 +43,16 @@ def _per_reason(lines: list[str]) -> dict[str, tuple[float, float]]:
     return rows
 
 
+SETS = [
+    "escalation_eval.jsonl",
+    "escalation_holdout.jsonl",
+    "escalation_fresh.jsonl",  # written blind by another author
+    "escalation_dev.jsonl",  # four blind rounds of the detector's second author
+]
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", ["escalation_eval.jsonl", "escalation_holdout.jsonl"])
+@pytest.mark.parametrize("name", SETS)
 def test_the_shipped_sets_meet_the_goals_without_a_model(name: str) -> None:
     lines = _run(str(FIXTURES / name))
     last = LAST.match(lines[-1])
@@ -67,7 +75,9 @@ def test_the_shipped_set_is_large_balanced_and_disjoint_from_the_prototypes() ->
     assert {c["reason"] for c in cases} >= {"user_request", "conversation_loop", "none"}
     prototypes = Path(__file__).resolve().parents[1] / "rules/data/person_prototypes.jsonl"
     trained = {json.loads(line)["text"].casefold() for line in prototypes.open()}
-    assert not trained & {c["message"].casefold() for c in cases}
+    for name in SETS:
+        rows = [json.loads(line) for line in (FIXTURES / name).open() if line.strip()]
+        assert not trained & {c["message"].casefold() for c in rows}, name
 
 
 @pytest.mark.django_db

@@ -44,3 +44,67 @@ def test_the_assistant_giving_the_same_answer_twice() -> None:
     assert not answer_repeats("Claro.", ["Claro."])  # too short to count
     assert not answer_repeats(same, [])
     assert similar("Hola, ¿qué tal?", "hola que tal")
+
+
+def test_more_ways_of_saying_i_repeat_myself() -> None:
+    for text in [
+        "Os lo he explicado mil veces: la caja llegó abierta",
+        "Les he escrito varias veces por lo mismo",
+        "Le repito que el cargo es doble",
+        "Nuevamente: ¿me van a mandar la pieza?",
+        "Por quinta vez - ¿dónde está mi reembolso?",
+        "Es la cuarta vez que le pregunto por mi factura",
+        "Once again: my card was charged twice",
+        "I have mentioned this like five times already",
+        "i keep telling you the size is wrong",
+        "As I said, the box was empty",
+        "This is the third time I'm asking about my refund",
+    ]:
+        assert loop_detail(text, recent_user_texts=[]) is not None, text
+
+
+def test_a_complaint_about_a_repeated_problem_is_not_a_loop() -> None:
+    for text in [
+        "Es la tercera vez que me cobran la membresía dos veces, ¿me lo arreglan?",
+        "Por segunda vez me llegó la pizza fría",
+        "This is the second time my parcel arrived damaged",
+        "Again my order arrived late, what can I do?",
+    ]:
+        assert loop_detail(text, recent_user_texts=[]) is None, text
+
+
+def test_the_same_complaint_in_other_words_after_two_answers() -> None:
+    users = ["La impresora no imprime a color", "Ya cambié los cartuchos y sigue sin color"]
+    answers = ["Revise los cartuchos.", "Compruebe que los cartuchos estén bien puestos."]
+    detail = loop_detail(
+        "la impresora sigue imprimiendo sin color!!",
+        recent_user_texts=users,
+        assistant_texts=answers,
+    )
+    assert detail is not None and "color" in detail
+    still = ["The dryer makes a loud noise", "Cleaned the filter, the noise is there"]
+    said = ["Clean the lint filter.", "Make sure the filter is clean."]
+    assert loop_detail("STILL NOISY after all that", recent_user_texts=still, assistant_texts=said)
+    # One earlier exchange is not enough; a new question on the same topic is no loop.
+    assert (
+        loop_detail(
+            "¿Cuánto cuesta el plan premium?",
+            recent_user_texts=["¿Cuánto cuesta el plan básico?"],
+            assistant_texts=["$199"],
+        )
+        is None
+    )
+    shop = ["¿Tienen la mesa de roble?", "¿Y en nogal?"]
+    replies = ["Sí, en 1,80 m.", "También, en 1,60 m."]
+    assert (
+        loop_detail("¿Hacen envío a Toluca?", recent_user_texts=shop, assistant_texts=replies)
+        is None
+    )
+    shoes = ["¿tienen zapatos talla 27?", "¿en color negro?"]
+    yes = ["Sí, talla 27 disponible.", "Sí, en negro también."]
+    follow_up = "ok, ¿y los zapatos negros talla 27 tienen envío gratis?"
+    assert loop_detail(follow_up, recent_user_texts=shoes, assistant_texts=yes) is None
+    app = ["The app doesn't load", "I reinstalled"]
+    tips = ["Try reinstalling.", "Now try logging out and in."]
+    fixed = "ok that fixed it, the app doesn't crash anymore"
+    assert loop_detail(fixed, recent_user_texts=app, assistant_texts=tips) is None

@@ -153,3 +153,44 @@ def test_the_built_prototypes_match_their_texts() -> None:
     assert 0 < built.labels.sum() < len(built.texts)
     norms = np.linalg.norm(built.vectors, axis=1)
     assert np.allclose(norms, 1.0, atol=1e-2)
+
+
+# A contact verb with ANY person-like object: professions, departments, "whoever is in
+# charge", the caller after the verb, and the English frames (written for these tests).
+OPEN_FRAME_REQUESTS = [
+    "¿Me podés conectar con alguien de cobranzas?",
+    "¿Me pasan con el fisioterapeuta?",
+    "Necesito hablar con el instalador que vino el martes",
+    "Necesito que alguien de su área de compras me contacte",
+    "Quisiera comentarlo con un especialista",
+    "¿Pueden llamarme? Es sobre mi garantía",
+    "Que se pongan en contacto conmigo, por favor",
+    "¿Me llama alguien de soporte?",
+    "cm hablo con una persona",
+    "Can I get the duty pharmacist on the line?",
+    "I'd like to book a call with one of your planners",
+    "I need to reach your data protection team",
+    "Let me talk to whoever is in charge of refunds",
+    "Can you have the head baker phone me about the wedding cake?",
+    "Please forward my ticket to a supervisor",
+]
+OPEN_FRAME_MENTIONS = [
+    "¿Me pasan la factura por WhatsApp?",  # a thing, not a person
+    "¿El fisioterapeuta atiende los lunes?",
+    "¿Es necesario sacar cita para hablar con el especialista?",  # how things work
+    "The courier told me 'ask for the manager', I only need the tracking number",  # a quote
+    "La atención humana en su sucursal es excelente, ¿abren el lunes?",  # a remark
+    "I'm a real person, not a business: can I buy one unit?",
+    "I love that a real person answers the phone!",
+]
+
+
+@pytest.mark.parametrize("text", OPEN_FRAME_REQUESTS)
+def test_contact_frames_take_any_person_like_object(text: str) -> None:
+    verdict = phrase_layer(text)
+    assert verdict.verdict == "request", (text, verdict)
+
+
+@pytest.mark.parametrize("text", OPEN_FRAME_MENTIONS)
+def test_open_frames_keep_their_negative_contexts(text: str) -> None:
+    assert phrase_layer(text).verdict != "request", text

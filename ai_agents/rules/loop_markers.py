@@ -1,0 +1,146 @@
+"""What makes a customer message a conversation loop beyond a message sent twice
+(`loops.loop_detail` uses these):
+
+- `complaint(text)`: the customer says they are repeating themselves, in any of the usual
+  forms: "ya se lo he dicho", "le he dicho varias veces", "te repito", "por cuarta vez:",
+  "Otra vez: ¿...?", "I've asked this three times", "i've said this like 4 times", "Again: ...",
+  "as I said". An ordinal ("es la segunda vez que...") counts only when what repeats is the
+  asking or telling ("es la tercera vez que lo pregunto"), or the ordinal heads the message
+  ("Por cuarta vez: ..."): "es la segunda vez que me llega incompleto" is a first complaint
+  about a repeated PROBLEM, not a conversation going round;
+- `restated(text, earlier_user_texts, assistant_texts)`: the customer says the same thing
+  again in other words after the assistant answered at least twice: most of the message's
+  content words (stemmed) were already in the customer's earlier messages and the message is
+  still unhappy (a negation, "!!", "??", a word in capitals), or the problem is said to persist
+  ("sigo sin", "still", "sigue igual") over what they already said. A follow-up question on the
+  same product ("¿y los zapatos negros talla 27 tienen envío gratis?") is neither.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ai_agents.rules.text import normalize
+
+_TELL = (
+    r"(?:dicho|repetido|explicado|escrito|preguntado|pedido|comentado|mencionado|aclarado|"
+    r"reclamado|avisado|contado|mandado|enviado)"
+)
+_TOLD = r"(?:dije|pregunte|escribi|explique|pedi|comente|mencione|aclare|reclame|avise|repeti)"
+_TIMES = r"(?:varias|muchas|mil|cien|tantas|dos|tres|cuatro|cinco|seis|\d+) veces"
+_ORDINAL = r"(?:segunda|tercera|cuarta|quinta|sexta|enesima|milesima|\d+a?)"
+_ORDINAL_EN = r"(?:second|third|fourth|fifth|sixth|umpteenth|nth|\d+(?:st|nd|rd|th)?)"
+_SAY_ES = (
+    r"(?:digo|pregunto|escribo|pido|repito|explico|reclamo|comento|aviso|llamo|contacto|"
+    r"mando|consulto|insisto|reporto|escribimos|preguntamos|decimos|pedimos)"
+)
+_SAY_EN = r"(?:asking|telling|writing|saying|explaining|reporting|contacting|messaging|asked)"
+COMPLAINT = re.compile(
+    r"\b(?:(?:ya )?(?:se|te|le|os|les) (?:lo |la )?(?:he|hemos|habia|habiamos) "
+    rf"(?:\w+ )?{_TELL}|ya (?:te|le|os|les|se) (?:lo |la )?(?:{_TOLD}|habia dicho)(?! a )|"
+    rf"(?:{_TELL}|{_TOLD}) (?:ya |esto |eso |lo )?(?:como )?{_TIMES}|"
+    r"(?:te|se|le|os|les) lo repito|(?:te|le|os|les) repito|repito (?:otra vez|de nuevo)|"
+    r"(?:otra vez|de nuevo|nuevamente|una vez mas) (?:te|le|os|les|se) (?:lo )?"
+    r"(?:digo|pregunto|repito|escribo|explico|pido)|(?:te|le|os|les) (?:lo )?(?:digo|pregunto) "
+    r"(?:otra vez|de nuevo|nuevamente|una vez mas)|"
+    r"(?:(?:te|le|os|les|se) )?(?:lo )?vuelvo a (?:repetir|decir|preguntar|escribir|explicar|"
+    r"pedir|reclamar)|"
+    r"(?:otra|una) vez (?:mas )?la misma|otra vez lo mismo|"
+    r"(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
+    rf"(?:es|por) (?:la )?{_ORDINAL} vez (?:que )?(?:te |le |se |os |les |lo |la |ya )*"
+    rf"(?:lo |la )?{_SAY_ES}|"
+    r"cuantas veces (?:mas )?(?:te|se|le|os|les|tengo|voy|hay)|varias veces (?:ya|lo)|"
+    r"me (?:sigues|sigue|siguen) (?:diciendo|respondiendo|contestando|repitiendo)|"
+    r"(?:estamos|seguimos) (?:dando vueltas|en lo mismo|en circulos)|me repites|"
+    r"repites lo mismo|como (?:ya )?(?:te|le|os|les) (?:dije|he dicho|comente|explique)|"
+    r"i (?:already|have already|ve already) (?:told|said|explained|wrote|asked) "
+    r"(?:you|ya|u|this|that|it|so)\b|"
+    r"(?:told you|asked|said|explained|written|wrote|mentioned|repeated) "
+    r"(?:this |that |it |you |ya |u )?(?:already |like |about |at least |now )*"
+    r"(?:twice|(?:two|three|four|five|six|several|many|multiple|\d+) times)|"
+    r"told you (?:already|before|twice|three times|several times)|"
+    r"i keep (?:asking|telling|saying|explaining|writing)|"
+    r"(?:as|like) i (?:already )?(?:said|told you|mentioned|explained)|"
+    r"(?:how many|so many) times|"
+    rf"(?:for|this is) the {_ORDINAL_EN} time (?:i |im |i m |ive |i ve |i have |i am )"
+    rf"(?:been )?{_SAY_EN}|"
+    r"you (?:keep|re|are) (?:saying|giving|repeating|sending) (?:me )?the same|"
+    r"same (?:answer|reply|response|thing) (?:again|over)|going (?:round )?in circles|"
+    r"(?:again and again|over and over))\b"
+)
+# At the head of the message, before a colon or a dash ("Otra vez: ¿...?", "Again - ...",
+# "Por cuarta vez: ..."), on the ORIGINAL text.
+HEAD = re.compile(
+    r"^\W*(?:otra vez|de nuevo|nuevamente|una vez m[aá]s|otra vez m[aá]s|again|once again|"
+    r"one more time|once more|yet again|(?:por|es la|for the|this is the) \w+ (?:vez|time)|repito)"
+    r"\s*(?:[:\-–—]|\.\.\.)",
+    re.IGNORECASE,
+)
+_PERSIST = re.compile(
+    r"\b(?:sigo sin|sigue sin|siguen sin|sigue (?:igual|el error|fallando|sin funcionar|mal)|"
+    r"todavia no|aun no|aun sigue|sigue sin|continua (?:igual|sin|el)|"
+    r"still|keeps? (?:leaking|crashing|failing|happening|saying)|nothing changed|"
+    r"no ha cambiado nada|sigue pasando|(?:se )?(?:sigue|siguen|sigo) \w+(?:ando|iendo)|"
+    r"keeps? \w+ing|de verdad|en serio|te lo juro|se lo juro|honestly|seriously|i promise)\b"
+)
+_STOP_WORDS = (
+    "el la los las un una unos unas de del al a y o que en con por para mi mis tu "
+    "tus su sus me te se le les lo nos os es son esta estan este esto eso ese ya no "
+    "si pero como cuando donde porque ni muy mas hay ha he fue era ser sido tengo "
+    "tiene tienen hace hago quiero puedo puede pueden hola gracias ok vale bueno "
+    "entonces pues ahi the an and or of to in on for with my your our is are was "
+    "were be been it its this that i im m ive you we they she us them do does did "
+    "not yes so but sin if at by from have has had what why how when where which who can "
+    "could would will just still again please thanks hi hello okay now "
+)
+_STOP = frozenset(_STOP_WORDS.split())
+_UNHAPPY = re.compile(
+    r"\b(?:no|not|never|nunca|sin|nada|ni|nothing|nobody|nadie|dont|doesnt|didnt|isnt|cant|"
+    r"wont|don t|doesn t|didn t|isn t|can t|won t|haven t|hasn t|wasn t|aren t|tampoco)\b"
+)
+_EMPHASIS = re.compile(r"[!?]{2,}|\b[A-ZÁÉÍÓÚÑ]{4,}\b")
+_RESOLVED = re.compile(
+    r"\b(?:works now|it works|working now|fixed|solved|sorted|resolved|all good|"
+    r"ya funciona|ya sirve|ya jala|ya quedo|ya se arreglo|funciona bien|ya va bien|resuelto|"
+    r"solucionado|arreglado)\b"
+)
+MIN_EARLIER = 2  # the customer's earlier messages (and answers) before a restatement counts
+
+
+def _content(text: str) -> dict[str, str]:
+    """Content words of `text` by stem, cut to 4 letters ("leaks"/"leaking", "llego"/"llega")."""
+    found = normalize(text).split()
+    return {w[:4]: w for w in found if w not in _STOP and (len(w) > 2 or w.isdigit())}
+
+
+def complaint(text: str) -> str | None:
+    """The phrase by which the customer says they repeat themselves, or None."""
+    head = HEAD.match(text or "")
+    if head:
+        return head.group(0).strip(" :-–—.")
+    found = COMPLAINT.search(normalize(text))
+    return found.group(0) if found else None
+
+
+def restated(
+    text: str, earlier_user_texts: Sequence[str], assistant_texts: Sequence[str]
+) -> str | None:
+    """The shared words when the customer restates what they already said (see the module
+    docstring), or None."""
+    if len(earlier_user_texts) < MIN_EARLIER or len(assistant_texts) < MIN_EARLIER:
+        return None
+    current = _content(text)
+    before: set[str] = set()
+    for earlier in earlier_user_texts:
+        before |= set(_content(earlier))
+    shared = [word for stem, word in current.items() if stem in before]
+    persists = _PERSIST.search(normalize(text)) is not None
+    if not persists and _RESOLVED.search(normalize(text)):
+        return None
+    unhappy = _UNHAPPY.search(normalize(text)) or _EMPHASIS.search(text)
+    if unhappy and len(shared) >= 2 and len(shared) * 2 >= len(current):
+        return " ".join(shared)
+    if persists and shared:
+        return " ".join(shared)
+    return None
