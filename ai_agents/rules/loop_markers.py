@@ -67,7 +67,23 @@ COMPLAINT = re.compile(
     rf"(?:been )?{_SAY_EN}|"
     r"you (?:keep|re|are) (?:saying|giving|repeating|sending) (?:me )?the same|"
     r"same (?:answer|reply|response|thing) (?:again|over)|going (?:round )?in circles|"
-    r"(?:again and again|over and over))\b"
+    r"(?:again and again|over and over)|"
+    # the count of askings: "ya van 3 veces", "llevo tres veces", "third time asking"
+    rf"(?:ya van|van ya|ya llevo|llevo ya|llevo) (?:como )?{_TIMES}|"
+    rf"{_ORDINAL_EN} time (?:asking|i ask|i m asking|im asking|i ve asked|ive asked|"
+    r"i have asked|writing|i write|telling you|i m telling you|saying this))\b"
+)
+# Said after an answer only (a first message "all I'm asking is..." is no loop): the answer
+# already given ("eso ya me lo dijiste", "ya me lo dijiste dos veces", "you already told me
+# that"), the one thing asked ("es lo único que pregunto", "all I'm asking").
+AFTER_ANSWER = re.compile(
+    r"\b(?:(?:eso|esto) ya me lo (?:dijiste|dijo|dijeron|has dicho|ha dicho|habias dicho|"
+    r"explicaste|explico|respondiste|contestaste)|"
+    rf"ya me (?:lo |la )?(?:dijiste|dijo|has dicho|ha dicho|explicaste|respondiste|"
+    rf"contestaste) (?:\w+ ){{0,4}}{_TIMES}|"
+    r"you (?:already|have already|ve already) (?:told|said|gave|sent) (?:me )?(?:that|this|it)|"
+    r"(?:es )?lo unico que (?:te |le |les |os )?(?:pregunto|pido|estoy preguntando|"
+    r"quiero saber)|all i (?:m |am )?(?:asking|want to know|asked)(?: for| is)?)\b"
 )
 # At the head of the message, before a colon or a dash ("Otra vez: ¿...?", "Again - ...",
 # "Por cuarta vez: ..."), on the ORIGINAL text.
@@ -114,12 +130,14 @@ def _content(text: str) -> dict[str, str]:
     return {w[:4]: w for w in found if w not in _STOP and (len(w) > 2 or w.isdigit())}
 
 
-def complaint(text: str) -> str | None:
-    """The phrase by which the customer says they repeat themselves, or None."""
+def complaint(text: str, *, answered: bool = False) -> str | None:
+    """The phrase by which the customer says they repeat themselves, or None. `answered`:
+    the assistant answered earlier in the conversation (`AFTER_ANSWER` counts then)."""
     head = HEAD.match(text or "")
     if head:
         return head.group(0).strip(" :-–—.")
-    found = COMPLAINT.search(normalize(text))
+    normal = normalize(text)
+    found = COMPLAINT.search(normal) or (AFTER_ANSWER.search(normal) if answered else None)
     return found.group(0) if found else None
 
 

@@ -107,7 +107,7 @@ def loop_detail(
         count = 1 + sum(similar(text, t, similarity=similarity) for t in earlier)
         if count >= max_similar:
             return _("el mismo mensaje %(n)s veces") % {"n": count}
-    said = complaint(text)
+    said = complaint(text, answered=bool(assistant_texts))
     if said:
         return _("el cliente dice que se repite («%(p)s»)") % {"p": said}
     ref = _repeated_reference(text, recent_user_texts[-window:])

@@ -108,3 +108,32 @@ def test_the_same_complaint_in_other_words_after_two_answers() -> None:
     tips = ["Try reinstalling.", "Now try logging out and in."]
     fixed = "ok that fixed it, the app doesn't crash anymore"
     assert loop_detail(fixed, recent_user_texts=app, assistant_texts=tips) is None
+
+
+def test_counting_the_askings_and_pointing_at_the_answer_already_given() -> None:
+    asked = ["¿Cuándo llega la tarjeta nueva?"]
+    answered = ["Su tarjeta se envía en 5 a 7 días hábiles."]
+    for text in [
+        "ya van cuatro veces que escribo por lo mismo",
+        "llevo 3 veces preguntando por la tarjeta",
+        "When do I get my refund? Fourth time asking.",
+    ]:
+        assert loop_detail(text, recent_user_texts=asked) is not None, text
+    for text in [
+        "Eso ya me lo explicaste, pero la tarjeta no llega",
+        "ya me lo dijiste como tres veces, quiero saber el día",
+        "You already told me that. When does it arrive?",
+        "la FECHA de entrega, es lo único que le pregunto",
+        "All I'm asking is the delivery date",
+    ]:
+        assert loop_detail(text, recent_user_texts=asked, assistant_texts=answered), text
+        # the same words in a first message, with nothing answered yet, are no loop
+        if not text.startswith(("ya me", "Eso", "You")):
+            assert loop_detail(text, recent_user_texts=[]) is None, text
+    for text in [
+        "ya me dijiste que el envío es gratis, ¿y cuánto tarda?",
+        "las clases son dos veces por semana?",
+        "the third time I visited the shop they were lovely",
+        "lo único que quiero es un pastel de chocolate",
+    ]:
+        assert loop_detail(text, recent_user_texts=asked, assistant_texts=answered) is None, text
