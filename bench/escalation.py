@@ -59,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3, help="passes over the messages")
     parser.add_argument("--smoke", action="store_true", help="30 messages, one pass (CI)")
-    parser.add_argument("--all-sets", action="store_true", help="also the fresh, dev and blind2 sets")
+    parser.add_argument("--all-sets", action="store_true", help="also the fresh, dev, blind2 sets")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
