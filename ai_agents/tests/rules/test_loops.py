@@ -137,3 +137,12 @@ def test_counting_the_askings_and_pointing_at_the_answer_already_given() -> None
         "lo único que quiero es un pastel de chocolate",
     ]:
         assert loop_detail(text, recent_user_texts=asked, assistant_texts=answered) is None, text
+
+
+def test_saying_one_will_not_order_again_is_no_loop() -> None:
+    for text in [
+        "la comida llegó fría, no vuelvo a pedir con ustedes",
+        "nunca vuelvo a comprar aquí",
+    ]:
+        assert loop_detail(text, recent_user_texts=[]) is None, text
+    assert loop_detail("Le vuelvo a decir que el cobro está duplicado", recent_user_texts=[])
