@@ -161,6 +161,29 @@ def insert_statement(objs: Sequence[Model]) -> Statement:
     return sql, params
 
 
+def insert_select_statement(
+    obj: Model, *, prefix: Statement, columns: Mapping[str, str], from_sql: str
+) -> Statement:
+    """`<prefix> INSERT INTO <table> (...) SELECT <values> <from_sql>`: one new instance whose
+    `columns` (attname -> SQL expression) come from the rows `from_sql` finds (a CTE of
+    `prefix`, say); nothing is inserted when it finds none. The instance's own values are cast
+    to their columns' types (a literal in a SELECT list has none). Call `inserted([obj])` once
+    it ran and inserted."""
+    table = _table(type(obj))
+    values, params = [], list(prefix[1])
+    for field in table.fields:
+        if field.attname in columns:
+            values.append(columns[field.attname])
+        else:
+            values.append(f"%s::{field.cast_db_type(connection)}")
+            params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
+    sql = (
+        f"{prefix[0]} INSERT INTO {table.name} ({table.columns}) "
+        f"SELECT {', '.join(values)} {from_sql}"
+    )
+    return sql, params
+
+
 def inserted(objs: Sequence[Model]) -> None:
     for obj in objs:
         obj._state.adding = False
