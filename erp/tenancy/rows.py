@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Field, Model
+from psycopg.pq import ExecStatus
 
 from erp.tenancy.scoping import Scope, current_scope, reset_scope, set_scope, tenant_scope
 
@@ -44,6 +45,7 @@ class _Table:
     # (position, [(converter, column expression)]) of the fields the database returns raw
     converters: list[tuple[int, list[tuple[Callable[..., Any], Any]]]]
     fields: list[Any]
+    casts: list[str]  # each column's type, for a literal written in a SELECT list
 
 
 def _column(field: Field[Any, Any]) -> str:
@@ -68,6 +70,7 @@ def _table(model: type[Model]) -> _Table:
         attnames=[f.attname for f in fields],
         converters=converters,
         fields=fields,
+        casts=[str(f.cast_db_type(connection)) for f in fields],
     )
 
 
@@ -89,9 +92,11 @@ def run_together(statements: Sequence[Statement]) -> list[Outcome]:
     outcomes = []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        while True:
-            found = cursor.fetchall() if cursor.description is not None else None
-            outcomes.append(Outcome(found, cursor.rowcount))
+        result = cursor.cursor  # psycopg's: its status says whether rows came back, where
+        while True:  # `description` would first build a Column for every column
+            pgresult = result.pgresult
+            rows_back = pgresult is not None and pgresult.status == ExecStatus.TUPLES_OK
+            outcomes.append(Outcome(cursor.fetchall() if rows_back else None, cursor.rowcount))
             if not cursor.nextset():
                 break
     return outcomes
@@ -171,11 +176,11 @@ def insert_select_statement(
     it ran and inserted."""
     table = _table(type(obj))
     values, params = [], list(prefix[1])
-    for field in table.fields:
+    for field, cast in zip(table.fields, table.casts, strict=True):
         if field.attname in columns:
             values.append(columns[field.attname])
         else:
-            values.append(f"%s::{field.cast_db_type(connection)}")
+            values.append(f"%s::{cast}")
             params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
     sql = (
         f"{prefix[0]} INSERT INTO {table.name} ({table.columns}) "
