@@ -12,6 +12,9 @@ pooled connection never carries a tenant into the next transaction.
 - Inside a transaction the value is sent once, and again when the scope changes; a rollback
   to a savepoint (Django's, or a raw one sent while the transaction is in error) or a failed
   statement makes it unknown (sent again).
+- The prefix takes the values as parameters when the statement has positional ones
+  (`SET_CONFIG_BOUND`): one query text for every tenant, which psycopg's cache of converted
+  queries keys on; otherwise (no or named parameters) they are written in it.
 - `executemany` cannot carry a second statement: the setting goes alone before it.
 - Server-side cursors (a DECLARE cannot carry it either) are off: `DISABLE_SERVER_SIDE_CURSORS`.
 """
