@@ -33,9 +33,9 @@ def _send(agent: Agent, fake: FakeGoogle, text: str, **contact: Any) -> tuple[An
     fake.push(fake.reply_json({"action": "respond", "answer": f"Re: {text}"}))
     sent: list[str] = []
 
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    def count(execute: Any, sql: str, *rest: Any) -> Any:  # params, many, context
         sent.append(sql)
-        return execute(sql, params, many, context)
+        return execute(sql, *rest)
 
     inbound = Inbound(text=text, contact={"external_id": "ana", **contact})
     with connection.execute_wrapper(count):
