@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 
-from ai_agents.conversations import store
 from ai_agents.conversations.actions import BASE_ACTIONS, ActionSet
+from ai_agents.conversations.history_sql import history_rows
 from ai_agents.conversations.no_answer import NO_ANSWER_INSTRUCTION, confident_hits
 from ai_agents.models import Agent, Contact, Conversation
 from ai_agents.rules import escalation, history, intent
@@ -124,14 +124,14 @@ def history_load(
 ) -> tuple[list[HistoryItem], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
-    (oldest first, for loop detection); one query, none when `store.turn_read` read them
+    (oldest first, for loop detection); one query, none when `store.turn_next` read them
     (`found`). With `summarize` and `smart`, once the conversation has `summarize_after`
     messages, the conversation's cached summary of the cut middle is the summary item while
     it still covers cut messages; a summary is enqueued for
     after the reply when there is none, and a refresh when enough newer messages are cut
     (ai_agents/services/history_summary.py)."""
     if found is None:
-        found = store.history_rows(conversation=conversation, config=config, before=before)
+        found = history_rows(conversation=conversation, config=config, before=before)
     turns = [
         HistoryItem(role=r, content=c, message_id=str(i), at=at) for i, r, c, at in reversed(found)
     ]

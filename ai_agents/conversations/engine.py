@@ -44,10 +44,11 @@ from ai_agents.conversations.context import (
 )
 from ai_agents.conversations.escalation_check import early_escalation, model_escalation
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
+from ai_agents.conversations.known_thread import Prepared
 from ai_agents.conversations.manual_inbox import manual_inbox_escalation
 from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.offer import offer_answered
-from ai_agents.conversations.record import turn_record
+from ai_agents.conversations.record import result_now, turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
 from ai_agents.conversations.session import turn_system_prompt
 from ai_agents.conversations.store import conversation_load
@@ -100,25 +101,37 @@ def message_process(
     timer = Timer()
     retrieval_prefetch(agent=agent, text=input_bound(inbound.text, inbound.channel)[0])
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        message, first = message_prepare(agent=agent, inbound=inbound) or (None, [])
-        if message is None:
-            message, _created = message_receive(agent=agent, inbound=inbound)
-        stored = (message.metadata or {}).get("result")
-        if stored is not None:
+        first = message_prepare(agent=agent, inbound=inbound)
+        try:
+            return _answer_own(agent=agent, inbound=inbound, first=first, timer=timer, on=on_delta)
+        except store.NotStored:  # the thread has no open conversation: the usual way
+            return _answer_own(agent=agent, inbound=inbound, first=None, timer=timer, on=on_delta)
+
+
+def _answer_own(
+    *, agent: Agent, inbound: Inbound, first: Prepared | None, timer: Timer, on: Any
+) -> TurnResult:
+    """`message_process` once the message is prepared (stored with the turn's first read) or
+    stored; `on`: its `on_delta`."""
+    if first is None:
+        message, _created = message_receive(agent=agent, inbound=inbound)
+        if (stored := (message.metadata or {}).get("result")) is not None:
             return TurnResult.from_record(stored)  # a repeat: the first answer
-        timer.mark("receive")
-        results: list[TurnResult] = []
-        _answer_turns(
-            agent=agent,
-            conversation=message.conversation,
-            results=results,
-            own=message,
-            first=first,
-            timer=timer,
-            on_delta=on_delta,
-        )
-        own = next((r for r in results if r.message_id == str(message.pk)), None)
-        return own if own is not None else _result_now(message)
+    else:
+        message = first.message
+    timer.mark("receive")
+    results: list[TurnResult] = []
+    _answer_turns(
+        agent=agent,
+        conversation=message.conversation,
+        results=results,
+        own=message,
+        first=first,
+        timer=timer,
+        on_delta=on,
+    )
+    own = next((r for r in results if r.message_id == str(message.pk)), None)
+    return own if own is not None else result_now(message)
 
 
 def conversation_answer_pending(
@@ -165,7 +178,7 @@ def _answer_turns(
     timer: Timer | None = None,
     on_delta: Callable[[str], None] | None = None,
     stop_at: float | None = None,
-    first: list[Any] | None = None,
+    first: Prepared | None = None,
 ) -> None:
     """Takes the turn and answers the pending messages in arrival order: up to `own` (alone
     given `timer` and `on_delta`; waits for the turn, at most two leases), or all of them (each
@@ -182,7 +195,7 @@ def _answer_turns(
                 token=token,
                 lease_s=lease_s,
                 upto=own,
-                first=first or (),
+                first=first,
             )
             first = None  # sent (the inbound message stored, the turn taken or not)
             if found is None and own is not None and time.monotonic() < give_up:
@@ -221,19 +234,6 @@ def _pause(pause: float) -> float:
     connection_release()
     time.sleep(pause)
     return min(pause * 2, TURN_POLL_S[1])
-
-
-def _result_now(message: Message) -> TurnResult:
-    """`message`'s stored result (answered by another run), or, unanswered, the result that
-    says so."""
-    stored = store.message_result(message=message)
-    if stored is not None:
-        return TurnResult.from_record(stored)
-    return TurnResult(
-        conversation_id=str(message.conversation_id),
-        message_id=str(message.pk),
-        conversation_status=message.conversation.status,
-    )
 
 
 # --- one message: read, model, store -------------------------------------------------------

@@ -18,7 +18,8 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from ai_agents.conversations import store
+from ai_agents.conversations import known_thread, store
+from ai_agents.conversations.known_thread import Prepared
 from ai_agents.models import Agent, ChannelBinding, Conversation, Message
 from ai_agents.services.conversations import conversation_expire_if_idle
 from erp.celery import enqueue
@@ -109,22 +110,25 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
         return existing, False
 
 
-def message_prepare(*, agent: Agent, inbound: Inbound) -> tuple[Message, list[Any]] | None:
-    """The REST path's common case: the message and the statements that store it, NOT sent
-    (the engine sends them with its first read, one round trip), when its conversation exists
-    and no transaction or repeat key (`channel_message_id`) asks for `message_receive`'s care.
-    None: `message_receive` stores it."""
+def message_prepare(*, agent: Agent, inbound: Inbound) -> Prepared | None:
+    """The REST path's common case: the message and the statement that stores it into its
+    thread's open conversation, NOT sent (the engine sends it with its first read, one round
+    trip; `known_thread`), when no transaction or repeat key (`channel_message_id`) asks for
+    `message_receive`'s care. None: `message_receive` stores it (so does the engine when the
+    thread turns out to have no open conversation: `NotStored`)."""
     if inbound.channel_message_id or connection.in_atomic_block:
         return None
-    with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        thread_id = inbound.thread_id or str(inbound.contact["external_id"])
-        _contact, found = store.receive_read(
-            agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
-        )
-        if found is None or conversation_expire_if_idle(found):
-            return None
-        message, changes = _message_row(agent, found, inbound, answer=True)
-        return message, store.message_store_statements(message=message, changes=changes)
+    thread_id = inbound.thread_id or str(inbound.contact["external_id"])
+    conversation = known_thread.stand_in(agent=agent, channel=inbound.channel, thread_id=thread_id)
+    message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
+    binding = inbound.binding
+    statement = known_thread.prepared_store_statement(
+        message=message,
+        agent=agent,
+        thread_id=thread_id,
+        binding_id=None if binding is None else binding.pk,
+    )
+    return Prepared(message=message, statement=statement, contact_data=inbound.contact)
 
 
 def _message_store(

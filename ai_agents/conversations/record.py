@@ -242,3 +242,16 @@ def _notify_escalation(conversation_id: Any) -> None:
     transaction.on_commit(
         lambda: enqueue("ai_agents.conversation_escalated_notify", str(conversation_id))
     )
+
+
+def result_now(message: Message) -> TurnResult:
+    """`message`'s stored result (answered by another run), or, unanswered, the result that
+    says so."""
+    stored = store.message_result(message=message)
+    if stored is not None:
+        return TurnResult.from_record(stored)
+    return TurnResult(
+        conversation_id=str(message.conversation_id),
+        message_id=str(message.pk),
+        conversation_status=message.conversation.status,
+    )

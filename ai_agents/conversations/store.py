@@ -10,14 +10,24 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import DateTimeField, Func
 
+from ai_agents.conversations.history_sql import (
+    HistoryRow,
+    conversation_history_statement,
+    intents_statement,
+)
+from ai_agents.conversations.known_thread import (
+    NotStored,
+    Prepared,
+    adopt,
+    conversation_ref,
+    open_conversation_where,
+)
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
-from ai_agents.rules.input_bound import input_max_chars
 from ai_agents.selectors.knowledge import agent_knowledge_bases_statement
 from ai_agents.services.conversations import (
     conversation_expire_if_idle,
@@ -97,16 +107,8 @@ def message_store_statements(
     return statements
 
 
-def _open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
-    # At most one open conversation per thread (partial unique constraint).
-    return (
-        "agent_id = %s AND channel = %s AND channel_conversation_id = %s AND status = ANY(%s)",
-        [agent.pk, channel, thread_id, list(Conversation.OPEN_STATUSES)],
-    )
-
-
 def _conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
-    where, params = _open_conversation_where(agent, channel, thread_id)
+    where, params = open_conversation_where(agent, channel, thread_id)
     return rows.select_statement(
         Conversation, tenant_id=agent.tenant_id, where=where, params=params
     )
@@ -172,81 +174,6 @@ def message_by_channel_id(*, agent: Agent, channel_message_id: str) -> Message |
     )
 
 
-def history_limit(config: Mapping[str, Any]) -> int:
-    """How many of the latest messages are read for the history (truncation picks from them)."""
-    return max(int(config["max_messages"]) * 3, 20)
-
-
-def history_statement(
-    *,
-    tenant_id: int,
-    conversation_sql: str,
-    conversation_params: list[Any],
-    limit: int,
-    before: Any = None,
-    before_sql: rows.Statement | None = None,
-    with_first: bool = False,
-    max_chars: int,
-) -> rows.Statement:
-    """The latest `limit` messages, newest first; `with_first` (the `smart` strategy keeps the
-    conversation's first message) adds the very first when it is older than those. Each text
-    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt).
-    `before_sql`: the moment as a subquery (the pending message read in the same round trip)."""
-    where = (
-        f"tenant_id = %s AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
-    )
-    where_params: list[Any] = [tenant_id, *conversation_params]
-    if before_sql is None and before is not None:
-        before_sql = ("%s", [before])
-    if before_sql is not None:
-        # Replies given since count; later customer messages (answered after this one) do not.
-        where += f" AND (role = 'assistant' OR created_at < ({before_sql[0]}))"
-        where_params += before_sql[1]
-    select = f"SELECT id, role, content, created_at FROM ai_agents_message WHERE {where}"  # noqa: S608
-    sql, params = f"{select} ORDER BY created_at DESC LIMIT %s", [*where_params, limit]
-    if with_first:
-        sql = f"({sql}) UNION ({select} ORDER BY created_at LIMIT 1)"
-        params += where_params
-    return (
-        f"SELECT id, role, left(content, %s), created_at FROM ({sql}) h ORDER BY created_at DESC",  # noqa: S608
-        [max_chars, *params],
-    )
-
-
-HistoryRow = tuple[Any, str, str, datetime]  # (id, role, content, created_at)
-PREVIOUS_INTENTS_MAX = 20  # the latest intents of a conversation given to the model
-
-
-def intents_statement(*, conversation: Conversation) -> rows.Statement:
-    """The latest intents detected on the conversation's replies, newest first."""
-    return (
-        "SELECT metadata->>'intent_detected' FROM ai_agents_message WHERE tenant_id = %s"
-        " AND conversation_id = %s AND role = 'assistant'"
-        " AND metadata->>'intent_detected' IS NOT NULL ORDER BY created_at DESC LIMIT %s",
-        [conversation.tenant_id, conversation.pk, PREVIOUS_INTENTS_MAX],
-    )
-
-
-def history_rows(
-    *, conversation: Conversation, config: Mapping[str, Any], before: Any = None
-) -> list[HistoryRow]:
-    """The conversation's latest messages for its history (see `history_statement`)."""
-    (outcome,) = rows.run_together(
-        [
-            history_statement(
-                tenant_id=conversation.tenant_id,
-                conversation_sql="%s",
-                conversation_params=[conversation.pk],
-                limit=history_limit(config),
-                before=before,
-                with_first=config["truncation_strategy"] == "smart",
-                max_chars=input_max_chars(conversation.channel),
-            )
-        ]
-    )
-    return list(outcome.rows or [])
-
-
 # --- the conversation's turn --------------------------------------------------------------
 # A lease on the conversation row, not a lock: taken and released by one autocommit UPDATE
 # each, so the run holding it keeps no transaction and no connection open while the model
@@ -256,7 +183,7 @@ def history_rows(
 _TURN_TAKE = """
 UPDATE ai_agents_conversation
 SET turn_token = %s, turn_expires_at = clock_timestamp() + make_interval(secs => %s)
-WHERE tenant_id = %s AND id = %s
+WHERE tenant_id = %s AND id = {conversation}
   AND (turn_token IS NULL OR turn_token = %s OR turn_expires_at < clock_timestamp())
 """
 _TURN_RELEASE = """
@@ -266,9 +193,18 @@ WHERE tenant_id = %s AND id = %s AND turn_token = %s
 
 
 def _turn_take_statement(
-    *, conversation: Conversation, token: uuid.UUID, lease_s: float
+    *,
+    conversation: Conversation,
+    token: uuid.UUID,
+    lease_s: float,
+    ref: rows.Statement | None = None,
 ) -> rows.Statement:
-    return _TURN_TAKE, [token, lease_s, conversation.tenant_id, conversation.pk, token]
+    """`ref`: the conversation as a subquery (default: its id)."""
+    ref_sql, ref_params = ref or ("%s", [conversation.pk])
+    return (
+        _TURN_TAKE.format(conversation=ref_sql),
+        [token, lease_s, conversation.tenant_id, *ref_params, token],
+    )
 
 
 def turn_take(*, conversation: Conversation, token: uuid.UUID, lease_s: float) -> bool:
@@ -322,18 +258,23 @@ def conversations_in_turn(conversation_ids: Sequence[Any]) -> set[Any]:
 
 
 # Stored, not yet answered: the predicate of the partial index `msg_unanswered`.
-_UNANSWERED = "conversation_id = %s AND role = 'user' AND NOT (metadata ? 'result')"
+_UNANSWERED = "conversation_id = {} AND role = 'user' AND NOT (metadata ? 'result')"
 
 
-def _pending_where(conversation: Conversation, upto: Message | None) -> rows.Statement:
+def _pending_where(
+    conversation: Conversation, upto: Message | None, ref: rows.Statement | None = None
+) -> rows.Statement:
+    ref_sql, ref_params = ref or ("%s", [conversation.pk])
+    where = _UNANSWERED.format(ref_sql)
     if upto is None:
-        return _UNANSWERED, [conversation.pk]
-    return f"{_UNANSWERED} AND created_at <= %s", [conversation.pk, upto.created_at]
+        return where, ref_params
+    return f"{where} AND created_at <= %s", [*ref_params, upto.created_at]
 
 
 def pending_exists_statement(*, conversation: Conversation) -> rows.Statement:
     return (
-        f"SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED} LIMIT 1",  # noqa: S608
+        f"SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED.format('%s')}"  # noqa: S608
+        " LIMIT 1",
         [conversation.tenant_id, conversation.pk],
     )
 
@@ -379,10 +320,10 @@ class TurnRead:
 
 
 def _pending_statements(
-    conversation: Conversation, upto: Message | None
+    conversation: Conversation, upto: Message | None, ref: rows.Statement | None
 ) -> tuple[rows.Statement, rows.Statement]:
     """The oldest pending message (no later than `upto`), and its created_at as a subquery."""
-    where, params = _pending_where(conversation, upto)
+    where, params = _pending_where(conversation, upto, ref)
     first = rows.select_statement(
         Message,
         tenant_id=conversation.tenant_id,
@@ -406,44 +347,42 @@ def turn_next(
     token: uuid.UUID,
     lease_s: float,
     upto: Message | None = None,
-    first: Sequence[rows.Statement] = (),
+    first: Prepared | None = None,
 ) -> TurnRead | None:
     """In ONE round trip: takes (or renews) the turn, then reads the oldest pending message (no
     later than `upto`), the conversation (its changing fields are copied onto `conversation`),
-    its contact, the history before that message (`history_statement`), the intents detected
-    so far and the agent's knowledge bases. None: the turn is another run's; no `message`:
-    nothing is pending (the turn is held: the caller gives it back). `first`: statements sent
-    before, in the same round trip and implicit transaction (the REST path's inbound message)."""
-    config = agent.history
-    first_pending, pending_at = _pending_statements(conversation, upto)
+    its contact, the history before that message (see `history_statement`), the intents
+    detected so far and the agent's knowledge bases. None: the turn is another run's; no
+    `message`: nothing is pending (the turn is held: the caller gives it back). `first`: the
+    REST path's inbound message, stored in front in the same round trip and implicit
+    transaction (`known_thread`); the conversation is found through it and read whole into
+    `conversation`, the stand-in. Raises `NotStored` when it was not stored (nothing was
+    written)."""
+    ref = None if first is None else conversation_ref(first.message)
+    first_pending, pending_at = _pending_statements(conversation, upto, ref)
+    ref_sql, ref_params = ref or ("%s", [conversation.pk])
     *_, taken, pending, fresh, contact, history, intents, kbs = rows.run_together(
         [
-            *first,
-            _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s),
+            *([] if first is None else [first.statement]),
+            _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s, ref=ref),
             first_pending,
             rows.select_statement(
-                Conversation, tenant_id=agent.tenant_id, where="id = %s", params=[conversation.pk]
+                Conversation, tenant_id=agent.tenant_id, where=f"id = {ref_sql}", params=ref_params
             ),
-            rows.select_statement(
-                Contact,
-                tenant_id=agent.tenant_id,
-                where="id = %s",
-                params=[conversation.contact_id],
-            ),
-            history_statement(
-                tenant_id=agent.tenant_id,
-                conversation_sql="%s",
-                conversation_params=[conversation.pk],
-                limit=history_limit(config),
+            _contact_of_statement(agent, conversation, ref),
+            conversation_history_statement(
+                conversation=conversation,
+                config=agent.history,
+                conversation_ref=ref,
                 before_sql=pending_at,
-                with_first=config["truncation_strategy"] == "smart",
-                max_chars=input_max_chars(conversation.channel),
             ),
-            intents_statement(conversation=conversation),
+            intents_statement(conversation=conversation, conversation_ref=ref),
             agent_knowledge_bases_statement(agent=agent),
         ]
     )
     current = rows.first(Conversation, fresh)
+    if first is not None:
+        _first_stored(conversation, current, first)
     message = rows.first(Message, pending)
     if taken.rowcount != 1 or current is None:
         return None
@@ -453,8 +392,50 @@ def turn_next(
         message.conversation = conversation
     return TurnRead(
         message=message,
-        contact=rows.first(Contact, contact),
+        contact=_contact_checked(agent, rows.first(Contact, contact), first),
         history=list(history.rows or []),
         knowledge_bases=rows.instances(KnowledgeBase, kbs),
         intents=[str(row[0]) for row in reversed(intents.rows or [])],
     )
+
+
+def _contact_of_statement(
+    agent: Agent, conversation: Conversation, ref: rows.Statement | None
+) -> rows.Statement:
+    params: list[Any]
+    if ref is None:
+        where, params = "id = %s", [conversation.contact_id]
+    else:
+        where = (
+            "id = (SELECT contact_id FROM ai_agents_conversation"  # noqa: S608
+            f" WHERE tenant_id = %s AND id = {ref[0]})"
+        )
+        params = [agent.tenant_id, *ref[1]]
+    return rows.select_statement(Contact, tenant_id=agent.tenant_id, where=where, params=params)
+
+
+def _first_stored(
+    conversation: Conversation, current: Conversation | None, first: Prepared
+) -> None:
+    """The prepared message was stored into `current` (else `NotStored`): the stand-in becomes
+    that row."""
+    if current is None:
+        raise NotStored
+    adopt(conversation, current)
+    first.message.conversation = conversation
+    rows.inserted([first.message])
+
+
+def _contact_checked(
+    agent: Agent, contact: Contact | None, first: Prepared | None
+) -> Contact | None:
+    """The conversation's contact; for a prepared message, settled with what the message says
+    of its sender as `receive_read` does (a write only when something changed; the sender's own
+    contact when the thread's is another)."""
+    if first is None:
+        return contact
+    external_id = str(first.contact_data["external_id"])
+    if contact is None or contact.external_id != external_id:
+        contact_upsert(tenant=agent.tenant, data=first.contact_data)
+        return contact
+    return _contact_settle(agent.tenant, first.contact_data, contact)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from typing import Any
 
@@ -131,11 +132,23 @@ class Agent(TenantOwnedModel):
 
     @property
     def processing(self) -> dict[str, Any]:
-        return validate_processing_config(self.processing_config)
+        return _validated(self, "processing_config", validate_processing_config)
 
     @property
     def history(self) -> dict[str, Any]:
-        return validate_history_config(self.history_config)
+        return _validated(self, "history_config", validate_history_config)
+
+
+def _validated(agent: Agent, name: str, validate: Any) -> dict[str, Any]:
+    """`validate(agent.<name>)` (a copy), kept on the instance while the stored block is equal
+    to the one validated (compared by value: a block replaced or edited in place is validated
+    again). A message reads these a dozen times; validating each time cost ~0.3 ms of CPU."""
+    source = getattr(agent, name)
+    kept: dict[str, tuple[Any, dict[str, Any]]] = agent.__dict__.setdefault("_validated", {})
+    hit = kept.get(name)
+    if hit is None or hit[0] != source:
+        hit = kept[name] = (copy.deepcopy(source), validate(source))
+    return dict(hit[1])
 
 
 class Contact(TenantOwnedModel):

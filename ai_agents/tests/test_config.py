@@ -129,3 +129,19 @@ def test_invalid_triggers_and_intents_raise_like_clean() -> None:
         with pytest.raises(ValidationError) as from_clean:
             getattr(config, f"validate_{name}")(value)
         assert from_config.value.messages == from_clean.value.messages
+
+
+def test_processing_and_history_follow_their_blocks_edited_in_place_or_replaced() -> None:
+    # Validated once while unchanged (a message reads them a dozen times), never stale.
+    lucia = agent(processing_config={"messages_per_minute": 5}, history_config={})
+    assert lucia.processing["messages_per_minute"] == 5
+    assert lucia.processing["llm_timeout_ms"] == 30000  # completed with the defaults
+    lucia.processing_config["messages_per_minute"] = 7
+    assert lucia.processing["messages_per_minute"] == 7
+    lucia.processing["messages_per_minute"] = 99  # a copy: the caller's edits stay its own
+    assert lucia.processing["messages_per_minute"] == 7
+    lucia.history_config = {"max_messages": 3}
+    assert lucia.history["max_messages"] == 3
+    lucia.processing_config = {"llm_timeout_ms": 10**9}
+    with pytest.raises(ValidationError):
+        _ = lucia.processing

@@ -56,10 +56,22 @@ def scope_value(scope: Scope | None) -> str:
     return "{" + ",".join(str(int(tenant_id)) for tenant_id in sorted(scope)) + "}"
 
 
+# `set_config_sql` with the values as parameters: the same text for every tenant, so psycopg's
+# cache of converted queries (keyed on the text) serves all of them.
+SET_CONFIG_BOUND = (
+    f"SELECT set_config('{TENANTS_SETTING}', %s, true), set_config('{ALL_SETTING}', %s, true)"
+)
+
+
+def set_config_params(value: str) -> list[str]:
+    """The two settings' values for `scope_value(...)`: SET_CONFIG_BOUND's parameters."""
+    return ["", "on"] if value == "*" else [value, ""]
+
+
 def set_config_sql(value: str) -> str:
     """One statement setting both transaction-local values for `scope_value(...)`. Literal
     SQL (ints and fixed words only): it is sent in front of statements of either paramstyle."""
-    tenants, everything = ("", "on") if value == "*" else (value, "")
+    tenants, everything = set_config_params(value)
     return (
         f"SELECT set_config('{TENANTS_SETTING}', '{tenants}', true), "
         f"set_config('{ALL_SETTING}', '{everything}', true)"

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection
 from django.db.models import Field, Model
+from psycopg.pq import ExecStatus
 
 from erp.tenancy.scoping import Scope, current_scope, reset_scope, set_scope, tenant_scope
 
@@ -44,6 +45,7 @@ class _Table:
     # (position, [(converter, column expression)]) of the fields the database returns raw
     converters: list[tuple[int, list[tuple[Callable[..., Any], Any]]]]
     fields: list[Any]
+    casts: list[str]  # each column's type, for a literal written in a SELECT list
 
 
 def _column(field: Field[Any, Any]) -> str:
@@ -68,6 +70,7 @@ def _table(model: type[Model]) -> _Table:
         attnames=[f.attname for f in fields],
         converters=converters,
         fields=fields,
+        casts=[str(f.cast_db_type(connection)) for f in fields],
     )
 
 
@@ -89,9 +92,11 @@ def run_together(statements: Sequence[Statement]) -> list[Outcome]:
     outcomes = []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        while True:
-            found = cursor.fetchall() if cursor.description is not None else None
-            outcomes.append(Outcome(found, cursor.rowcount))
+        result = cursor.cursor  # psycopg's: its status says whether rows came back, where
+        while True:  # `description` would first build a Column for every column
+            pgresult = result.pgresult
+            rows_back = pgresult is not None and pgresult.status == ExecStatus.TUPLES_OK
+            outcomes.append(Outcome(cursor.fetchall() if rows_back else None, cursor.rowcount))
             if not cursor.nextset():
                 break
     return outcomes
@@ -158,6 +163,29 @@ def insert_statement(objs: Sequence[Model]) -> Statement:
         for field in table.fields
     ]
     sql = f"INSERT INTO {table.name} ({table.columns}) VALUES " + ", ".join([row] * len(objs))  # noqa: S608
+    return sql, params
+
+
+def insert_select_statement(
+    obj: Model, *, prefix: Statement, columns: Mapping[str, str], from_sql: str
+) -> Statement:
+    """`<prefix> INSERT INTO <table> (...) SELECT <values> <from_sql>`: one new instance whose
+    `columns` (attname -> SQL expression) come from the rows `from_sql` finds (a CTE of
+    `prefix`, say); nothing is inserted when it finds none. The instance's own values are cast
+    to their columns' types (a literal in a SELECT list has none). Call `inserted([obj])` once
+    it ran and inserted."""
+    table = _table(type(obj))
+    values, params = [], list(prefix[1])
+    for field, cast in zip(table.fields, table.casts, strict=True):
+        if field.attname in columns:
+            values.append(columns[field.attname])
+        else:
+            values.append(f"%s::{cast}")
+            params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
+    sql = (
+        f"{prefix[0]} INSERT INTO {table.name} ({table.columns}) "
+        f"SELECT {', '.join(values)} {from_sql}"
+    )
     return sql, params
 
 

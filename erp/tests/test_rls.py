@@ -6,6 +6,7 @@ every test here runs what the web and worker processes run."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import uuid
 from decimal import Decimal
@@ -275,3 +276,27 @@ def test_a_failed_statement_and_a_raw_rollback_to_savepoint_keep_the_scope(tenan
             cursor.execute("SAVEPOINT s; SELECT 1 / 0")
         cursor.execute("ROLLBACK TO SAVEPOINT s; RELEASE SAVEPOINT s")
         assert _tenant_ids("llm_usagelog") == [tenant_a.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("atomic", [False, True])
+def test_the_scope_holds_for_positional_named_and_no_parameters(atomic, tenant_a, tenant_b):
+    # With positional parameters the scope's values travel as parameters (one query text for
+    # every tenant); named or none: written in the text. Each statement sees its tenant only.
+    model = MODELS["llm_usagelog"]
+    _row(model, tenant_a)
+    _row(model, tenant_b)
+    statements: list[tuple[str, Any]] = [
+        ("SELECT tenant_id FROM llm_usagelog WHERE %s = %s ORDER BY 1", [1, 1]),
+        ("SELECT tenant_id FROM llm_usagelog WHERE %(one)s = 1 ORDER BY 1", {"one": 1}),
+        ("SELECT tenant_id FROM llm_usagelog WHERE 100 % 7 = 2 ORDER BY 1", None),
+    ]
+    for tenant in (tenant_a, tenant_b, tenant_a):
+        with tenant_scope(tenant), transaction.atomic() if atomic else contextlib.nullcontext():
+            for sql, params in statements:
+                with connection.cursor() as cursor:
+                    cursor.execute(sql, params)
+                    assert [row[0] for row in cursor.fetchall()] == [tenant.pk], sql
+    with connection.cursor() as cursor:  # and nothing lingers on the connection
+        cursor.execute("SELECT tenant_id FROM llm_usagelog WHERE %s = %s", [1, 1])
+        assert cursor.fetchall() == []

@@ -12,6 +12,9 @@ pooled connection never carries a tenant into the next transaction.
 - Inside a transaction the value is sent once, and again when the scope changes; a rollback
   to a savepoint (Django's, or a raw one sent while the transaction is in error) or a failed
   statement makes it unknown (sent again).
+- The prefix takes the values as parameters when the statement has positional ones
+  (`SET_CONFIG_BOUND`): one query text for every tenant, which psycopg's cache of converted
+  queries keys on; otherwise (no or named parameters) they are written in it.
 - `executemany` cannot carry a second statement: the setting goes alone before it.
 - Server-side cursors (a DECLARE cannot carry it either) are off: `DISABLE_SERVER_SIDE_CURSORS`.
 """
@@ -22,12 +25,21 @@ from typing import Any
 
 from django.db import transaction
 from django.db.backends.postgresql import base, operations
+from psycopg import _queries
 from psycopg.pq import TransactionStatus
 
-from erp.tenancy.rls import scope_value, set_config_sql
+from erp.tenancy.rls import SET_CONFIG_BOUND, scope_value, set_config_params, set_config_sql
 from erp.tenancy.scoping import current_scope
 
 _UNKNOWN = "?"  # after a savepoint rollback or an error: whatever it is, send it again
+
+# psycopg keeps the conversion of a query's placeholders (client-side binding) in an LRU cache
+# of 128 queries, but admits only queries up to 4096 characters and 50 parameters. The
+# engine's round trips (several statements in one query, erp.tenancy.rows.run_together) are
+# longer: converting one again costs ~0.25 ms of CPU per message (bench/pipeline.py). The
+# cache's size stays; these limits only say what may enter it.
+_queries.MAX_CACHED_STATEMENT_LENGTH = max(_queries.MAX_CACHED_STATEMENT_LENGTH, 16384)
+_queries.MAX_CACHED_STATEMENT_PARAMS = max(_queries.MAX_CACHED_STATEMENT_PARAMS, 200)
 
 
 class DatabaseOperations(operations.DatabaseOperations):
@@ -79,7 +91,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _prefixed(
         self, execute: Any, *, sql: str, params: Any, context: dict[str, Any], wanted: str
     ) -> Any:
-        result = execute(f"{set_config_sql(wanted)};\n{sql}", params, False, context)
+        if isinstance(params, list | tuple):  # bound: one text for every tenant (cached)
+            sql, params = f"{SET_CONFIG_BOUND};\n{sql}", [*set_config_params(wanted), *params]
+        else:  # no parameters, or named ones: the values written in the text
+            sql = f"{set_config_sql(wanted)};\n{sql}"
+        result = execute(sql, params, False, context)
         context["cursor"].cursor.nextset()
         return result
 

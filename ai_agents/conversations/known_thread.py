@@ -1,0 +1,93 @@
+"""The REST path's common case: a message for a thread whose conversation is open, stored in
+the round trip that takes the turn (`store.turn_next(first=...)`), with no read before it.
+
+One statement stores it: a CTE updates the thread's open conversation's counters (only if it
+is open and not idle for `INACTIVITY_EXPIRY`: such a conversation expires at the door) and
+returns its id, and the message is inserted from that row. The turn's statements that follow
+in the same round trip find the conversation through the message's id. When the CTE found
+nothing, nothing was written and everything after it touched no row: `NotStored`, and
+`message_receive` stores the message the usual way (the idle conversation expires there, a
+new one is opened).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ai_agents.models import Agent, Conversation, Message
+from ai_agents.services.conversations import INACTIVITY_EXPIRY
+from erp.tenancy import rows
+
+
+class NotStored(Exception):
+    """The thread has no open conversation to take the message (or it is idle): nothing was
+    written."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A message for a known thread and the statement that stores it, not sent yet.
+    `message.conversation` is a stand-in (agent, channel, thread) until `turn_next` reads the
+    row into it."""
+
+    message: Message
+    statement: rows.Statement
+    contact_data: Mapping[str, Any]
+
+
+def open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
+    """The thread's open conversation (at most one: partial unique constraint)."""
+    return (
+        "agent_id = %s AND channel = %s AND channel_conversation_id = %s AND status = ANY(%s)",
+        [agent.pk, channel, thread_id, list(Conversation.OPEN_STATUSES)],
+    )
+
+
+def conversation_ref(message: Message) -> rows.Statement:
+    """The conversation `message` was stored in, as a subquery (None when it was not)."""
+    return (
+        "(SELECT conversation_id FROM ai_agents_message WHERE tenant_id = %s AND id = %s)",
+        [message.tenant_id, message.pk],
+    )
+
+
+def prepared_store_statement(
+    *, message: Message, agent: Agent, thread_id: str, binding_id: Any
+) -> rows.Statement:
+    """The message (`message.created_at` is its time) inserted into the thread's open
+    conversation, whose counters (and binding, when it has none) are updated with it."""
+    now = message.created_at
+    where, params = open_conversation_where(agent, message.conversation.channel, thread_id)
+    counters = (
+        "WITH c AS (UPDATE ai_agents_conversation SET message_count = message_count + 1,"  # noqa: S608
+        " last_message_at = %s, last_inbound_at = %s, binding_id = COALESCE(binding_id, %s)"
+        f" WHERE tenant_id = %s AND {where}"
+        " AND NOT (status = %s AND COALESCE(last_message_at <= %s, false)) RETURNING id)",
+        [
+            *(now, now, binding_id, agent.tenant_id),
+            *params,
+            *(Conversation.Status.ACTIVE, now - INACTIVITY_EXPIRY),
+        ],
+    )
+    return rows.insert_select_statement(
+        message, prefix=counters, columns={"conversation_id": "c.id"}, from_sql="FROM c"
+    )
+
+
+def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
+    """The conversation of a prepared message until its row is read (not saved, no id)."""
+    return Conversation(
+        tenant_id=agent.tenant_id,
+        agent=agent,
+        channel=channel,
+        channel_conversation_id=thread_id,
+    )
+
+
+def adopt(conversation: Conversation, row: Conversation) -> None:
+    """`conversation` (the stand-in, which the caller holds) becomes the row read."""
+    for field in Conversation._meta.concrete_fields:
+        setattr(conversation, field.attname, getattr(row, field.attname))
+    conversation._state = row._state

@@ -1,0 +1,110 @@
+"""A REST message for a thread whose conversation is open is stored in the round trip that
+takes the turn (ai_agents/conversations/known_thread.py): three round trips for a message
+without retrieval, with the same rows as the slow path, each tenant's in its own conversation;
+a thread whose conversation is idle, closed or missing is stored the usual way."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from ai_agents.conversations.engine import message_process
+from ai_agents.conversations.inbound import Inbound
+from ai_agents.models import Agent, Contact, Conversation, Message
+from ai_agents.services.agents import agent_create
+from erp.testing.fake_google import FakeGoogle
+
+FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
+
+
+def _agent(tenant: Any) -> Agent:
+    return agent_create(
+        tenant=tenant,
+        data={"name": "Lucía", "system_prompt": "Eres Lucía.", "processing_config": FAST},
+    )
+
+
+def _send(agent: Agent, fake: FakeGoogle, text: str, **contact: Any) -> tuple[Any, int]:
+    """The message from contact `ana` (its result) and the SQL round trips it cost."""
+    fake.push(fake.reply_json({"action": "respond", "answer": f"Re: {text}"}))
+    sent: list[str] = []
+
+    def count(execute: Any, sql: str, *rest: Any) -> Any:  # params, many, context
+        sent.append(sql)
+        return execute(sql, *rest)
+
+    inbound = Inbound(text=text, contact={"external_id": "ana", **contact})
+    with connection.execute_wrapper(count):
+        result = message_process(agent=agent, inbound=inbound)
+    return result, len(sent)
+
+
+def _rows(conversation_id: Any) -> tuple[Conversation, list[Message]]:
+    conversation = Conversation.objects.unscoped().get(pk=conversation_id)
+    messages = Message.objects.unscoped().filter(conversation_id=conversation_id)
+    return conversation, list(messages.order_by("created_at"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_known_thread_costs_three_round_trips_and_keeps_each_tenant_apart(
+    tenant_a: Any, tenant_b: Any, fake_google: FakeGoogle
+) -> None:
+    agents = {tenant.pk: _agent(tenant) for tenant in (tenant_a, tenant_b)}
+    first = {pk: _send(agent, fake_google, "Hola")[0] for pk, agent in agents.items()}
+    for pk, agent in agents.items():
+        result, round_trips = _send(agent, fake_google, f"¿Abren mañana? ({pk})")
+        # Stored with the turn's reads, the tenant's AI credit checked before the model call,
+        # the reply stored with the turn given back (4 when the thread was read first).
+        assert round_trips == 3
+        assert result.conversation_id == first[pk].conversation_id
+        assert result.reply.text == f"Re: ¿Abren mañana? ({pk})"
+        conversation, messages = _rows(result.conversation_id)
+        assert conversation.tenant_id == pk
+        assert [(m.role, m.tenant_id) for m in messages] == [("user", pk), ("assistant", pk)] * 2
+        assert messages[2].content == f"¿Abren mañana? ({pk})"
+        assert conversation.message_count == 4
+        assert conversation.last_inbound_at == messages[2].created_at
+        assert conversation.turn_token is None  # given back
+    assert first[tenant_a.pk].conversation_id != first[tenant_b.pk].conversation_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sender_s_new_name_is_kept_on_a_known_thread(
+    tenant_a: Any, fake_google: FakeGoogle
+) -> None:
+    agent = _agent(tenant_a)
+    _send(agent, fake_google, "Hola", name="Ana")
+    _send(agent, fake_google, "Soy yo otra vez", name="Ana María")
+    contact = Contact.objects.unscoped().get(tenant=tenant_a, external_id="ana")
+    assert contact.name == "Ana María"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("status", "idle_h", "kept_status"),
+    [("active", 25, "expired"), ("closed", 0, "closed"), ("active", 23, None)],
+)
+def test_an_idle_or_closed_conversation_is_not_joined(
+    tenant_a: Any, fake_google: FakeGoogle, status: str, idle_h: int, kept_status: str | None
+) -> None:
+    agent = _agent(tenant_a)
+    before = _send(agent, fake_google, "Hola")[0]
+    Conversation.objects.unscoped().filter(pk=before.conversation_id).update(
+        status=status, last_message_at=timezone.now() - timedelta(hours=idle_h)
+    )
+    after = _send(agent, fake_google, "¿Siguen ahí?")[0]
+    old, messages = _rows(before.conversation_id)
+    if kept_status is None:  # 23 h: still the same conversation
+        assert after.conversation_id == before.conversation_id
+        assert old.message_count == 4
+        return
+    assert after.conversation_id != before.conversation_id
+    assert old.status == kept_status
+    assert old.message_count == 2 and len(messages) == 2  # nothing joined the old one
+    new, new_messages = _rows(after.conversation_id)
+    assert [m.content for m in new_messages] == ["¿Siguen ahí?", "Re: ¿Siguen ahí?"]
+    assert new.message_count == 2
