@@ -197,7 +197,7 @@ def _instrument() -> None:
     for name in (
         "message_receive",
         "history_load",
-        "system_prompt",
+        "turn_system_prompt",
         "retrieve",
         "build_request",
     ):

@@ -389,7 +389,7 @@ NOT_NAMES: frozenset[str] = frozenset(
     )
 )
 TYPOS: dict[str, str] = dict(
-    tuple(pair.replace("_", " ").split(":", 1))  # type: ignore[misc]  # "a:b" -> (a, b)
+    pair.replace("_", " ").partition(":")[::2]  # "a:b" -> (a, b)
     for pair in _words(
         "yamen:llamen yame:llame yamar:llamar yamame:llamame yamenme:llamenme ",
         "ablar:hablar hablr:hablar hbalar:hablar habalr:hablar halbar:hablar avlar:hablar ",

@@ -20,6 +20,8 @@ from erp.testing.fake_http import FakeResponse, FakeServer
 pytestmark = BROWSER_TEST
 
 ASSISTANT = "[data-wc=message][data-role=assistant] [data-wc=text]"
+# A reply goes through the engine under uvicorn; on a loaded 2-core runner 5 s is not enough.
+REPLY_TIMEOUT_MS = 20_000
 
 
 @pytest.fixture
@@ -66,13 +68,13 @@ def test_off_topic_gets_the_offer_of_a_person_and_a_covered_question_its_passage
     replies = page.locator(ASSISTANT)
 
     _ask(page, "¿Cuál es la capital de Australia?")
-    expect(replies).to_have_count(1)
+    expect(replies).to_have_count(1, timeout=REPLY_TIMEOUT_MS)
     expect(replies.nth(0)).to_contain_text(
         "No tengo esa información; ¿quiere que le pase con una persona del equipo?"
     )
 
     _ask(page, "¿Qué formas de pago aceptan?")
-    expect(replies).to_have_count(2)
+    expect(replies).to_have_count(2, timeout=REPLY_TIMEOUT_MS)
     covered = replies.nth(1)
     expect(covered).to_contain_text("Esto es lo que encontré:")
     expect(covered).to_contain_text("Tarjetas de débito y crédito Visa")
@@ -81,10 +83,10 @@ def test_off_topic_gets_the_offer_of_a_person_and_a_covered_question_its_passage
     assert ".md" not in text and "pagos_facturacion" not in text
 
     _ask(page, "¿Venden boletos para el cine?")
-    expect(replies).to_have_count(3)
+    expect(replies).to_have_count(3, timeout=REPLY_TIMEOUT_MS)
     expect(replies.nth(2)).to_contain_text("No tengo esa información")
     _ask(page, "sí, por favor")
-    expect(replies).to_have_count(4)
+    expect(replies).to_have_count(4, timeout=REPLY_TIMEOUT_MS)
     expect(replies.nth(3)).to_have_text(agent.escalation_message)
     conversation = Conversation.objects.for_tenant(agent.tenant_id).get(agent=agent)
     assert (conversation.status, conversation.escalation_reason) == ("escalated", "user_request")
