@@ -70,7 +70,24 @@ DELEGATION: tuple[re.Pattern[str], ...] = tuple(
             r"mi queja|mi reclamo|el tema|este tema|mi ticket|el problema)|escalarlo|escalarla|"
             rf"escalalo|escalenlo|escalelo) (?:con|a|al|ala|hacia) {_OBJ_ES}|"
             r"\b(?:escalar|escalen|escale|escala|escalemos) (?:mi|el|este|esta|nuestro) "
-            r"(?:caso|reclamo|queja|ticket|reporte|problema)\b"
+            r"(?:caso|reclamo|queja|ticket|reporte|problema)\b|"
+            rf"\bse (?:escale|escalen|escala|escalara) (?:a|al|ala|con) {_OBJ_ES}|"
+            r"\b(?:escalate|escalated|escalating) (?:this |it |my case |my complaint )?to "
+            r"(?:a |an |the |your |someone|somebody|anyone|higher|management)"
+        ),
+        # a person put on the case: "get a human on this", "let a person handle this"
+        (
+            r"\b(?:put|get|have|need|want) (?:a |an |the |some |your )?(?:real |live |actual )?"
+            r"(?:human|person|manager|supervisor|someone|somebody|agent|rep) on (?:this|it|my case|"
+            r"the case|my account|my issue)\b|"
+            r"\b(?:let|have|can|could|need|want|get) (?:a |an |some )?(?:real |live |actual )?"
+            r"(?:human|person|manager|supervisor) (?:to )?(?:(?:handle|look at|review|deal with|"
+            r"take care of|take over|sort out|sort) (?:this|it|that|my)\b|take a look\b)|"
+            r"\ben (?:las )?manos de (?:una persona|un humano|alguien|un asesor|una asesora|"
+            r"un agente|un supervisor|gente)\b|"
+            r"\bque (?:esto |eso |lo |la |mi caso )?(?:lo |la )?(?:vea|revise|atienda|maneje|"
+            r"resuelva) (?:alguien|una persona|un humano|un supervisor|un gerente|"
+            r"un asesor|una asesora|el encargado|la encargada)\b"
         ),
         # relayed through the bot
         (
@@ -93,8 +110,8 @@ DELEGATION: tuple[re.Pattern[str], ...] = tuple(
         ),
         # who at the company
         (
-            r"\bwho (?:at|in|from|on) (?:your|the|this) (?:\w+ ){0,2}(?:can|could|do|should|may) "
-            r"i (?:actually |really |even )?(?:speak|talk|chat) (?:to|with)\b|"
+            r"\bwho (?:\w+ ){0,4}(?:can|could|do|should|may) i (?:actually |really |even )?"
+            r"(?:speak|talk|chat)(?: to| with)?\b|"
             r"\bcon quien (?:puedo|podria|debo|tengo que|se puede) (?:ver|checar|revisar|arreglar|"
             r"resolver|aclarar|consultar|tratar) (?:lo de|lo del|el tema|esto|eso|mi|mis)\b"
         ),
@@ -111,7 +128,11 @@ CALL_FOR: tuple[re.Pattern[str], ...] = (
         rf"{_CALL_ES}{_CLITIC}\b|"
         rf"\b{_WHO_ES} (?:puede|pueden|podria|podrian) {_CALL_ES}{_CLITIC}\b|"
         rf"\bque (?:alguien|una persona|un asesor|un agente|ustedes)(?: \w+){{0,3}} "
-        rf"(?:le|la|lo|les) {_SUBJ_CALL_ES}\b"
+        rf"(?:le|la|lo|les) {_SUBJ_CALL_ES}\b|"
+        rf"\b(?:have|get|ask|tell|need|want) {_WHO_EN}(?: \w+){{0,3}} (?:to )?{_ACT_EN} "
+        rf"{_THEM_EN}|"
+        r"(?<!no )(?<!nunca )(?<!jamas )\b(?:llamen|llame|llamale|llamenle|marquen|marque|"
+        r"marcale|marquenle|contacten|contacte|contactale) (?:a|al) (?:mi|mis) \w+"
     ),
 )
 

@@ -201,7 +201,7 @@ REQUESTS: tuple[re.Pattern[str], ...] = tuple(
             r"persons?) (?:here|there|around|out there|online|available)\b"
         ),
         r"\bhand me (?:over|off)\b",
-        r"\bescalate (?:this|my|me|it|the)\b",
+        r"(?<!will )(?<!would )(?<!did )(?<!they )\bescalate (?:this|my|me|it|the)\b",
         (
             r"\b(?:get|give|find|fetch|bring) me (?:a |an |the |your |some )?"
             rf"(?:real |live |actual )?{_ROLE_EN}\b"
