@@ -154,11 +154,13 @@ def test_a_short_shouted_restatement_after_two_answers_is_a_loop() -> None:
     for text in ["PARCEL??", "parcel. where.", "WHERE. IS. MY. PARCEL."]:
         assert loop_detail(text, recent_user_texts=asked, assistant_texts=answers), text
     # the same short shout after a single answer, or new words, or thanks: no loop
-    once = {"recent_user_texts": asked[:1], "assistant_texts": answers[:1]}
-    assert loop_detail("PARCEL??", **once) is None
-    twice = {"recent_user_texts": asked, "assistant_texts": answers}
-    assert loop_detail("AND THE INVOICE??", **twice) is None
-    assert loop_detail("GRACIAS!!", **twice) is None
+    assert loop_detail("PARCEL??", recent_user_texts=asked[:1], assistant_texts=answers[:1]) is None
+
+    def after_two(text: str) -> str | None:
+        return loop_detail(text, recent_user_texts=asked, assistant_texts=answers)
+
+    assert after_two("AND THE INVOICE??") is None
+    assert after_two("GRACIAS!!") is None
     colours = ["¿tienen la camisa en rojo?", "¿y en verde?"]
     yes = ["Sí, en rojo.", "Sí, en verde."]
     assert loop_detail("¿Y EN AZUL??", recent_user_texts=colours, assistant_texts=yes) is None
