@@ -16,7 +16,8 @@
   same product ("¿y los zapatos negros talla 27 tienen envío gratis?") is neither. A SHORT
   message (at most `SHORT` content words), shouted or telegraphic ("FECHA. CUÁNDO.", "Y MI
   REEMBOLSO??", "ugh. deposit. back. when."), all of whose content words the customer already
-  said, is a restatement too.
+  said, is a restatement too when it asks again or is impatient (a "?", a question word, "ya",
+  "now", a negation): "EL AZUL!!" (a choice) is not.
 """
 
 from __future__ import annotations
@@ -133,6 +134,10 @@ _RESOLVED = re.compile(
 )
 MIN_EARLIER = 2  # the customer's earlier messages (and answers) before a restatement counts
 SHORT = 3  # content words at most of a short, emphatic restatement ("FECHA. CUÁNDO.")
+_ASKS = re.compile(
+    r"\b(?:cuando|donde|que|como|cuanto|cual|por que|when|where|what|how|why|which|now|ya|"
+    r"ahora|todavia|aun|still|yet)\b"
+)
 _TELEGRAPHIC = re.compile(r"^(?:\W*\w+\W*[.!?]){2,}\W*$")  # "ugh. deposit. back. when."
 
 
@@ -185,4 +190,6 @@ def _short_emphatic(text: str, current: dict[str, str], shared: list[str]) -> bo
     if not current or len(current) > SHORT or len(shared) < len(current):
         return False
     shouted = _EMPHASIS.search(text) or (text.isupper() and len(text.strip()) >= 4)
-    return bool(shouted or _TELEGRAPHIC.match(text.strip()))
+    if not (shouted or _TELEGRAPHIC.match(text.strip())):
+        return False  # asking again or impatient, not a choice shouted ("EL AZUL!!")
+    return bool("?" in text or _ASKS.search(normalize(text)) or _UNHAPPY.search(normalize(text)))

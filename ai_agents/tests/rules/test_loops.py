@@ -161,6 +161,7 @@ def test_a_short_shouted_restatement_after_two_answers_is_a_loop() -> None:
 
     assert after_two("AND THE INVOICE??") is None
     assert after_two("GRACIAS!!") is None
+    assert after_two("THE PARCEL!!") is None  # said with glee, asking nothing
     colours = ["¿tienen la camisa en rojo?", "¿y en verde?"]
     yes = ["Sí, en rojo.", "Sí, en verde."]
     assert loop_detail("¿Y EN AZUL??", recent_user_texts=colours, assistant_texts=yes) is None
