@@ -53,7 +53,7 @@ COMPLAINT = re.compile(
     r"pedir|reclamar)|"
     r"(?:otra|una) vez (?:mas )?la misma|otra vez lo mismo|"
     # "te lo pregunto por enésima vez", "for the umpteenth time": the ordinal mid-sentence
-    r"por (?:la )?(?:enesima|milesima|centesima|n) vez|"
+    r"(?:por|x) (?:la )?(?:enesima|milesima|centesima|n) vez|"
     r"(?:digo|pregunto|escribo|repito|explico|reclamo|comento|insisto|reporto|preguntamos) "
     rf"(?:\w+ ){{0,2}}por (?:la )?{_ORDINAL} vez|"
     r"for the (?:umpteenth|nth|hundredth|millionth|thousandth) time|"

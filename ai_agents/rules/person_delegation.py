@@ -28,7 +28,8 @@ from ai_agents.rules.person_lexicon import _RELATION_EN, _ROLE_EN
 
 _WHO_EN = (
     r"(?:someone|somebody|anyone|anybody|a person|a human|a real person|one of you|one of your "
-    r"\w+|an agent|a rep|a manager|a supervisor|(?:someone|somebody|anyone) (?:in|from|at|on) "
+    r"\w+|an agent|a rep|a manager|a supervisor|a staff member|a member of (?:staff|your team)|"
+    r"a team member|(?:someone|somebody|anyone) (?:in|from|at|on) "
     r"(?:the |your )?\w+(?: team| department| dept)?)"
 )
 _ACT_EN = (
@@ -129,6 +130,8 @@ CALL_FOR: tuple[re.Pattern[str], ...] = (
         rf"\b{_WHO_ES} (?:puede|pueden|podria|podrian) {_CALL_ES}{_CLITIC}\b|"
         rf"\bque (?:alguien|una persona|un asesor|un agente|ustedes)(?: \w+){{0,3}} "
         rf"(?:le|la|lo|les) {_SUBJ_CALL_ES}\b|"
+        rf"\b(?:can|could|would) {_WHO_EN} (?:please )?give (?:me|us|him|her|them|my \w+) "
+        r"a (?:call|ring|buzz)\b|"
         rf"\b(?:have|get|ask|tell|need|want) {_WHO_EN}(?: \w+){{0,3}} (?:to )?{_ACT_EN} "
         rf"{_THEM_EN}|"
         r"(?<!no )(?<!nunca )(?<!jamas )\b(?:llamen|llame|llamale|llamenle|marquen|marque|"

@@ -172,6 +172,7 @@ def test_an_ordinal_of_asking_in_mid_sentence() -> None:
         "te lo digo por tercera vez: no funciona el cupón",
         "for the umpteenth time, where is it",
         "ya por enésima vez, ¿me devuelven el dinero?",
+        "te lo pregunto x enésima vez cuándo llega",
     ]:
         assert loop_detail(text, recent_user_texts=[], assistant_texts=["ok"]), text
     assert loop_detail("pido por segunda vez aquí y me encanta", recent_user_texts=[]) is None

@@ -227,6 +227,7 @@ DELEGATED_REQUESTS = [
     "ask someone to phone my mother please",
     "llamen a mi esposa al 5511223344 por favor",
     "who there can i actually speak to",
+    "Could a staff member give my husband a call?",
 ]
 DELEGATION_LOOKALIKES = [
     "can you loop me in on the email thread?",  # no person brought in
