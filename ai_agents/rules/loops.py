@@ -10,7 +10,8 @@ circles is a reason to offer a person, not to keep answering.
 - the customer says they are repeating themselves ("se lo he dicho ya varias veces", "ya te lo
   dije", "te repito", "Otra vez: ...", "I've asked this three times": `loop_markers.complaint`);
 - the same reference (an order number or code with 4+ digits, an e-mail address) the customer
-  already gave twice, or once when the message is little more than the reference again;
+  already gave twice, or once when the message is little more than the reference again
+  (not when the assistant just asked to confirm it: `_CONFIRM`);
 - the customer restating the same thing in other words after two answers
   (`loop_markers.restated`);
 - the assistant's last two answers are (nearly) the same;
@@ -75,11 +76,22 @@ def references(text: str) -> set[str]:
     return found
 
 
-def _repeated_reference(text: str, recent_user_texts: Sequence[str]) -> str | None:
+# The assistant asking the customer to confirm or check what they gave: the reference sent
+# again is the answer asked for, not the customer going round ("¿Me lo confirmas de nuevo?").
+_CONFIRM = re.compile(
+    r"\b(?:confirm|confirma|confirme|confirmen|confirmas|confirmar|confirmarme|verifica|verifique|"
+    r"verificar|verifiques|double check|verify|comprueba|compruebe|corrobora|corrobore)"
+)
+
+
+def _repeated_reference(
+    text: str, recent_user_texts: Sequence[str], assistant_texts: Sequence[str] = ()
+) -> str | None:
+    asked = bool(assistant_texts) and _CONFIRM.search(normalize(assistant_texts[-1])) is not None
     for ref in sorted(references(text)):
         earlier = sum(ref in references(t) for t in recent_user_texts)
         others = [w for w in words(text) if w not in normalize(ref).split()]
-        if earlier >= 2 or (earlier == 1 and len(others) <= 2):
+        if earlier >= 2 or (earlier == 1 and len(others) <= 2 and not asked):
             return ref
     return None
 
@@ -110,7 +122,7 @@ def loop_detail(
     said = complaint(text, answered=bool(assistant_texts))
     if said:
         return _("el cliente dice que se repite («%(p)s»)") % {"p": said}
-    ref = _repeated_reference(text, recent_user_texts[-window:])
+    ref = _repeated_reference(text, recent_user_texts[-window:], assistant_texts)
     if ref:
         return _("el cliente repite la referencia «%(r)s»") % {"r": ref}
     again = restated(text, recent_user_texts[-window:], assistant_texts)

@@ -21,7 +21,7 @@ from ai_agents.rules.person_lexicon import _HELPED, _ROLE_EN, _SHORT_ROLE, ALONE
 _PROFESSION = _alt(
     "nutriolog[oa]|nutricionista|psicolog[oa]|dentista|odontolog[oa]|veterinari[oa]|",
     "enfermer[oa]|fisioterapeuta|terapeuta|instructor|instructora|entrenador|entrenadora|",
-    "profesor|profesora|maestr[oa]|arquitect[oa]|disenador|disenadora|notari[oa]|gestor|",
+    "profesor|profesora|profe|maestr[oa]|tutor|tutora|coach|arquitect[oa]|disenador|disenadora|notari[oa]|gestor|",
     "gestora|contador|contadora|cocinero|cocinera|mesero|mesera|camarer[oa]|capitan|",
     "tecnico|tecnica|instalador|instaladora|mecanic[oa]|electricista|plomero|fontanero|",
     "vendedor|vendedora|asesor|asesora|consultor|consultora|analista|auditor|auditora|",
@@ -191,7 +191,7 @@ FRAMES: tuple[re.Pattern[str], ...] = tuple(
             r"reclamo|queja|expediente|problema) (?:a|al|con)\b"
         ),
         (
-            r"\b(?:need|want|like|request|get|have|book) (?:a |an )?(?:\w+ )?"
+            r"\b(?:need|want|like|prefer|request|get|have|book) (?:a |an )?(?:\w+ )?"
             r"(?:call|phone call|callback|call back|chat|meeting) (?:with|from)\b"
         ),
         (
@@ -289,6 +289,8 @@ BLOCKER_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"tengo que) (?:hacer |sacar |pedir |agendar |tener )?(?:una )?cita para |"
             r" (?:do i|do you|does one|do we) need (?:an |a )?(?:appointment|booking|referral) "
             r"to | (?:cuanto cuesta|cuanto cobran|how much (?:is|does) it cost to) |"
+            r" in person (?:at|in) (?:the|your|a) (?:store|shop|branch|clinic|office|pharmacy) |"
+            r" en persona en (?:la|el|su|una) (?:tienda|sucursal|clinica|oficina|farmacia) |"
             r" (?:person|someone|somebody|adult|persona|alguien|un adulto|adulto) (?:\w+ )?"
             r"(?:to sign|para firmar|para recibir|to receive|to pick up|para recoger|to collect|"
             r"que firme|que reciba) "

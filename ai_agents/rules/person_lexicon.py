@@ -201,7 +201,7 @@ REQUESTS: tuple[re.Pattern[str], ...] = tuple(
             r"persons?) (?:here|there|around|out there|online|available)\b"
         ),
         r"\bhand me (?:over|off)\b",
-        r"\bescalate (?:this|my|me|it|the)\b",
+        r"(?<!will )(?<!would )(?<!did )(?<!they )\bescalate (?:this|my|me|it|the)\b",
         (
             r"\b(?:get|give|find|fetch|bring) me (?:a |an |the |your |some )?"
             rf"(?:real |live |actual )?{_ROLE_EN}\b"
@@ -217,7 +217,10 @@ REQUESTS: tuple[re.Pattern[str], ...] = tuple(
             r"on (?:the )?(?:line|other end|chat)|i can (?:talk|speak|chat)|"
             r"who can (?:help|answer|talk)|reading)"
         ),
-        r"\bis (?:anyone|anybody|someone|somebody) (?:there|home|out there|reading|around|awake)",
+        (
+            r"\bis (?:anyone|anybody|someone|somebody)(?: real| actually| even| human| alive)? "
+            r"(?:there|home|out there|reading|around|awake)"
+        ),
         r"\b(?:real|live|actual) (?:person|human|agent|people|humans)\b",
         r"\bhuman (?:agent|please|support|help|contact|assistance|operator|rep)\b",
         r"\b(?:agent|representative|operator|person|manager|supervisor) (?:please|now|asap)\b",
@@ -318,7 +321,8 @@ BLOCKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"fedex|ups|estafeta|comercial|libre|secreto|naviero|consignatario)|"
             r" (?:customs|shipping|insurance|travel|real estate|estate|freight|booking|"
             r"forwarding|sports|literary|secret|border|fbi|leasing|rental|ticket|clearing) "
-            r"(?:agent|broker|agency)s? | (?:agency|agencia) ",
+            r"(?:agent|broker|agency)s? |(?<!alguien de la)(?<!someone from the)(?<!someone at the)"
+            r" (?:agency|agencia) ",
         ),
         (
             "talks_about",

@@ -16,8 +16,10 @@ The text is split into clauses (sentence punctuation, commas), each normalised w
 `text.normalize` (case, accents, punctuation) after common typos and chat spellings are
 corrected word by word (`person_lexicon.TYPOS`); quoted words someone else said are dropped
 first (`person_frames.unquote`). The request patterns are `person_lexicon.REQUESTS` and the
-open-object contact frames of `person_frames.FRAMES`. A request found in a clause counts unless that
-clause carries a negative context (`person_lexicon.BLOCKERS`) or a negation right before it.
+open-object contact frames of `person_frames.FRAMES` and the delegation frames of
+`person_delegation` ("loop in a person", "dile a tu jefe que me escriba"). A request found in
+a clause counts unless that clause carries a negative context (`person_lexicon.BLOCKERS`) or a
+negation right before it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ai_agents.rules import person_lexicon as lex
+from ai_agents.rules.person_delegation import CALL_FOR, DELEGATION, REFUSE
 from ai_agents.rules.person_frames import BLOCKER_FRAMES, FRAMES, STRONG_FRAMES, unquote
 from ai_agents.rules.text import normalize
 
@@ -108,12 +111,12 @@ def _clause_request(original: str, normal: str) -> tuple[str | None, str | None]
     """(the request phrase, None) or (None, the negative context that cancelled one)."""
     names = _names(original)
     # "not a bot" kinds: a negation is part of the request
-    for pattern in (*lex.STRONG, *STRONG_FRAMES):
+    for pattern in (*lex.STRONG, *STRONG_FRAMES, *REFUSE, *CALL_FOR):
         match = pattern.search(normal)
         if match:  # "the one who helped me" is who they ask for, not a mention
             blocked = _blocker(normal, skip="talks_about")
             return (None, blocked) if blocked else (match.group(0), None)
-    for pattern in (*lex.REQUESTS, *FRAMES):
+    for pattern in (*lex.REQUESTS, *FRAMES, *DELEGATION):
         match = _with_names(pattern, normal, names)
         if match is None:
             continue

@@ -49,6 +49,7 @@ SETS = [
     "escalation_fresh.jsonl",  # written blind by another author
     "escalation_dev.jsonl",  # four blind rounds of the detector's second author
     "escalation_blind2.jsonl",  # written blind by a third author
+    "escalation_blind3.jsonl",  # written blind by a fourth author
 ]
 
 

