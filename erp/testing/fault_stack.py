@@ -257,11 +257,17 @@ class FaultStack:
     def wait_answered(
         self, prefix: str, wa_prefix: str, expected: int, timeout: float = 90
     ) -> dict[str, int]:
+        last: dict[str, int] = {}
+
         def done() -> dict[str, int] | None:
             found = self.counts(prefix, wa_prefix)
+            last.update(found)
             return found if found["answered"] >= expected and found["sends"] >= expected else None
 
-        wait_until(f"{expected} messages {prefix}* answered and sent", done, timeout, every=0.5)
+        try:
+            wait_until(f"{expected} messages {prefix}* answered and sent", done, timeout, every=0.5)
+        except AssertionError as error:  # say how far it got, and what the worker said
+            raise AssertionError(f"{error}; last counts {last}\n{self.log('worker')}") from None
         # Anything extra (a second reply, a second send) would show up now.
         time.sleep(SWEEP_SECONDS * 2)
         return self.counts(prefix, wa_prefix)
