@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 
 from ai_agents.demo import DEMO_AGENT_NAME
 from ai_agents.models import Agent, ChannelBinding, Conversation
@@ -30,6 +31,7 @@ def demo_page(
 ) -> Iterator[tuple[Any, Agent]]:
     """The demo agent (no model configured: the offline provider) embedded on the shop."""
     settings.AI_CREDITS_MODE = "off"  # as in the embedded demo run
+    cache.clear()  # the per-IP web chat counters other browser tests filled (same 127.0.0.1)
     login = demo_load()
     agent = Agent.objects.for_tenant(login.tenant).get(name=DEMO_AGENT_NAME)
     binding = ChannelBinding.objects.for_tenant(login.tenant).create(
