@@ -119,6 +119,8 @@ def rating_reply_take(*, binding: Any, inbound: Any) -> tuple[Message, bool] | N
     and rating or comment); None when this message is not one (the pipeline takes it)."""
     if inbound.channel not in customer_notice.PUSH_CHANNELS:
         return None
+    if (inbound.metadata or {}).get("auto_reply"):
+        return None  # an out-of-office answer rates nothing
     thread_id = str(inbound.thread_id or inbound.contact.get("external_id") or "")
     rating = rating_from_reply(inbound.text, inbound.metadata)
     key = _comment_key(binding.tenant_id, binding.agent_id, thread_id)
