@@ -40,6 +40,8 @@ class StaffTypingView(TenantAPIView):
             return Response(
                 error_body("conversation_closed", _("La conversación está cerrada.")), status=409
             )
-        user = request.user if getattr(request.user, "is_authenticated", False) else None
+        # A staff session names a person; an API key does not (the widget then says "someone").
+        staff = getattr(request._request, "membership", None) is not None
+        user = request.user if staff else None
         staff_typing_mark(conversation=conversation, name=user_display_name(user))
         return Response({"typing": True, "expires_in_s": TYPING_TTL_S})

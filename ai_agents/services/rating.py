@@ -191,13 +191,16 @@ def _reply_store(
 def _rating_store(
     conversation: Conversation, inbound: Any, rating: int, key: str
 ) -> tuple[Message, bool] | None:
-    try:
-        conversation_rate(conversation=conversation, rating=rating)
-    except AlreadyRated:
-        return None
+    """The message first: its unique channel id makes a concurrent redelivery the duplicate
+    (it finds this row), never a second rating attempt nor a message for the bot."""
     message = _reply_store(conversation, inbound, {"rating_reply": rating})
     if message is None:
-        return None
+        existing = _stored(conversation, inbound)
+        return None if existing is None else (existing, False)
+    try:
+        conversation_rate(conversation=conversation, rating=rating)
+    except AlreadyRated:  # another answer won at the same time: this one is kept, unanswered
+        return message, True
     if inbound.channel == "whatsapp":
         try:
             cache.set(key, "1", int(COMMENT_WINDOW.total_seconds()))
@@ -215,22 +218,21 @@ def _comment_store(
     text = str(inbound.text or "").strip()[:FEEDBACK_TEXT_MAX_CHARS]
     if not text:
         return None
-    updated = (
-        Conversation.objects.for_tenant(conversation.tenant_id)
-        .filter(pk=conversation.pk, feedback_text="")
-        .update(feedback_text=text)
-    )
-    if not updated:
-        return None
+    message = _reply_store(conversation, inbound, {"rating_comment": True})
+    if message is None:
+        existing = _stored(conversation, inbound)
+        return None if existing is None else (existing, False)
+    Conversation.objects.for_tenant(conversation.tenant_id).filter(
+        pk=conversation.pk, feedback_text=""
+    ).update(feedback_text=text)
     try:
         cache.delete(key)
     except Exception as exc:
         logger.warning("rating.comment_window_kept", extra={"error": type(exc).__name__})
-    message = _reply_store(conversation, inbound, {"rating_comment": True})
     inbox_event_publish(
         tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind="rating"
     )
     customer_notice.customer_notice_post(
         conversation=conversation, event=customer_notice.COMMENT_THANKS
     )
-    return (message, True) if message is not None else None
+    return message, True

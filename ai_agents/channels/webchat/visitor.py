@@ -217,6 +217,8 @@ def messages_mark(session: Session, ids: list[str], status: str) -> int:
     """The team's and the bot's messages of this thread reached the widget ("delivered": it
     fetched them) or were shown with the panel open ("read"). Only forward (read stays read);
     "delivery" events for the staff pages. Returns how many moved."""
+    if not ids:
+        return 0
     rows = Message.objects.for_tenant(session.binding.tenant_id).filter(
         pk__in=ids[:MARK_MAX_IDS],
         conversation__in=_thread_conversations(session).values("pk"),

@@ -151,6 +151,7 @@ def test_typing_both_ways_with_two_tenants_and_a_person_in_both(
     answer = both.post(f"{url}/typing")
     assert answer.status_code == 200 and answer.json() == {"typing": True, "expires_in_s": 6}
     assert visitor.history().json()["staff_typing"] is True
+    assert api_a.post(f"{url}/typing").status_code == 200  # an integration, no person
 
     conversation_close(conversation, owner.user)
     closed = both.post(f"{url}/typing")

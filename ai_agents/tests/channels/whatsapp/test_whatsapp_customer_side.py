@@ -48,7 +48,7 @@ def _conversation(tenant: Any) -> Conversation:
 
 
 def _started(
-    client: Client, fake_google: FakeGoogle, run_tasks: Any, tenant: Any, wamid: str = FIRST_ID
+    client: Client, fake_google: FakeGoogle, run_tasks: Any, tenant: Any, *, wamid: str = FIRST_ID
 ) -> Conversation:
     respond(fake_google, "Claro, ¿qué necesita?")
     with run_tasks():
