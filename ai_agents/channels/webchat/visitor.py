@@ -28,6 +28,7 @@ from django.utils.translation import override
 from ai_agents.channels.webchat.origins import origin_matches, origin_normalize
 from ai_agents.conversations.inbound import Inbound, inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
+from ai_agents.rules.delivery_labels import RANK, status_moves_forward
 from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.services.typing import staff_typing
 from erp import ratelimit
@@ -210,7 +211,6 @@ def messages_after(session: Session, after: datetime | None) -> list[dict[str, A
 
 
 MARK_MAX_IDS = 200
-_EARLIER = {"delivered": ["", "pending", "sent"], "read": ["", "pending", "sent", "delivered"]}
 
 
 def messages_mark(session: Session, ids: list[str], status: str) -> int:
@@ -223,7 +223,7 @@ def messages_mark(session: Session, ids: list[str], status: str) -> int:
         pk__in=ids[:MARK_MAX_IDS],
         conversation__in=_thread_conversations(session).values("pk"),
         role=Message.Role.ASSISTANT,
-        delivery_status__in=_EARLIER[status],
+        delivery_status__in=[s for s in RANK if status_moves_forward(s, status)],
     )
     conversations = set(rows.values_list("conversation_id", flat=True))
     if not conversations:

@@ -160,7 +160,11 @@ def test_typing_both_ways_with_two_tenants_and_a_person_in_both(
 
 @pytest.mark.django_db
 def test_a_persons_reply_is_delivered_when_fetched_and_read_when_shown_never_back(
-    binding: ChannelBinding, fake_google: FakeGoogle, owner: Persona, api_a: APIClient
+    binding: ChannelBinding,
+    binding_b: ChannelBinding,
+    fake_google: FakeGoogle,
+    owner: Persona,
+    api_a: APIClient,
 ) -> None:
     visitor, conversation = _started(binding, fake_google, "¿Me ayuda alguien?")
     conversation = conversation_claim(conversation, owner.user)
@@ -171,6 +175,10 @@ def test_a_persons_reply_is_delivered_when_fetched_and_read_when_shown_never_bac
         [row] = [m for m in api_a.get(url).json()["messages"] if m["id"] == str(reply.pk)]
         return row["delivery_status"], row["delivery_status_label"]
 
+    assert shown() == ("", "")
+    other = Visitor(binding_b, origin="https://globex.example")  # tenant B's visitor
+    other.start()
+    assert _post(other, "read", {"ids": [str(reply.pk)]}).json() == {"read": 0}
     assert shown() == ("", "")
     visitor.history()
     assert shown() == ("delivered", "Entregado")
