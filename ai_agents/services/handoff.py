@@ -379,8 +379,12 @@ def conversation_close(conversation: Conversation, user: Any) -> Conversation:
 
 
 def _customer_side(conversation: Conversation, event: str, kind: str) -> None:
-    """After a change: the customer's notice (once per event) and the staff pages' event."""
-    customer_notice.customer_notice_post(conversation=conversation, event=event)
+    """After a change: the customer's notice (once per event) and the staff pages' event. A
+    notice that cannot be posted never undoes what the person did (logged)."""
+    try:
+        customer_notice.customer_notice_post(conversation=conversation, event=event)
+    except Exception:
+        logger.exception("handoff.customer_notice_failed", extra={"event": event})
     inbox_event_publish(
         tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
     )
