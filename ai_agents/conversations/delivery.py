@@ -7,6 +7,7 @@ from typing import Any
 
 from ai_agents.channels import adapter_for
 from ai_agents.models import Conversation, Delivery, Message
+from ai_agents.services.inbox_events import inbox_event_publish
 from erp.db import connection_release
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,9 @@ def reply_deliver(message_id: Any) -> str:
     status = adapter.send(binding=conversation.binding, conversation=conversation, message=message)
     # Only over "pending": a status webhook may already have moved it further (delivered, read).
     messages.filter(delivery_status=Delivery.Status.PENDING).update(delivery_status=status)
+    inbox_event_publish(
+        tenant_id=message.tenant_id, conversation_id=conversation.pk, kind="delivery"
+    )
     return status
 
 
