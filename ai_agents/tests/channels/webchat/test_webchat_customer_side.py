@@ -188,3 +188,20 @@ def test_a_persons_reply_is_delivered_when_fetched_and_read_when_shown_never_bac
     assert shown() == ("read", "Leído")
     assert _post(visitor, "read", {"ids": "all"}).status_code == 400
     assert _post(visitor, "read", {"ids": [str(i) for i in range(201)]}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_with_rating_off_the_close_asks_nothing(
+    binding: ChannelBinding, fake_google: FakeGoogle, owner: Persona
+) -> None:
+    HandoffSettings.objects.for_tenant(binding.tenant).create(
+        tenant=binding.tenant, rating_request=False
+    )
+    visitor, conversation = _started(binding, fake_google, "¿Abren mañana?")
+    conversation_close(conversation, owner.user)
+    assert _notices(visitor) == [
+        ("close", "Hemos cerrado esta conversación. ¡Gracias por escribirnos!")
+    ]
+    assert visitor.history().json()["rating_pending"] is False
+    refused = _post(visitor, "rating", {"rating": 5})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "rating_unavailable"
