@@ -277,6 +277,7 @@
       }
       if (!r.ok) return;
       return r.json().then(function (data) {
+        if (busy) return; // a send is streaming: the poll after it shows what was stored
         var list = data.messages || [];
         var fresh = list.filter(function (m) { return !seen[m.id]; });
         fresh.forEach(bubble);
