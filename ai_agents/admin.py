@@ -292,6 +292,14 @@ class HandoffSettingsForm(forms.ModelForm):
             "webhook_secret",
             "claim_lease_minutes",
             "renotify_minutes",
+            "customer_notices",
+            "rating_request",
+            "notice_claim_es",
+            "notice_claim_en",
+            "notice_release_es",
+            "notice_release_en",
+            "notice_close_es",
+            "notice_close_en",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

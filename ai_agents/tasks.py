@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ai_agents.channels import adapter_for
 from ai_agents.conversations import store
-from ai_agents.conversations.delivery import reply_deliver
+from ai_agents.conversations.delivery import reply_deliver, typing_show
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
 from ai_agents.conversations.store import conversations_in_turn
 from ai_agents.models import Conversation, Document, Message
@@ -20,6 +20,7 @@ from ai_agents.services.escalation_summary import escalation_summary_improve
 from ai_agents.services.handoff_renotify import renotify_due
 from ai_agents.services.history_summary import history_summary_generate
 from ai_agents.services.knowledge import document_ingest
+from ai_agents.services.typing import whatsapp_typing_due
 from erp.http.errors import HttpError
 from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
@@ -181,7 +182,25 @@ def handoff_reply_deliver(message_id: str) -> str:
     if tenant_id is None:
         return ""
     with tenant_scope(tenant_id):
+        message = Message.objects.select_related("conversation__binding").filter(pk=message_id)[0]
+        if message.author_id is not None and whatsapp_typing_due(message.conversation_id):
+            typing_show(message.conversation)  # WhatsApp: read + typing, then the reply
         return reply_deliver(message_id)
+
+
+@shared_task(
+    name="ai_agents.channel_typing_show",
+    ignore_result=True,
+    soft_time_limit=NOTIFY_SOFT_S,
+    time_limit=NOTIFY_HARD_S,
+)
+def channel_typing_show(conversation_id: str) -> bool:
+    """A staff member types: the channel's typing indicator (WhatsApp), best effort."""
+    conversation = conversation_load(conversation_id)
+    if conversation is None or conversation.status not in Conversation.OPEN_STATUSES:
+        return False
+    with tenant_scope(conversation.tenant_id):
+        return typing_show(conversation)
 
 
 # ignore_result: nobody waits on it, and with the Redis result backend every `delay()` would

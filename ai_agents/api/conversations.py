@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ai_agents.models import Conversation, Message
+from ai_agents.rules.delivery_labels import delivery_error_label, delivery_status_label
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services.handoff import (
     claim_is_valid,
@@ -17,6 +18,7 @@ from ai_agents.services.handoff import (
     conversations_annotate_waiting,
     user_display_name,
 )
+from ai_agents.services.typing import customer_typing
 from erp.api.views import TenantGenericAPIView
 from erp.tenancy.permissions import HasTenant
 from erp.tenancy.selectors import access_tenant_object
@@ -97,6 +99,21 @@ class ConversationSerializer(serializers.ModelSerializer):
 
 class MessageSerializer(serializers.ModelSerializer):
     author = serializers.SerializerMethodField()
+    delivery_status_label = serializers.SerializerMethodField()
+    delivery_error = serializers.SerializerMethodField()
+
+    def get_delivery_status_label(self, obj: Message) -> str:
+        """The delivery status in words ("" for inbound messages and REST replies)."""
+        return delivery_status_label(obj.delivery_status)
+
+    def get_delivery_error(self, obj: Message) -> str | None:
+        """Why it was not delivered, in words; null unless the status is failed."""
+        if obj.delivery_status != "failed":
+            return None
+        codes = [d.error_code for d in obj.deliveries.all() if d.status == "failed"]
+        if not codes:
+            codes = [str(((obj.metadata or {}).get("delivery_error") or {}).get("code") or "")]
+        return delivery_error_label(codes[0])
 
     def get_author(self, obj: Message) -> dict[str, Any] | None:
         """The staff member who wrote it (human handoff); null for the customer and the bot."""
@@ -119,6 +136,8 @@ class MessageSerializer(serializers.ModelSerializer):
             "channel_message_id",
             "author",
             "delivery_status",
+            "delivery_status_label",
+            "delivery_error",
             "created_at",
         ]
         read_only_fields = fields
@@ -163,6 +182,9 @@ def conversation_body(conversation: Conversation) -> dict[str, Any]:
         Message.objects.for_tenant(conversation.tenant_id)
         .filter(conversation=conversation)
         .select_related("author")
+        .prefetch_related("deliveries")
     )
+    # The web chat visitor is typing now (a few seconds' TTL; see ai_agents.services.typing).
+    body["customer_typing"] = customer_typing(conversation.pk)
     body["messages"] = MessageSerializer(messages.order_by("created_at", "id"), many=True).data
     return body

@@ -76,6 +76,16 @@ urlpatterns += [
     ),
 ]
 
+from ai_agents.api import typing as typing_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "conversations/<str:conversation_id>/typing",
+        typing_views.StaffTypingView.as_view(),
+        name="conversation-typing",
+    ),
+]
+
 from ai_agents.api import channels as channel_views  # noqa: E402
 
 urlpatterns += [

@@ -7,6 +7,8 @@ from typing import Any
 
 from ai_agents.channels import adapter_for
 from ai_agents.models import Conversation, Delivery, Message
+from ai_agents.services.inbox_events import inbox_event_publish
+from erp.db import connection_release
 
 logger = logging.getLogger(__name__)
 
@@ -14,15 +16,25 @@ logger = logging.getLogger(__name__)
 def bot_may_speak(conversation: Conversation, message: Message) -> bool:
     """The handoff rule, checked right before anything of the bot's leaves: the bot speaks on an
     active conversation, and on an escalated one only to say it escalated (its own escalation
-    notice) while nobody holds it. A person's message (author set) always goes."""
-    if message.author_id is not None:
-        return True
+    notice) while nobody holds it. A person's message (author set) and a customer notice
+    (ai_agents.services.customer_notice) always go."""
+    if message.author_id is not None or (message.metadata or {}).get("customer_notice"):
+        return True  # a person's message, or the notice of what a person did
     if conversation.status == Conversation.Status.ACTIVE:
         return conversation.assigned_to_id is None
     return (
         conversation.status == Conversation.Status.ESCALATED
         and conversation.assigned_to_id is None
         and bool((message.metadata or {}).get("escalation_notice"))
+    )
+
+
+def _outbound(message: Message) -> bool:
+    """A reply, or a customer notice (a system message the customer sees)."""
+    if message.role == Message.Role.ASSISTANT:
+        return True
+    return message.role == Message.Role.SYSTEM and bool(
+        (message.metadata or {}).get("customer_notice")
     )
 
 
@@ -36,7 +48,7 @@ def reply_deliver(message_id: Any) -> str:
         .filter(pk=message_id)
         .first()
     )
-    if message is None or message.role != Message.Role.ASSISTANT:
+    if message is None or not _outbound(message):
         return ""
     if message.delivery_status:
         return message.delivery_status
@@ -58,6 +70,9 @@ def reply_deliver(message_id: Any) -> str:
     status = adapter.send(binding=conversation.binding, conversation=conversation, message=message)
     # Only over "pending": a status webhook may already have moved it further (delivered, read).
     messages.filter(delivery_status=Delivery.Status.PENDING).update(delivery_status=status)
+    inbox_event_publish(
+        tenant_id=message.tenant_id, conversation_id=conversation.pk, kind="delivery"
+    )
     return status
 
 
@@ -76,3 +91,31 @@ def delivery_status_summary(statuses: list[str]) -> str:
     if Delivery.Status.SUPPRESSED in statuses:
         return Delivery.Status.SUPPRESSED
     return min(statuses, key=lambda s: order.index(s) if s in order else 0)
+
+
+def typing_show(conversation: Conversation) -> bool:
+    """Shows the customer that a person is answering, where the channel can (WhatsApp: their
+    last message marked read with the typing indicator). Best effort: never raises; False
+    when nothing was shown."""
+    adapter = adapter_for(conversation.channel)
+    if adapter is None or conversation.binding is None:
+        return False
+    last = (
+        Message.objects.for_tenant(conversation.tenant_id)
+        .filter(
+            conversation_id=conversation.pk,
+            role=Message.Role.USER,
+            channel_message_id__isnull=False,
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    if last is None:
+        return False
+    connection_release()  # no connection held while the channel answers
+    try:
+        adapter.typing(binding=conversation.binding, conversation=conversation, inbound=last)
+    except Exception as exc:  # the indicator never blocks a reply
+        logger.info("channel.typing_failed", extra={"error": type(exc).__name__})
+        return False
+    return True

@@ -22,6 +22,7 @@ from ai_agents.conversations import known_thread, store
 from ai_agents.conversations.known_thread import Prepared
 from ai_agents.models import Agent, ChannelBinding, Conversation, Message
 from ai_agents.services.conversations import conversation_expire_if_idle
+from ai_agents.services.rating import rating_reply_take
 from erp.celery import enqueue
 from erp.storable import storable, storable_text
 from erp.tenancy import rows
@@ -167,7 +168,11 @@ def inbound_accept(
 ) -> tuple[Message, bool]:
     """Stores the message (idempotent on `channel_message_id`) and, when it is new and needs an
     answer, queues `channel_conversation_answer` once the row is committed. Returns the message
-    and whether it was new."""
+    and whether it was new. An answer to a closed conversation's rating offer is stored there
+    instead, never answered (ai_agents.services.rating)."""
+    taken = rating_reply_take(binding=binding, inbound=inbound)
+    if taken is not None:
+        return taken
     message, created = message_receive(
         agent=binding.agent, inbound=replace(inbound_clean(inbound), binding=binding), answer=answer
     )

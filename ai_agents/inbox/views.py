@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
+from ai_agents.services.typing import customer_typing
 from erp.tenancy.selectors import tenant_ids_for
 
 POLL_SECONDS = 3
@@ -189,6 +190,7 @@ def inbox_events(request: HttpRequest, conversation_id: Any) -> JsonResponse:
     return JsonResponse(
         {
             "state": conversation_state(conversation, request.user),
+            "customer_typing": customer_typing(conversation.pk),
             "messages": [_message_row(m) for m in messages],
             "cursor": messages[-1].created_at.isoformat()
             if messages

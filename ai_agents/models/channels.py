@@ -122,6 +122,9 @@ class Delivery(TenantOwnedModel):
         return f"{self.channel}:{self.external_id or self.pk} {self.status}"
 
 
+DEFAULT_TEXT = _("Vacío: el texto por defecto.")
+
+
 class HandoffSettings(TenantOwnedModel):
     """How a tenant's team hears about escalations and how long a claim lasts."""
 
@@ -156,6 +159,50 @@ class HandoffSettings(TenantOwnedModel):
             "Si nadie atiende una conversación escalada, se vuelve a avisar tras estos minutos "
             "(como mucho 3 recordatorios). 0: nunca."
         ),
+    )
+    # What the customer sees when a person takes over, hands back or closes
+    # (ai_agents/services/customer_notice.py). The web chat always shows it; WhatsApp and
+    # e-mail get it as a message only when `customer_notices` is on. Empty text: the default,
+    # in the customer's language.
+    customer_notices = models.BooleanField(
+        _("avisar al cliente por WhatsApp y correo"),
+        default=False,
+        help_text=_(
+            "Envía un mensaje al cliente cuando una persona atiende, devuelve al asistente o "
+            "cierra la conversación (el chat web siempre lo muestra)."
+        ),
+    )
+    rating_request = models.BooleanField(
+        _("pedir valoración al cerrar"),
+        default=True,
+        help_text=_(
+            "Al cerrar, el chat web pide una valoración de 1 a 5 (WhatsApp y correo también, "
+            "si los avisos al cliente están activados)."
+        ),
+    )
+    notice_claim_es = models.CharField(
+        _("aviso al atender (español)"), max_length=300, blank=True, help_text=DEFAULT_TEXT
+    )
+    notice_claim_en = models.CharField(
+        _("aviso al atender (inglés)"), max_length=300, blank=True, help_text=DEFAULT_TEXT
+    )
+    notice_release_es = models.CharField(
+        _("aviso al devolver al asistente (español)"),
+        max_length=300,
+        blank=True,
+        help_text=DEFAULT_TEXT,
+    )
+    notice_release_en = models.CharField(
+        _("aviso al devolver al asistente (inglés)"),
+        max_length=300,
+        blank=True,
+        help_text=DEFAULT_TEXT,
+    )
+    notice_close_es = models.CharField(
+        _("aviso al cerrar (español)"), max_length=300, blank=True, help_text=DEFAULT_TEXT
+    )
+    notice_close_en = models.CharField(
+        _("aviso al cerrar (inglés)"), max_length=300, blank=True, help_text=DEFAULT_TEXT
     )
     updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
 

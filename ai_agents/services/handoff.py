@@ -26,6 +26,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, HandoffSettings, Message
+from ai_agents.services import customer_notice
+from ai_agents.services.inbox_events import inbox_event_publish
 from erp.celery import enqueue
 
 logger = logging.getLogger(__name__)
@@ -243,6 +245,7 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
             "handoff.claimed",
             extra={"conversation_id": str(fresh.pk), "user_id": user.pk, "until": str(until)},
         )
+        _customer_side(fresh, customer_notice.CLAIM, "assignment")
         return fresh
     if fresh.status not in Conversation.OPEN_STATUSES:
         raise _closed_error(fresh)
@@ -343,6 +346,7 @@ def conversation_release(conversation: Conversation, user: Any) -> Conversation:
         logger.info(
             "handoff.released", extra={"conversation_id": str(fresh.pk), "user_id": user.pk}
         )
+        _customer_side(fresh, customer_notice.RELEASE, "status")
         return fresh
     if fresh.status not in Conversation.OPEN_STATUSES:
         raise _closed_error(fresh)
@@ -367,10 +371,23 @@ def conversation_close(conversation: Conversation, user: Any) -> Conversation:
     fresh = _reload(conversation)
     if updated:
         logger.info("handoff.closed", extra={"conversation_id": str(fresh.pk), "user_id": user.pk})
+        _customer_side(fresh, customer_notice.CLOSE, "status")
         return fresh
     if fresh.status not in Conversation.OPEN_STATUSES:
         raise _closed_error(fresh)
     raise NotHolder(_("Otra persona atiende esta conversación."), **_holder_extra(fresh))
+
+
+def _customer_side(conversation: Conversation, event: str, kind: str) -> None:
+    """After a change: the customer's notice (once per event) and the staff pages' event. A
+    notice that cannot be posted never undoes what the person did (logged)."""
+    try:
+        customer_notice.customer_notice_post(conversation=conversation, event=event)
+    except Exception:
+        logger.exception("handoff.customer_notice_failed", extra={"event": event})
+    inbox_event_publish(
+        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
+    )
 
 
 # --- notifications -------------------------------------------------------------------------

@@ -193,8 +193,14 @@ def _assert_stored(scene: _Scene, conversation: Conversation, *, author: Persona
         ("assistant", None, FIRST_ANSWER),
         ("user", None, "Quiero hablar con una persona"),
         ("assistant", None, scene.binding.agent.escalation_message),
+        ("system", None, "Una persona del equipo le atiende a partir de ahora."),  # notice
         ("assistant", author.user.pk, HUMAN_REPLY),
         ("user", None, "Es el pedido 1234, gracias"),
+        (
+            "system",
+            None,
+            "La persona del equipo le devuelve al asistente, que sigue a su servicio.",
+        ),
         ("user", None, "¿Cuándo sale mi pedido?"),
         ("assistant", None, LATE_ANSWER),
     ]

@@ -8,5 +8,8 @@ urlpatterns = [
     path("widget.js", views.widget_js, name="webchat-widget"),
     path("api/webchat/<str:key>/sessions", views.session_view, name="webchat-sessions"),
     path("api/webchat/<str:key>/messages", views.messages_view, name="webchat-messages"),
+    path("api/webchat/<str:key>/typing", views.typing_view, name="webchat-typing"),
+    path("api/webchat/<str:key>/read", views.read_view, name="webchat-read"),
+    path("api/webchat/<str:key>/rating", views.rating_view, name="webchat-rating"),
     path("webchat/demo", views.demo_page, name="webchat-demo"),
 ]

@@ -17,6 +17,7 @@ import functools
 import gzip
 import hashlib
 import json
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from django.views.decorators.http import require_GET, require_safe
 from ai_agents.api import sse
 from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding
+from ai_agents.services import rating
+from ai_agents.services.typing import customer_typing_mark
 from erp.api.errors import json_error
 from erp.http_request import client_ip
 
@@ -223,6 +226,9 @@ def messages_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse
     if raw_after and (after is None or after.tzinfo is None):
         return json_error(400, _("`after` debe ser una fecha ISO 8601 con zona horaria."))
     messages = webchat.messages_after(session, after)
+    webchat.messages_mark(
+        session, [m["id"] for m in messages if m["role"] == "assistant"], "delivered"
+    )
     cursor = messages[-1]["created_at"] if messages else (raw_after or None)
     return JsonResponse(
         {"messages": messages, "cursor": cursor, **webchat.conversation_state(session)}
@@ -273,6 +279,70 @@ def _message_post(request: HttpRequest, session: webchat.Session) -> HttpRespons
         response["Retry-After"] = str(retry)
         return response
     return JsonResponse(body)
+
+
+@webchat_endpoint("POST")
+def typing_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+    """The visitor types (the widget pings at most every few seconds): the staff see it."""
+    session = _session(request, binding)
+    if session is None:
+        return _unauthorized()
+    limited = webchat.limit_hit("visitor-typing", session.visitor_id, webchat.VISITOR_TYPING)
+    if not limited.allowed:
+        return _limited(limited)
+    conversation = webchat.current_conversation(session)
+    if conversation is None or conversation.status not in conversation.OPEN_STATUSES:
+        return JsonResponse({"typing": False})
+    customer_typing_mark(tenant_id=conversation.tenant_id, conversation_id=conversation.pk)
+    return JsonResponse({"typing": True})
+
+
+@webchat_endpoint("POST")
+def read_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+    """`{"ids": [...]}`: the replies the visitor has seen with the panel open."""
+    session = _session(request, binding)
+    if session is None:
+        return _unauthorized()
+    data = _json_body(request)
+    ids = data.get("ids") if data is not None else None
+    if not isinstance(ids, list) or not ids or len(ids) > webchat.MARK_MAX_IDS:
+        return json_error(
+            400,
+            _("Indique en «ids» una lista de 1 a %(n)s mensajes.") % {"n": webchat.MARK_MAX_IDS},
+        )
+    wanted = [i for i in ids if isinstance(i, str) and _uuid_like(i)]
+    return JsonResponse({"read": webchat.messages_mark(session, wanted, "read")})
+
+
+def _uuid_like(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+@webchat_endpoint("POST")
+def rating_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+    """`{"rating": 1-5, "text"?}`: the visitor rates the conversation that was just closed."""
+    session = _session(request, binding)
+    if session is None:
+        return _unauthorized()
+    data = _json_body(request)
+    if data is None:
+        return json_error(400, _("El cuerpo debe ser un objeto JSON."))
+    conversation = webchat.current_conversation(session)
+    try:
+        if conversation is None or not webchat.conversation_state(session)["rating_pending"]:
+            if conversation is not None and conversation.satisfaction_rating is not None:
+                raise rating.AlreadyRated(_("Esta conversación ya tiene una valoración."))
+            raise rating.RatingUnavailable(_("No hay ninguna conversación cerrada que valorar."))
+        rating.conversation_rate(
+            conversation=conversation, rating=data.get("rating"), text=data.get("text", "")
+        )
+    except rating.RatingError as error:
+        return json_error(error.status, error.message, code=error.code, **error.extra)
+    return JsonResponse({"rated": True, **webchat.conversation_state(session)})
 
 
 # --- demo page ----------------------------------------------------------------------------

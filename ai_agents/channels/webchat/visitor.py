@@ -21,12 +21,16 @@ from datetime import datetime
 from typing import Any
 
 from django.core import signing
+from django.db.models import Q
 from django.utils.translation import gettext as _
 from django.utils.translation import override
 
 from ai_agents.channels.webchat.origins import origin_matches, origin_normalize
 from ai_agents.conversations.inbound import Inbound, inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
+from ai_agents.rules.delivery_labels import RANK, status_moves_forward
+from ai_agents.services.inbox_events import inbox_event_publish
+from ai_agents.services.typing import staff_typing
 from erp import ratelimit
 
 CHANNEL = "webchat"
@@ -42,6 +46,7 @@ VISITOR_MESSAGES = (12, 60)
 IP_MESSAGES = (60, 60)
 IP_SESSIONS = (30, 600)
 VISITOR_READS = (60, 60)
+VISITOR_TYPING = (30, 60)  # the widget pings every 3 s at most while the visitor types
 
 
 class SessionInvalid(Exception):
@@ -138,7 +143,7 @@ def conversation_state(session: Session) -> dict[str, Any]:
     current = (
         _thread_conversations(session)
         .order_by("-started_at")
-        .values("status", "assigned_to_id")
+        .values("pk", "status", "assigned_to_id", "satisfaction_rating", "channel_data")
         .first()
     )
     status = current["status"] if current else Conversation.Status.ACTIVE
@@ -149,7 +154,23 @@ def conversation_state(session: Session) -> dict[str, Any]:
         state = "waiting"
     else:
         state = "bot"
-    return {"state": state, "human": state == "human", "conversation_status": status}
+    offered = bool(current and (current["channel_data"] or {}).get("rating_offer"))
+    closed = status == Conversation.Status.CLOSED
+    return {
+        "state": state,
+        "human": state == "human",
+        "conversation_status": status,
+        # The close asked for a rating and none was given yet: the widget shows the survey.
+        "rating_pending": closed and offered and current["satisfaction_rating"] is None,
+        "rated": bool(current and current["satisfaction_rating"] is not None),
+        "staff_typing": bool(current and status in Conversation.OPEN_STATUSES)
+        and staff_typing(current["pk"]),
+    }
+
+
+def current_conversation(session: Session) -> Conversation | None:
+    """The thread's latest conversation (open, or the one that just ended)."""
+    return _thread_conversations(session).order_by("-started_at").first()
 
 
 def message_public(message: Message) -> dict[str, Any]:
@@ -162,6 +183,8 @@ def message_public(message: Message) -> dict[str, Any]:
         "created_at": message.created_at.isoformat(),
         "human": message.author_id is not None,
         "author_name": (author.first_name if author is not None else "") or "",
+        # A customer notice (a person took over, handed back, closed): shown in its own style.
+        "notice": str((message.metadata or {}).get("customer_notice") or ""),
     }
 
 
@@ -170,9 +193,10 @@ def messages_after(session: Session, after: datetime | None) -> list[dict[str, A
     binding = session.binding
     rows = (
         Message.objects.for_tenant(binding.tenant_id)
+        .filter(conversation__in=_thread_conversations(session).values("pk"))
         .filter(
-            conversation__in=_thread_conversations(session).values("pk"),
-            role__in=[Message.Role.USER, Message.Role.ASSISTANT],
+            Q(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
+            | Q(role=Message.Role.SYSTEM, metadata__has_key="customer_notice")
         )
         .select_related("author")
     )
@@ -184,6 +208,32 @@ def messages_after(session: Session, after: datetime | None) -> list[dict[str, A
 
 
 # --- writes -------------------------------------------------------------------------------
+
+
+MARK_MAX_IDS = 200
+
+
+def messages_mark(session: Session, ids: list[str], status: str) -> int:
+    """The team's and the bot's messages of this thread reached the widget ("delivered": it
+    fetched them) or were shown with the panel open ("read"). Only forward (read stays read);
+    "delivery" events for the staff pages. Returns how many moved."""
+    if not ids:
+        return 0
+    rows = Message.objects.for_tenant(session.binding.tenant_id).filter(
+        pk__in=ids[:MARK_MAX_IDS],
+        conversation__in=_thread_conversations(session).values("pk"),
+        role=Message.Role.ASSISTANT,
+        delivery_status__in=[s for s in RANK if status_moves_forward(s, status)],
+    )
+    conversations = set(rows.values_list("conversation_id", flat=True))
+    if not conversations:
+        return 0
+    moved = rows.update(delivery_status=status)
+    for conversation_id in conversations:
+        inbox_event_publish(
+            tenant_id=session.binding.tenant_id, conversation_id=conversation_id, kind="delivery"
+        )
+    return moved
 
 
 def visitor_inbound(session: Session, text: str, client_message_id: str = "") -> Inbound:
@@ -263,4 +313,13 @@ def widget_texts(lang: str, agent_name: str) -> dict[str, str]:
             "too_long": _("El mensaje es demasiado largo."),
             "unavailable": _("El chat no está disponible ahora."),
             "unread": _("Mensajes nuevos: %(n)s") % {"n": "{n}"},
+            "staff_typing": _("Una persona del equipo está escribiendo…"),
+            "rating_question": _("¿Cómo valoraría la atención recibida?"),
+            "rating_star": _("%(n)s de 5") % {"n": "{n}"},
+            "rating_low": _("1: mala"),
+            "rating_high": _("5: excelente"),
+            "rating_comment": _("Comentario (opcional)"),
+            "rating_send": _("Enviar valoración"),
+            "rating_thanks": _("¡Gracias por su valoración!"),
+            "rating_required": _("Elija una puntuación del 1 al 5."),
         }

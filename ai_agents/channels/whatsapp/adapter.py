@@ -33,6 +33,7 @@ from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
+from ai_agents.services.inbox_events import inbox_event_publish
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,8 @@ def _status_move(tenant_id: Any, status: WaStatus) -> bool:
             fields += ["error_code", "error_message"]
         delivery.save(update_fields=fields)
         _message_status_refresh(delivery.message_id, tenant_id, error=delivery)
+        conversation_id = delivery.message.conversation_id
+    inbox_event_publish(tenant_id=tenant_id, conversation_id=conversation_id, kind="delivery")
     return True
 
 
@@ -274,6 +277,18 @@ def text_body(to: str, text: str) -> dict[str, Any]:
     }
 
 
+def interactive_body(to: str, text: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """An interactive message (e.g. the rating list of a close notice): `spec` without its
+    body, which is the message's text (at most 1024 characters)."""
+    return {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "interactive",
+        "interactive": {**spec, "body": {"text": text[:1024]}},
+    }
+
+
 def template_body(to: str, template: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": str(template["name"]),
@@ -326,7 +341,10 @@ class WhatsAppAdapter:
 
     def send(self, *, binding: Any, conversation: Any, message: Any) -> str:
         to = recipient_of(conversation)
-        if window_open(conversation):
+        interactive = (message.metadata or {}).get("wa_interactive")
+        if window_open(conversation) and isinstance(interactive, dict):
+            bodies = [interactive_body(to, message.content, interactive)]
+        elif window_open(conversation):
             bodies = [text_body(to, part) for part in text_split(message.content)]
         elif (binding.whatsapp_template or {}).get("name"):
             bodies = [template_body(to, binding.whatsapp_template)]

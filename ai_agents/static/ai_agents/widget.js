@@ -14,6 +14,12 @@
  *                       "" until stored), data-streaming=true while tokens arrive; inside them
  *                       [data-wc=author] and [data-wc=text]
  *   [data-wc=note]      "your message reached the person" notes inside the log
+ *   [data-wc=event]     a customer notice inside the log (data-notice=claim|release|close|
+ *                       rating_thanks|comment_thanks): a person took over, handed back, closed
+ *   [data-wc=typing]    role=status, "a person is typing…" while a staff member writes
+ *   [data-wc=rating]    the survey after a close (shown while the state says rating_pending):
+ *                       radios [data-wc=rate] 1-5 (labels of 44 px), [data-wc=rating-comment],
+ *                       [data-wc=rating-send]; then [data-wc=rating-thanks] (role=status)
  *   [data-wc=input]     textarea (Enter sends, Shift+Enter new line)   [data-wc=send] button
  *   [data-wc=unread]    inside the launcher: how many replies arrived while the panel was
  *                       closed (hidden at 0; the launcher's aria-label then says it)
@@ -21,6 +27,8 @@
  * "<store>:seen" keeps the time of the newest message the visitor has seen open. A visitor with
  * a session keeps polling while the panel is closed (every third interval, not while the page
  * is in a background tab), so a person's reply shows as a count on the launcher.
+ * The widget also tells the server when the visitor types (POST /typing, every 3 s at most)
+ * and which replies were shown with the panel open (POST /read).
  */
 (function () {
   "use strict";
@@ -66,7 +74,21 @@
     "form{display:flex;gap:8px;padding:10px;border-top:1px solid #e1e4e8}",
     "textarea{flex:1;resize:none;height:44px;padding:8px;border:1px solid #9aa3ae;border-radius:8px;color:inherit}",
     ".send{border:0;border-radius:8px;padding:0 14px;background:#1f5fbf;color:#fff;cursor:pointer}",
-    ".send:disabled{opacity:.6;cursor:default}"
+    ".send:disabled{opacity:.6;cursor:default}",
+    ".event{align-self:stretch;margin:2px 0;padding:6px 10px;border-left:4px solid #8a5a00;background:#fff8e6;color:#4a3500;font-size:13px;white-space:pre-wrap}",
+    ".typing{margin:0;padding:4px 12px;color:#555e6b;font-size:13px;font-style:italic}",
+    ".rating{margin:0;padding:10px 12px;border-top:1px solid #e1e4e8;background:#f7f9fc}",
+    ".rating fieldset{border:0;margin:0;padding:0}",
+    ".rating legend{padding:0;margin-bottom:6px;font-weight:600}",
+    ".stars{display:flex;gap:6px}",
+    ".stars input{position:absolute;opacity:0;width:1px;height:1px}",
+    ".stars label{display:flex;align-items:center;justify-content:center;min-width:44px;min-height:44px;border:1px solid #9aa3ae;border-radius:8px;background:#fff;cursor:pointer;font-weight:600}",
+    ".stars input:checked+label{background:#1f5fbf;border-color:#1f5fbf;color:#fff}",
+    ".stars input:focus-visible+label{outline:3px solid #f5a623;outline-offset:2px}",
+    ".scale{margin:4px 0 8px;font-size:12px;color:#555e6b}",
+    ".rating textarea{display:block;width:100%;height:60px;margin:4px 0 8px}",
+    ".rating .send{min-height:44px}",
+    ".thanks{margin:0;padding:8px 12px;background:#e3f4e6;color:#1d4d27;font-size:14px}"
   ].join("\n");
 
   function el(tag, attrs, text) {
@@ -101,7 +123,25 @@
   var input = el("textarea", { "data-wc": "input", id: "wc-input", rows: "1", maxlength: "4000" });
   var sendBtn = el("button", { "data-wc": "send", "class": "send", type: "submit" }, T.send);
   form.append(label, input, sendBtn);
-  panel.append(head, stateEl, log, errorEl, form);
+  var typingEl = el("p", { "data-wc": "typing", "class": "typing", role: "status", hidden: "" });
+  var rating = el("form", { "data-wc": "rating", "class": "rating", novalidate: "", hidden: "" });
+  var fieldset = el("fieldset", {});
+  var legend = el("legend", { id: "wc-rating-q" });
+  var stars = el("div", { "class": "stars" });
+  var rateInputs = [];
+  for (var n = 1; n <= 5; n++) {
+    var radio = el("input", { type: "radio", name: "wc-rating", id: "wc-rate-" + n, value: String(n), "data-wc": "rate-input" });
+    rateInputs.push(radio);
+    stars.append(radio, el("label", { "for": "wc-rate-" + n, "data-wc": "rate", "data-value": String(n) }, String(n)));
+  }
+  var scale = el("p", { "class": "scale" });
+  fieldset.append(legend, stars, scale);
+  var commentLabel = el("label", { "for": "wc-rating-comment" });
+  var comment = el("textarea", { "data-wc": "rating-comment", id: "wc-rating-comment", maxlength: "2000" });
+  var rateBtn = el("button", { "data-wc": "rating-send", "class": "send", type: "submit" });
+  rating.append(fieldset, commentLabel, comment, rateBtn);
+  var thanks = el("p", { "data-wc": "rating-thanks", "class": "thanks", role: "status", hidden: "" });
+  panel.append(head, stateEl, log, typingEl, rating, thanks, errorEl, form);
   var launcher = el("button", { "data-wc": "launcher", "class": "launcher", type: "button", "aria-expanded": "false", "aria-controls": "wc-panel" });
   var launcherLabel = el("span", {}, T.open);
   var badge = el("span", { "data-wc": "unread", "class": "badge", "aria-hidden": "true", hidden: "" });
@@ -111,6 +151,7 @@
   var token = read(store), texts = T, cursor = null, seen = {}, pollMs = 4000;
   var timer = null, busy = false, started = null, unread = 0, newest = null;
   var lastSeen = read(store + ":seen");
+  var rated = false, reported = {}, lastTypingPing = 0;
 
   function read(name) { try { return localStorage.getItem(name); } catch (e) { return null; } }
   function write(name, value) {
@@ -151,6 +192,7 @@
       closeBtn.setAttribute("aria-label", t("close"));
       if (data.max_chars) input.setAttribute("maxlength", String(data.max_chars));
       greet.textContent = t("greeting"); greet.hidden = !greet.textContent;
+      ratingTexts();
       setState(data);
       return data;
     });
@@ -163,9 +205,28 @@
     stateEl.setAttribute("data-state", state);
     stateEl.textContent = state === "human" ? t("state_human") : state === "waiting" ? t("state_waiting") : "";
     stateEl.hidden = !stateEl.textContent;
+    typingEl.textContent = data.staff_typing ? t("staff_typing") : "";
+    typingEl.hidden = !data.staff_typing;
+    if (data.rating_pending && !rated) rating.hidden = false;
+    else if (!data.rating_pending) rating.hidden = true;
+  }
+
+  function ratingTexts() {
+    legend.textContent = t("rating_question");
+    scale.textContent = t("rating_low") + " · " + t("rating_high");
+    commentLabel.textContent = t("rating_comment");
+    rateBtn.textContent = t("rating_send");
+    rateInputs.forEach(function (radio) { radio.setAttribute("aria-label", t("rating_star").replace("{n}", radio.value)); });
   }
 
   function bubble(msg) {
+    if (msg.notice) { // what a person did (took over, handed back, closed): not a bot answer
+      var ev = el("li", { "data-wc": "event", "class": "event", "data-notice": msg.notice, "data-id": msg.id || "" }, msg.text || "");
+      if (msg.id) seen[msg.id] = true;
+      log.appendChild(ev);
+      log.scrollTop = log.scrollHeight;
+      return ev;
+    }
     var human = !!msg.human;
     var li = el("li", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
     var who = msg.role === "user" ? t("you") : human ? (msg.author_name || t("person")) : t("bot");
@@ -192,7 +253,7 @@
   function arrived(fresh, list) {
     if (list.length) newest = list[list.length - 1].created_at;
     if (panel.hidden && lastSeen) {
-      fresh.forEach(function (m) { if (m.role !== "user" && time(m.created_at) > time(lastSeen)) unread++; });
+      fresh.forEach(function (m) { if (m.role === "assistant" && time(m.created_at) > time(lastSeen)) unread++; });
       unreadShow();
     } else {
       seenMark();
@@ -216,12 +277,14 @@
       }
       if (!r.ok) return;
       return r.json().then(function (data) {
+        if (busy) return; // a send is streaming: the poll after it shows what was stored
         var list = data.messages || [];
         var fresh = list.filter(function (m) { return !seen[m.id]; });
         fresh.forEach(bubble);
         arrived(fresh, list);
         if (list.length) cursor = list[list.length - 1].created_at;
         setState(data);
+        readReport();
       });
     }).catch(function () { /* offline: the next poll retries */ });
   }
@@ -265,7 +328,7 @@
   }
 
   function send(text) {
-    busy = true; sendBtn.disabled = true; showError("");
+    busy = true; sendBtn.disabled = true; showError(""); thanks.hidden = true;
     var mine = bubble({ role: "user", text: text });
     var reply = bubble({ role: "assistant", text: "" });
     var replyText = reply.querySelector("[data-wc=text]");
@@ -310,6 +373,39 @@
       return poll(); // moves the cursor past what was just shown
     });
   }
+
+  // The replies shown with the panel open were read (sent once each).
+  function readReport() {
+    if (panel.hidden || !token) return;
+    var ids = [];
+    log.querySelectorAll("[data-wc=message][data-role=assistant]").forEach(function (li) {
+      var id = li.getAttribute("data-id");
+      if (id && !reported[id]) { reported[id] = true; ids.push(id); }
+    });
+    if (ids.length) call("POST", "/read", { ids: ids.slice(-200) }).catch(function () { /* best effort */ });
+  }
+
+  input.addEventListener("input", function () {
+    var now = Date.now();
+    if (!token || !input.value.trim() || now - lastTypingPing < 3000) return;
+    lastTypingPing = now;
+    call("POST", "/typing", {}).catch(function () { /* best effort */ });
+  });
+
+  rating.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var chosen = rateInputs.filter(function (radio) { return radio.checked; })[0];
+    if (!chosen) { showError(t("rating_required")); rateInputs[0].focus(); return; }
+    rateBtn.disabled = true; showError("");
+    call("POST", "/rating", { rating: Number(chosen.value), text: comment.value.trim() }).then(function (r) {
+      if (r.ok || r.status === 409) {
+        rated = true; rating.hidden = true;
+        thanks.textContent = t("rating_thanks"); thanks.hidden = false;
+        return;
+      }
+      return r.json().then(function (data) { showError((data && data.error && data.error.message) || T.error); });
+    }).catch(function () { showError(T.error); }).then(function () { rateBtn.disabled = false; });
+  });
 
   launcher.addEventListener("click", function () { if (panel.hidden) open(true); else close(); });
   closeBtn.addEventListener("click", close);

@@ -102,7 +102,11 @@ def test_a_web_chat_of_a_switched_off_agent_takes_messages_a_person_answers(
     handoff.conversation_claim(conversation, owner.user)
     handoff.conversation_reply(conversation, owner.user, "Sí, nos quedan dos pares.")
     texts = [m["text"] for m in visitor.history().json()["messages"]]
-    assert texts == ["¿Tienen la talla 42?", "Sí, nos quedan dos pares."]
+    assert texts == [
+        "¿Tienen la talla 42?",
+        "Una persona del equipo le atiende a partir de ahora.",  # the takeover notice
+        "Sí, nos quedan dos pares.",
+    ]
     assert _conversations(tenant_b) == []
 
 

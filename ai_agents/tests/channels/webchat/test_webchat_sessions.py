@@ -131,8 +131,9 @@ def test_a_person_answering_is_shown_and_the_bot_stays_silent(
     conversation_reply(conversation, owner.user, "Soy Ana, le ayudo yo.")
     polled = visitor.history(after=cursor).json()
     assert polled["state"] == "human" and polled["human"] is True
-    assert [(m["text"], m["human"], m["author_name"]) for m in polled["messages"]] == [
-        ("Soy Ana, le ayudo yo.", True, "Ana")
+    assert [(m["text"], m["human"], m["author_name"], m["notice"]) for m in polled["messages"]] == [
+        ("Una persona del equipo le atiende a partir de ahora.", False, "", "claim"),
+        ("Soy Ana, le ayudo yo.", True, "Ana", ""),
     ]
     assert owner.user.username not in json.dumps(polled)  # never the staff e-mail
 
