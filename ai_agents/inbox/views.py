@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
+from ai_agents.services.inbox import conversation_read_mark
 from ai_agents.services.typing import customer_typing
 from erp.tenancy.selectors import tenant_ids_for
 
@@ -168,6 +169,7 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
     conversation = _member_conversation(request, conversation_id)
     if handoff.conversation_lease_renew(conversation, request.user):
         conversation.refresh_from_db()
+    conversation_read_mark(conversation=conversation, user=request.user)
     messages = _messages(conversation)
     context = {
         "conversation": conversation,
