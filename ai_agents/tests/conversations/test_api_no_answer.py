@@ -13,6 +13,7 @@ from ai_agents.services.knowledge import document_add, document_ingest, knowledg
 from ai_agents.tests.conversations.support import (
     create_agent,
     push_answer,
+    reply_metadata,
     send_message,
     shipping_kb,
 )
@@ -38,11 +39,6 @@ def cakes_kb(tenant: Tenant) -> Any:
 
 def offline_agent(api: Any, kb: Any, **extra: Any) -> str:
     return create_agent(api, provider="offline", knowledge_bases=[str(kb.pk)], **extra)
-
-
-def reply_metadata(api: Any, body: dict[str, Any]) -> dict[str, Any]:
-    messages = api.get(f"/api/v1/conversations/{body['conversation_id']}").json()["messages"]
-    return next(m for m in messages if m["id"] == body["reply"]["id"])["metadata"]
 
 
 @pytest.mark.django_db
