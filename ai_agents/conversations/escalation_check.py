@@ -94,5 +94,5 @@ def escalation_meta(decision: EscalationDecision) -> dict[str, str]:
         "reason": decision.reason,
         "priority": decision.priority,
         "layer": decision.layer,
-        "detail": decision.detail,
+        "detail": str(decision.detail),  # as worded now (the conversation keeps its parts)
     }
