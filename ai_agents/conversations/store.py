@@ -15,6 +15,7 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import DateTimeField, Func
 
+from ai_agents.conversations.attempts import attempt_count_statement
 from ai_agents.conversations.history_sql import (
     HistoryRow,
     conversation_history_statement,
@@ -352,7 +353,8 @@ def turn_next(
     """In ONE round trip: takes (or renews) the turn, then reads the oldest pending message (no
     later than `upto`), the conversation (its changing fields are copied onto `conversation`),
     its contact, the history before that message (see `history_statement`), the intents
-    detected so far and the agent's knowledge bases. None: the turn is another run's; no
+    detected so far and the agent's knowledge bases; the message's attempt is counted
+    (ai_agents/conversations/attempts.py). None: the turn is another run's; no
     `message`: nothing is pending (the turn is held: the caller gives it back). `first`: the
     REST path's inbound message, stored in front in the same round trip and implicit
     transaction (`known_thread`); the conversation is found through it and read whole into
@@ -361,10 +363,16 @@ def turn_next(
     ref = None if first is None else conversation_ref(first.message)
     first_pending, pending_at = _pending_statements(conversation, upto, ref)
     ref_sql, ref_params = ref or ("%s", [conversation.pk])
-    *_, taken, pending, fresh, contact, history, intents, kbs = rows.run_together(
+    *_, taken, _counted, pending, fresh, contact, history, intents, kbs = rows.run_together(
         [
             *([] if first is None else [first.statement]),
             _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s, ref=ref),
+            attempt_count_statement(
+                tenant_id=conversation.tenant_id,
+                pending=_pending_where(conversation, upto, ref),
+                conversation=(ref_sql, ref_params),
+                token=token,
+            ),
             first_pending,
             rows.select_statement(
                 Conversation, tenant_id=agent.tenant_id, where=f"id = {ref_sql}", params=ref_params

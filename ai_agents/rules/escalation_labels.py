@@ -32,6 +32,7 @@ REASON_LABELS = {
     "llm_failure": gettext_lazy("El modelo de IA falló varias veces"),
     "timeout": gettext_lazy("El modelo de IA no respondió a tiempo"),
     "no_credits": gettext_lazy("Se agotaron los créditos de IA"),
+    "processing_failed": gettext_lazy("No se pudo procesar el mensaje tras varios intentos"),
     "agent_inactive": gettext_lazy("El agente está desactivado"),
     "no_agent": gettext_lazy("No hay ningún agente que responda en este canal"),
     "staff_takeover": gettext_lazy("Una persona del equipo tomó la conversación"),
@@ -53,6 +54,7 @@ TRIGGER_LABELS = {
     "llm_failure": gettext_lazy("Fallo del modelo"),
     "timeout": gettext_lazy("Tiempo de respuesta agotado"),
     "no_credits": gettext_lazy("Créditos de IA"),
+    "processing_failed": gettext_lazy("Intentos agotados"),
     "staff": gettext_lazy("Equipo"),
 }
 LAYER_LABELS = {
