@@ -357,6 +357,12 @@ class Message(TenantOwnedModel):
                 condition=Q(role="user") & ~Q(metadata__has_key="result"),
                 name="msg_unanswered",
             ),
+            # Replies not yet handed to a channel (see channel_pending_sweep).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(role="assistant", delivery_status=""),
+                name="msg_unsent",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from ai_agents.conversations.engine import conversation_answer_pending
 from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import Message
 from ai_agents.tasks import channel_conversation_answer, channel_pending_sweep
@@ -172,3 +173,32 @@ def test_the_answer_task_queues_what_its_run_left_for_the_next_one(
 
     assert [b["text"]["body"] for b in fake_graph.sent] == ["R0.", "R1.", "R2."]
     assert channel_pending_sweep() == 0
+
+
+@pytest.mark.django_db
+def test_a_reply_stored_but_never_sent_is_sent_by_the_sweep_once(
+    wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """The run answered and stored its reply, then died (or the database went away) before
+    handing it to WhatsApp: the customer message has its result, so only the unsent reply
+    tells the sweep; it is sent once, and the model is not asked again."""
+    message = _stored_unanswered(wa_binding, "¿Hay envío gratis?", "wamid.sweep-unsent")
+    fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Sí, desde 50 €."}))
+    conversation_answer_pending(conversation_id=message.conversation_id)  # stored, not sent
+    with tenant_scope(wa_binding.tenant):
+        Message.objects.filter(conversation_id=message.conversation_id).update(
+            created_at=timezone.now() - timedelta(seconds=90)
+        )
+        reply = Message.objects.get(reply_to_id=message.pk)
+    assert reply.delivery_status == "" and fake_graph.sent == []
+
+    with run_tasks():
+        assert channel_pending_sweep() == 1
+
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Sí, desde 50 €."]
+    with tenant_scope(wa_binding.tenant):
+        assert Message.objects.get(pk=reply.pk).delivery_status == "sent"
+    with run_tasks():
+        assert channel_pending_sweep() == 0
+    assert len(fake_graph.sent) == 1
+    assert len(fake_google.generate_requests) == 1
