@@ -32,6 +32,9 @@ class Detail(str):
         made.template, made.parts = template, dict(parts)
         return made
 
+    def __getnewargs__(self) -> tuple[str, dict[str, Any]]:  # type: ignore[override]  # copy, pickle: made again from its parts
+        return self.template, self.parts
+
 
 def detail(template: str, **parts: Any) -> Detail:
     """`template` (mark it with gettext_noop) filled with `parts`, kept as parts."""

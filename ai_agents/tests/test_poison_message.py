@@ -14,35 +14,16 @@ from django.utils import timezone
 
 from ai_agents.conversations import store
 from ai_agents.conversations.attempts import MAX_ANSWER_ATTEMPTS
-from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.tasks import channel_pending_sweep
-from ai_agents.tests.channels.whatsapp.support import WA_ID
+from ai_agents.tests.channels.whatsapp.support import stored_unanswered
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 
 GAVE_UP_ES = "Lo siento, no he podido procesar su mensaje. Le paso con una persona del equipo"
 GAVE_UP_EN = "Sorry, I could not process your message. I am passing you to a person on the team"
-
-
-def _stored_long_ago(binding: Any, text: str, message_id: str, wa_id: str = WA_ID) -> Message:
-    message, _ = message_receive(
-        agent=binding.agent,
-        inbound=Inbound(
-            text=text,
-            contact={"external_id": wa_id},
-            channel="whatsapp",
-            channel_message_id=message_id,
-            binding=binding,
-        ),
-    )
-    with tenant_scope(binding.tenant):
-        Message.objects.filter(pk=message.pk).update(
-            created_at=timezone.now() - timedelta(minutes=5)
-        )
-    return message
 
 
 def _attempt_that_dies(binding: Any, message: Message) -> None:
@@ -70,28 +51,33 @@ def _sweep(run_tasks: Any) -> int:
         return channel_pending_sweep()
 
 
+def _dies_then_swept(binding: Any, run_tasks: Any, text: str, deaths: int) -> Message:
+    """The message, stored a while ago, taken `deaths` times by runs that died, then queued
+    again by the sweep (whose task runs); it comes back as stored afterwards."""
+    message = stored_unanswered(binding, text, f"wamid.poison-{deaths}-{uuid.uuid4().hex[:6]}")
+    for _ in range(deaths):
+        _attempt_that_dies(binding, message)
+    assert _sweep(run_tasks) == 1
+    with tenant_scope(binding.tenant):
+        return Message.objects.select_related("conversation").get(pk=message.pk)
+
+
 @pytest.mark.django_db
 def test_a_message_that_always_dies_is_given_up_with_the_customer_told(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
-    message = _stored_long_ago(wa_binding, "Do you ship to Canary Islands?", "wamid.poison-1")
-    for _ in range(MAX_ANSWER_ATTEMPTS):
-        _attempt_that_dies(wa_binding, message)
     fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Sí."}))
-
-    assert _sweep(run_tasks) == 1
+    text = "Do you ship to Canary Islands?"
+    stored = _dies_then_swept(wa_binding, run_tasks, text, MAX_ANSWER_ATTEMPTS)
 
     assert _answer_calls(fake_google) == 0  # not tried a fourth time
     assert [b["text"]["body"] for b in fake_graph.sent] == [
         f"{GAVE_UP_EN}, who will answer you as soon as possible."
     ]
-    with tenant_scope(wa_binding.tenant):
-        stored = Message.objects.get(pk=message.pk)
-        conversation = Conversation.objects.get(pk=message.conversation_id)
     assert stored.metadata["attempts"] == MAX_ANSWER_ATTEMPTS + 1
     assert stored.metadata["result"]["escalation"]["reason"] == "processing_failed"
-    assert conversation.status == Conversation.Status.ESCALATED
-    view = conversation_escalation(conversation)
+    assert stored.conversation.status == Conversation.Status.ESCALATED
+    view = conversation_escalation(stored.conversation)
     assert view is not None
     assert view["reason_label"] == "No se pudo procesar el mensaje tras varios intentos"
     assert view["priority"] == "high"
@@ -104,20 +90,14 @@ def test_a_message_that_always_dies_is_given_up_with_the_customer_told(
 def test_a_message_that_died_fewer_times_is_still_answered(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
-    message = _stored_long_ago(wa_binding, "¿Hacen envíos a Canarias?", "wamid.poison-2")
-    for _ in range(MAX_ANSWER_ATTEMPTS - 1):
-        _attempt_that_dies(wa_binding, message)
     fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Sí, en 72 h."}))
-
-    assert _sweep(run_tasks) == 1
+    text = "¿Hacen envíos a Canarias?"
+    stored = _dies_then_swept(wa_binding, run_tasks, text, MAX_ANSWER_ATTEMPTS - 1)
 
     assert [b["text"]["body"] for b in fake_graph.sent] == ["Sí, en 72 h."]
     assert _answer_calls(fake_google) == 1
-    with tenant_scope(wa_binding.tenant):
-        stored = Message.objects.get(pk=message.pk)
-        conversation = Conversation.objects.get(pk=message.conversation_id)
     assert stored.metadata["attempts"] == MAX_ANSWER_ATTEMPTS
-    assert conversation.status == Conversation.Status.ACTIVE
+    assert stored.conversation.status == Conversation.Status.ACTIVE
     assert _sweep(run_tasks) == 0
 
 
@@ -125,10 +105,7 @@ def test_a_message_that_died_fewer_times_is_still_answered(
 def test_a_spanish_customer_is_told_in_spanish(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
-    message = _stored_long_ago(wa_binding, "¿Hacen envíos a Canarias?", "wamid.poison-3")
-    for _ in range(MAX_ANSWER_ATTEMPTS):
-        _attempt_that_dies(wa_binding, message)
-    assert _sweep(run_tasks) == 1
+    _dies_then_swept(wa_binding, run_tasks, "¿Hacen envíos a Canarias?", MAX_ANSWER_ATTEMPTS)
     assert [b["text"]["body"] for b in fake_graph.sent] == [
         f"{GAVE_UP_ES}, que le responderá lo antes posible."
     ]
