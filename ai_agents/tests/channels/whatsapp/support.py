@@ -134,16 +134,12 @@ class Line:
         return bot_reply(self.tenant)
 
 
-def stored_unanswered(binding: Any, text: str, message_id: str, *, age_s: float = 90) -> Message:
-    """A WhatsApp message from WA_ID stored `age_s` seconds ago whose task never ran."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
+def stored(agent: Any, text: str, message_id: str, binding: Any = None) -> Message:
+    """A WhatsApp message from WA_ID, stored as the webhook stores it (no task queued)."""
     from ai_agents.conversations.inbound import Inbound, message_receive
 
     message, _ = message_receive(
-        agent=binding.agent,
+        agent=agent,
         inbound=Inbound(
             text=text,
             contact={"external_id": WA_ID},
@@ -152,6 +148,16 @@ def stored_unanswered(binding: Any, text: str, message_id: str, *, age_s: float 
             binding=binding,
         ),
     )
+    return message
+
+
+def stored_unanswered(binding: Any, text: str, message_id: str, *, age_s: float = 90) -> Message:
+    """A WhatsApp message from WA_ID stored `age_s` seconds ago whose task never ran."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    message = stored(binding.agent, text, message_id, binding)
     with tenant_scope(binding.tenant):
         Message.objects.filter(pk=message.pk).update(
             created_at=timezone.now() - timedelta(seconds=age_s)
