@@ -8,7 +8,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from ai_agents.channels import adapter_for
+from ai_agents.channels import ADAPTERS, adapter_for
 from ai_agents.conversations import store
 from ai_agents.conversations.delivery import reply_deliver, typing_show
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
@@ -256,25 +256,36 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
     name="ai_agents.channel_pending_sweep", soft_time_limit=SWEEP_SOFT_S, time_limit=SWEEP_HARD_S
 )
 def channel_pending_sweep() -> int:
-    """Beat, every CHANNEL_PENDING_SWEEP_SECONDS (a minute): channel messages stored but not
-    answered after as long (the broker was down when they arrived, or a worker died) are queued
-    again, unless their conversation is being answered right now (a run holds its turn, a lease
-    that expires when its worker died: that run answers them).
-    Returns how many conversations were queued."""
+    """Beat, every CHANNEL_PENDING_SWEEP_SECONDS (a minute): channel conversations with a
+    customer message stored but not answered after as long (the broker was down when it
+    arrived, a worker died), or a reply stored but never handed to its channel (the run died,
+    or the database went away, between storing the reply and sending it), are queued again,
+    unless they are being answered right now (a run holds its turn, a lease that expires when
+    its worker died: that run answers and sends them). Returns how many were queued."""
     now = timezone.now()
-    age = timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS)
-    found = list(
-        Message.objects.unscoped()
-        .filter(
-            role=Message.Role.USER,
-            created_at__gte=now - timedelta(hours=24),
-            created_at__lt=now - age,
-            conversation__binding__isnull=False,
-        )
+    window = {
+        "created_at__gte": now - timedelta(hours=24),
+        "created_at__lt": now - timedelta(seconds=settings.CHANNEL_PENDING_SWEEP_SECONDS),
+        "conversation__binding__isnull": False,
+    }
+    messages = Message.objects.unscoped()
+    unanswered = (
+        messages.filter(role=Message.Role.USER, **window)
         .exclude(metadata__has_key="result")
         .values_list("conversation_id", flat=True)
         .distinct()[:500]
     )
+    unsent = (  # the partial index msg_unsent; pulled channels (no adapter) never send
+        messages.filter(
+            role=Message.Role.ASSISTANT,
+            delivery_status="",
+            conversation__channel__in=list(ADAPTERS),
+            **window,
+        )
+        .values_list("conversation_id", flat=True)
+        .distinct()[:500]
+    )
+    found = list(dict.fromkeys([*unanswered, *unsent]))
     busy = conversations_in_turn(found)
     conversation_ids = [pk for pk in found if pk not in busy]
     for conversation_id in conversation_ids:

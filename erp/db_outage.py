@@ -6,8 +6,10 @@ How: a database error seen by a request (`outage_suspected`) puts the process in
 In outage mode each request first asks `database_up()`: one direct connection attempt
 (bounded by DB_CONNECT_TIMEOUT_SECONDS), shared by all threads for PROBE_EVERY seconds. Down:
 the request is answered 503 at once and the pool is left alone, so it does not pile up
-reconnection attempts with growing delays. Up: the pool throws away its connections to the
-dead server (`check()`) and the process leaves outage mode.
+reconnection attempts with growing delays; requests already waiting in the pool for a
+connection are let go with an error (a 503) instead of waiting DB_POOL_TIMEOUT_SECONDS. Up:
+the pool throws away its connections to the dead server (`check()`) and the process leaves
+outage mode.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection
 
@@ -54,10 +57,32 @@ def is_redis_outage_error(exc: BaseException | None) -> bool:
 
 
 def outage_suspected() -> None:
+    """A request saw the database go away: outage mode, and (confirmed by one connection
+    attempt) the requests already waiting for a pooled connection are let go at once."""
     if not _state["suspect"]:
         logger.warning("database.outage_suspected")
     _state["suspect"] = True
     _state["probed_at"] = 0.0
+    database_up()
+
+
+def _waiters_fail(pool: Any = None) -> None:
+    """Requests that passed the outage check just before the database went away wait in the
+    pool for a connection it cannot open (its reconnection attempts fail) until
+    DB_POOL_TIMEOUT_SECONDS (5 s). With the server confirmed down they get the pool's timeout
+    error now (a 503 at once). psycopg_pool has no public call for this: its waiting queue
+    and `WaitingClient.fail` are what its own `close()` uses; without them nothing happens."""
+    from psycopg_pool import PoolTimeout
+
+    pool = pool if pool is not None else getattr(connection, "pool", None)
+    waiting, lock = getattr(pool, "_waiting", None), getattr(pool, "_lock", None)
+    if waiting is None or lock is None:
+        return
+    with lock:
+        clients = list(waiting)
+        waiting.clear()
+    for client in clients:
+        client.fail(PoolTimeout("the database server cannot be reached"))
 
 
 def database_up() -> bool:
@@ -73,6 +98,8 @@ def database_up() -> bool:
         _state.update(up=up, probed_at=time.monotonic())
         if up:
             _recovered()
+        else:
+            _waiters_fail()
         return up
 
 

@@ -120,7 +120,7 @@ def history_load(
     conversation: Conversation,
     config: Mapping[str, Any],
     before: Any = None,
-    found: Sequence[tuple[Any, str, str, Any]] | None = None,
+    found: Sequence[tuple[Any, str, str, Any, str | None]] | None = None,
 ) -> tuple[list[HistoryItem], list[str]]:
     """Earlier user/assistant messages (before `before`, when the message being answered is
     already stored) truncated per the agent's history config, and the earlier user texts
@@ -133,7 +133,8 @@ def history_load(
     if found is None:
         found = history_rows(conversation=conversation, config=config, before=before)
     turns = [
-        HistoryItem(role=r, content=c, message_id=str(i), at=at) for i, r, c, at in reversed(found)
+        HistoryItem(role=r, content=c, message_id=str(i), at=at, outcome=o)
+        for i, r, c, at, o in reversed(found)
     ]
     recent = [t.content for t in turns if t.role == "user"]
     options: dict[str, Any] = {

@@ -35,6 +35,7 @@ from django.utils.translation import gettext_lazy
 
 from ai_agents.conversations import store
 from ai_agents.conversations.actions import ActionSet
+from ai_agents.conversations.attempts import attempts_exhausted
 from ai_agents.conversations.context import (
     build_request,
     final_intent,
@@ -261,14 +262,17 @@ def _read(turn: Turn, found: store.TurnRead) -> None:
 
 def _decided_without_model(turn: Turn) -> bool:
     """The rules decided before any model call: closed conversation or inactive agent
-    (stored, unanswered; the latter waits in the inbox), a person holds it (silent), a rate
-    limit (one notice), a keyword or user-request trigger (escalated)."""
+    (stored, unanswered; the latter waits in the inbox), a person holds it (silent), a message
+    that failed too often (escalated), a rate limit (one notice), a keyword or user-request
+    trigger (escalated)."""
     agent, conversation = turn.agent, turn.conversation
     if conversation.status not in Conversation.OPEN_STATUSES or not agent.is_active:
         turn.escalation = manual_inbox_escalation(turn)  # agent off: waits for a person
         return True
     if conversation.status == Conversation.Status.ESCALATED:
         return True  # a human has it: the bot stays silent, no model call
+    if attempts_exhausted(turn):
+        return True  # failed too often (ai_agents/conversations/attempts.py): a person takes it
     _bound_input(turn)
     limited = ratelimit.hit(
         f"conv-msgs:{conversation.pk}",

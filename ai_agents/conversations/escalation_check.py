@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ai_agents.conversations.no_answer import says_no_information
+from ai_agents.conversations.no_answer import NO_ANSWER
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
 from ai_agents.rules.person_request import (
     PersonDecision,
@@ -28,14 +28,14 @@ if TYPE_CHECKING:
 def _assistant_texts(turn: Turn) -> list[str]:
     """The earlier answers; the fallback message (a model failure, counted apart) and the
     no-information answer (itself an offer of a person) are left out: two failures, or two
-    questions the documents do not cover, in a row are not the bot repeating an answer."""
+    questions the documents do not cover, in a row are not the bot repeating an answer. The
+    no-information answer is known by its recorded outcome (`metadata.outcome`, read with the
+    history), the same signal the offer uses: a model's paraphrase of the sentence counts."""
     fallback = turn.agent.fallback_message
     return [
         item.content
         for item in turn.history
-        if item.role == "assistant"
-        and item.content != fallback
-        and not says_no_information(item.content)
+        if item.role == "assistant" and item.content != fallback and item.outcome != NO_ANSWER
     ]
 
 
@@ -94,5 +94,5 @@ def escalation_meta(decision: EscalationDecision) -> dict[str, str]:
         "reason": decision.reason,
         "priority": decision.priority,
         "layer": decision.layer,
-        "detail": decision.detail,
+        "detail": str(decision.detail),  # as worded now (the conversation keeps its parts)
     }

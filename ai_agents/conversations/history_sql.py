@@ -11,7 +11,9 @@ from ai_agents.models import Conversation
 from ai_agents.rules.input_bound import input_max_chars
 from erp.tenancy import rows
 
-HistoryRow = tuple[Any, str, str, datetime]  # (id, role, content, created_at)
+# (id, role, content, created_at, outcome): `outcome` is the reply's `metadata.outcome`
+# (ai_agents/conversations/no_answer.py), None when it has none.
+HistoryRow = tuple[Any, str, str, datetime, str | None]
 PREVIOUS_INTENTS_MAX = 20  # the latest intents of a conversation given to the model
 
 
@@ -33,7 +35,8 @@ def history_statement(
 ) -> rows.Statement:
     """The latest `limit` messages, newest first; `with_first` (the `smart` strategy keeps the
     conversation's first message) adds the very first when it is older than those. Each text
-    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt).
+    is cut to `max_chars` by PostgreSQL (a huge earlier message never reaches the prompt); each
+    row carries the reply's recorded outcome (`metadata.outcome`, e.g. `no_answer`).
     `before_sql`: the moment as a subquery (the pending message read in the same round trip)."""
     where = (
         f"tenant_id = %s AND conversation_id = {conversation_sql} AND role IN ('user', 'assistant')"
@@ -45,13 +48,17 @@ def history_statement(
         # Replies given since count; later customer messages (answered after this one) do not.
         where += f" AND (role = 'assistant' OR created_at < ({before_sql[0]}))"
         where_params += before_sql[1]
-    select = f"SELECT id, role, content, created_at FROM ai_agents_message WHERE {where}"  # noqa: S608
+    select = (
+        "SELECT id, role, content, created_at, metadata->>'outcome' AS outcome"  # noqa: S608
+        f" FROM ai_agents_message WHERE {where}"
+    )
     sql, params = f"{select} ORDER BY created_at DESC LIMIT %s", [*where_params, limit]
     if with_first:
         sql = f"({sql}) UNION ({select} ORDER BY created_at LIMIT 1)"
         params += where_params
     return (
-        f"SELECT id, role, left(content, %s), created_at FROM ({sql}) h ORDER BY created_at DESC",  # noqa: S608
+        f"SELECT id, role, left(content, %s), created_at, outcome FROM ({sql}) h"  # noqa: S608
+        " ORDER BY created_at DESC",
         [max_chars, *params],
     )
 

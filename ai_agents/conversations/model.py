@@ -8,13 +8,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionSet, actions_for
 from ai_agents.conversations.no_answer import note_outcome
 from ai_agents.conversations.retrieval import Retrieval
 from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Contact, Conversation
+from ai_agents.rules.detail import detail
 from ai_agents.rules.escalation import EscalationDecision, FailureKind, failure_decision
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
@@ -214,8 +215,10 @@ def _after_failure(turn: Turn, exc: LlmError) -> EscalationDecision | None:
     if failures < int(processing["failures_before_escalation"]):
         return None
     decision = failure_decision(kind)
-    detail = _("%(detail)s (%(n)s fallos seguidos)") % {"detail": decision.detail, "n": failures}
-    return dataclasses.replace(decision, detail=detail)
+    told = detail(
+        gettext_noop("%(detail)s (%(n)s fallos seguidos)"), detail=decision.detail, n=failures
+    )
+    return dataclasses.replace(decision, detail=told)
 
 
 def _tool_loop(

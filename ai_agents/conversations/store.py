@@ -15,6 +15,7 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import DateTimeField, Func
 
+from ai_agents.conversations.attempts import attempt_count_statement
 from ai_agents.conversations.history_sql import (
     HistoryRow,
     conversation_history_statement,
@@ -320,10 +321,17 @@ class TurnRead:
 
 
 def _pending_statements(
-    conversation: Conversation, upto: Message | None, ref: rows.Statement | None
-) -> tuple[rows.Statement, rows.Statement]:
-    """The oldest pending message (no later than `upto`), and its created_at as a subquery."""
+    conversation: Conversation, upto: Message | None, ref: rows.Statement | None, token: Any
+) -> tuple[rows.Statement, rows.Statement, rows.Statement]:
+    """+1 attempt on the oldest pending message (no later than `upto`) if `token` holds the
+    turn, that message, and its created_at as a subquery."""
     where, params = _pending_where(conversation, upto, ref)
+    counted = attempt_count_statement(
+        tenant_id=conversation.tenant_id,
+        pending=(where, params),
+        conversation=ref or ("%s", [conversation.pk]),
+        token=token,
+    )
     first = rows.select_statement(
         Message,
         tenant_id=conversation.tenant_id,
@@ -337,7 +345,7 @@ def _pending_statements(
         " ORDER BY created_at, id LIMIT 1",
         [conversation.tenant_id, *params],
     )
-    return first, created_at
+    return counted, first, created_at
 
 
 def turn_next(
@@ -352,19 +360,20 @@ def turn_next(
     """In ONE round trip: takes (or renews) the turn, then reads the oldest pending message (no
     later than `upto`), the conversation (its changing fields are copied onto `conversation`),
     its contact, the history before that message (see `history_statement`), the intents
-    detected so far and the agent's knowledge bases. None: the turn is another run's; no
-    `message`: nothing is pending (the turn is held: the caller gives it back). `first`: the
+    detected so far and the agent's knowledge bases; counts the attempt (`attempts`). None: the
+    turn is another run's; no `message`: nothing is pending (the turn is held). `first`: the
     REST path's inbound message, stored in front in the same round trip and implicit
     transaction (`known_thread`); the conversation is found through it and read whole into
     `conversation`, the stand-in. Raises `NotStored` when it was not stored (nothing was
     written)."""
     ref = None if first is None else conversation_ref(first.message)
-    first_pending, pending_at = _pending_statements(conversation, upto, ref)
+    counted, first_pending, pending_at = _pending_statements(conversation, upto, ref, token)
     ref_sql, ref_params = ref or ("%s", [conversation.pk])
-    *_, taken, pending, fresh, contact, history, intents, kbs = rows.run_together(
+    *_, taken, _counted, pending, fresh, contact, history, intents, kbs = rows.run_together(
         [
             *([] if first is None else [first.statement]),
             _turn_take_statement(conversation=conversation, token=token, lease_s=lease_s, ref=ref),
+            counted,
             first_pending,
             rows.select_statement(
                 Conversation, tenant_id=agent.tenant_id, where=f"id = {ref_sql}", params=ref_params

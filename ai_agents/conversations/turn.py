@@ -96,7 +96,7 @@ class Turn:
     timer: Timer = field(default_factory=lambda: Timer())
     on_delta: Callable[[str], None] | None = None
     contact: Contact | None = None
-    history_found: list[tuple[Any, str, str, Any]] = field(default_factory=list)
+    history_found: list[tuple[Any, str, str, Any, str | None]] = field(default_factory=list)
     previous_intents: list[str] = field(default_factory=list)  # detected on earlier replies
     knowledge_bases: list[Any] = field(default_factory=list)
     text: str = ""  # the message cut to its channel's limit

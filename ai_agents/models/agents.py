@@ -387,6 +387,12 @@ class Message(TenantOwnedModel):
                 name="msg_unanswered",
             ),
             GinIndex(fields=["search_vector"], name="msg_search_vector"),
+            # Replies not yet handed to a channel (see channel_pending_sweep).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(role="assistant", delivery_status=""),
+                name="msg_unsent",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -43,8 +43,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from ai_agents.rules.detail import detail
 from ai_agents.rules.escalation_config import (
     MAX_MESSAGE_CHARS,
     MAX_TRIGGERS,
@@ -104,15 +105,21 @@ def _user_request(
 ) -> tuple[str, str] | None:
     hit = first_matching_phrase(text, trigger.keywords, excludes=trigger.exclude)
     if hit:
-        return _("el cliente pidió una persona («%(p)s»)") % {"p": hit}, "trigger"
+        return detail(gettext_noop("el cliente pidió una persona («%(p)s»)"), p=hit), "trigger"
     if any(contains_phrase(text, phrase) for phrase in trigger.exclude):
         return None
     found = detect(text)
     if not found.requested:
         return None
     if found.layer == "embedding":
-        return _("parecido a una petición de persona: %(d)s") % {"d": found.detail}, found.layer
-    return _("el cliente pidió una persona («%(p)s»)") % {"p": found.detail}, found.layer
+        return detail(
+            gettext_noop("parecido a una petición de persona: %(d)s"),
+            d=found.detail,
+            score=found.score,
+        ), found.layer
+    return detail(
+        gettext_noop("el cliente pidió una persona («%(p)s»)"), p=found.detail
+    ), found.layer
 
 
 def _signal(trigger: EscalationTrigger, signals: dict[str, float | None]) -> str | None:
@@ -122,17 +129,17 @@ def _signal(trigger: EscalationTrigger, signals: dict[str, float | None]) -> str
         confidence = signals["confidence"]
         if confidence is None or threshold is None or confidence >= threshold:
             return None
-        return _("confianza %(c).2f < %(t).2f") % {"c": confidence, "t": threshold}
+        return detail(gettext_noop("confianza %(c).2f < %(t).2f"), c=confidence, t=threshold)
     sentiment = signals["sentiment"]
     if sentiment is None or threshold is None:
         return None
     if threshold > 0:  # the negativity form: above the threshold
         if -sentiment <= threshold:
             return None
-        return _("sentimiento %(s).2f < %(t).2f") % {"s": sentiment, "t": -threshold}
+        return detail(gettext_noop("sentimiento %(s).2f < %(t).2f"), s=sentiment, t=-threshold)
     if sentiment > threshold:
         return None
-    return _("sentimiento %(s).2f <= %(t).2f") % {"s": sentiment, "t": threshold}
+    return detail(gettext_noop("sentimiento %(s).2f <= %(t).2f"), s=sentiment, t=threshold)
 
 
 def _check(
@@ -148,16 +155,16 @@ def _check(
     assistant texts), oldest first."""
     if trigger.type == "keyword":
         hit = first_matching_phrase(text, trigger.keywords, excludes=trigger.exclude)
-        return (_("palabra clave «%(kw)s»") % {"kw": hit}, "trigger") if hit else None
+        return (detail(gettext_noop("palabra clave «%(kw)s»"), kw=hit), "trigger") if hit else None
     if trigger.type == "user_request":
         return _user_request(trigger, text, detect)
     if trigger.type in ("sentiment", "confidence"):
-        detail = _signal(trigger, signals)
-        return (detail, "trigger") if detail else None
+        signal = _signal(trigger, signals)
+        return (signal, "trigger") if signal else None
     if trigger.type == "intent":
         if not intent or normalize(intent) not in {normalize(i) for i in trigger.intents}:
             return None
-        return _("intención «%(i)s»") % {"i": intent}, "trigger"
+        return detail(gettext_noop("intención «%(i)s»"), i=intent), "trigger"
     loop = loop_detail(
         text,
         recent_user_texts=history[0],
@@ -236,9 +243,9 @@ def failure_decision(kind: FailureKind) -> EscalationDecision:
     if kind not in FAILURE_PRIORITIES:
         raise ValueError(f"unknown failure kind: {kind!r}")
     details = {
-        "llm_failure": _("el modelo falló tras los reintentos"),
-        "timeout": _("se agotó el tiempo de respuesta"),
-        "no_credits": _("sin créditos de IA"),
+        "llm_failure": detail(gettext_noop("el modelo falló tras los reintentos")),
+        "timeout": detail(gettext_noop("se agotó el tiempo de respuesta")),
+        "no_credits": detail(gettext_noop("sin créditos de IA")),
     }
     return EscalationDecision(
         reason=kind, priority=FAILURE_PRIORITIES[kind], trigger_type=kind, detail=details[kind]

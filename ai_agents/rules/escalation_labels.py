@@ -1,11 +1,12 @@
 """An escalation told in words: what is stored on the conversation and what people read.
 
 `escalation_record(decision, history, text, at)` is the JSON the engine stores in
-`Conversation.escalation_info` with the status (codes, the matched phrase or the model's stated
-reason as `detail`, the extractive summary's lines; the notifying task may add the model's
-`summary`); `escalation_view(...)` is what the API, the inbox and the staff notifications show:
-the same facts plus `*_label`s, all in the reader's language. People never see a raw code: an
-unknown one reads as a generic label.
+`Conversation.escalation_info` with the status (codes, the `detail` as its parts: the matched
+phrase, the score... see ai_agents/rules/detail.py, or the model's stated reason; the
+extractive summary's lines; the notifying task may add the model's `summary`);
+`escalation_view(...)` is what the API, the inbox and the staff notifications show: the same
+facts plus `*_label`s and the detail worded, all in the reader's language. People never see a
+raw code: an unknown one reads as a generic label.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ai_agents.rules.detail import detail_stored, detail_text
 from ai_agents.rules.escalation import EscalationDecision
 
 REASON_LABELS = {
@@ -30,6 +32,7 @@ REASON_LABELS = {
     "llm_failure": gettext_lazy("El modelo de IA falló varias veces"),
     "timeout": gettext_lazy("El modelo de IA no respondió a tiempo"),
     "no_credits": gettext_lazy("Se agotaron los créditos de IA"),
+    "processing_failed": gettext_lazy("No se pudo procesar el mensaje tras varios intentos"),
     "agent_inactive": gettext_lazy("El agente está desactivado"),
     "no_agent": gettext_lazy("No hay ningún agente que responda en este canal"),
     "staff_takeover": gettext_lazy("Una persona del equipo tomó la conversación"),
@@ -51,6 +54,7 @@ TRIGGER_LABELS = {
     "llm_failure": gettext_lazy("Fallo del modelo"),
     "timeout": gettext_lazy("Tiempo de respuesta agotado"),
     "no_credits": gettext_lazy("Créditos de IA"),
+    "processing_failed": gettext_lazy("Intentos agotados"),
     "staff": gettext_lazy("Equipo"),
 }
 LAYER_LABELS = {
@@ -140,7 +144,7 @@ def escalation_record(
         "priority": decision.priority,
         "trigger": decision.trigger_type,
         "layer": layer,
-        "detail": decision.detail,
+        "detail": detail_stored(decision.detail),  # its parts, worded when read
         "summary": "",  # the model's, once the notifying task made one
         "summary_lines": summary_lines(history, text),  # the extractive one, no labels
         "summary_source": "extractive",
@@ -173,7 +177,7 @@ def escalation_view(
         "trigger_label": label(TRIGGER_LABELS, trigger),
         "layer": layer,
         "layer_label": label(LAYER_LABELS, layer),
-        "detail": str(facts.get("detail") or ""),
+        "detail": detail_text(facts.get("detail")),
         "summary": str(facts.get("summary") or "") or _summary_of(facts),
         "at": facts.get("at") or (at.isoformat() if at else None),
     }

@@ -47,6 +47,7 @@ class HistoryItem:
     tokens: int | None = None
     message_id: str | None = None  # the stored message, to key a cached summary
     at: datetime | None = None  # when it was sent (the model sees it before the text)
+    outcome: str | None = None  # the stored reply's metadata.outcome (e.g. "no_answer")
 
     def token_count(self) -> int:
         return self.tokens if self.tokens is not None else estimate_tokens(self.content)

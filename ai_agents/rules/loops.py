@@ -25,8 +25,9 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from ai_agents.rules.detail import detail
 from ai_agents.rules.loop_markers import complaint, restated
 from ai_agents.rules.text import normalize, words
 
@@ -118,16 +119,16 @@ def loop_detail(
         earlier = list(recent_user_texts)[-window:]
         count = 1 + sum(similar(text, t, similarity=similarity) for t in earlier)
         if count >= max_similar:
-            return _("el mismo mensaje %(n)s veces") % {"n": count}
+            return detail(gettext_noop("el mismo mensaje %(n)s veces"), n=count)
     said = complaint(text, answered=bool(assistant_texts))
     if said:
-        return _("el cliente dice que se repite («%(p)s»)") % {"p": said}
+        return detail(gettext_noop("el cliente dice que se repite («%(p)s»)"), p=said)
     ref = _repeated_reference(text, recent_user_texts[-window:], assistant_texts)
     if ref:
-        return _("el cliente repite la referencia «%(r)s»") % {"r": ref}
+        return detail(gettext_noop("el cliente repite la referencia «%(r)s»"), r=ref)
     again = restated(text, recent_user_texts[-window:], assistant_texts)
     if again:
-        return _("el cliente vuelve a plantear lo mismo («%(w)s»)") % {"w": again}
+        return detail(gettext_noop("el cliente vuelve a plantear lo mismo («%(w)s»)"), w=again)
     if len(assistant_texts) >= 2 and answer_repeats(assistant_texts[-1], assistant_texts[:-1]):
-        return _("el asistente dio la misma respuesta dos veces")
+        return detail(gettext_noop("el asistente dio la misma respuesta dos veces"))
     return None

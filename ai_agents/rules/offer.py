@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from ai_agents.rules.detail import detail
 from ai_agents.rules.escalation import EscalationDecision, EscalationTrigger
 from ai_agents.rules.text import words
 
@@ -81,6 +82,6 @@ def offer_decision(triggers: Iterable[EscalationTrigger]) -> EscalationDecision:
         reason="user_request",
         priority=configured.priority if configured is not None else "high",
         trigger_type="user_request",
-        detail=_("el cliente aceptó la oferta de hablar con una persona"),
+        detail=detail(gettext_noop("el cliente aceptó la oferta de hablar con una persona")),
         message=configured.message if configured is not None else None,
     )

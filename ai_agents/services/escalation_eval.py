@@ -111,7 +111,7 @@ def evaluate(
                 case=case,
                 reason=decision.reason if decision else NONE,
                 layer=decision.layer if decision else "",
-                detail=decision.detail if decision else "",
+                detail=str(decision.detail) if decision else "",
                 seconds=seconds,
             )
         )

@@ -13,32 +13,13 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from ai_agents.conversations.inbound import Inbound, message_receive
+from ai_agents.conversations.engine import conversation_answer_pending
 from ai_agents.models import Message
 from ai_agents.tasks import channel_conversation_answer, channel_pending_sweep
-from ai_agents.tests.channels.whatsapp.support import WA_ID
+from ai_agents.tests.channels.whatsapp.support import stored_unanswered
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
-
-
-def _stored_unanswered(binding: Any, text: str, message_id: str) -> Message:
-    """A WhatsApp message stored a minute and a half ago whose task never ran."""
-    message, _ = message_receive(
-        agent=binding.agent,
-        inbound=Inbound(
-            text=text,
-            contact={"external_id": WA_ID},
-            channel="whatsapp",
-            channel_message_id=message_id,
-            binding=binding,
-        ),
-    )
-    with tenant_scope(binding.tenant):
-        Message.objects.filter(pk=message.pk).update(
-            created_at=timezone.now() - timedelta(seconds=90)
-        )
-    return message
 
 
 def _wait_until(condition: Any, seconds: float) -> None:
@@ -54,7 +35,7 @@ def test_the_sweep_never_requeues_a_conversation_being_answered(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
     fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Listo."}, delay=3))
-    message = _stored_unanswered(wa_binding, "¿Siguen abiertos?", "wamid.sweep-1")
+    message = stored_unanswered(wa_binding, "¿Siguen abiertos?", "wamid.sweep-1")
 
     def answer() -> None:
         try:
@@ -88,8 +69,8 @@ def test_the_sweep_still_requeues_a_lost_message_next_to_one_being_answered(
 
     other: ChannelBinding = binding_create(wa_binding.tenant, NUMBER_B, token="EAAG-token-b")
     fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Listo."}, delay=3))
-    busy = _stored_unanswered(wa_binding, "¿Siguen abiertos?", "wamid.sweep-1")
-    lost = _stored_unanswered(other, "¿Hay envío gratis?", "wamid.sweep-2")
+    busy = stored_unanswered(wa_binding, "¿Siguen abiertos?", "wamid.sweep-1")
+    lost = stored_unanswered(other, "¿Hay envío gratis?", "wamid.sweep-2")
 
     def answer() -> None:
         try:
@@ -133,9 +114,9 @@ def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
         fake_google.push(
             fake_google.reply_json({"action": "respond", "answer": f"Respuesta {n}."}, delay=0.4)
         )
-    first = _stored_unanswered(wa_binding, "uno", "wamid.b-1")
-    _stored_unanswered(wa_binding, "dos", "wamid.b-2")
-    _stored_unanswered(wa_binding, "tres", "wamid.b-3")
+    first = stored_unanswered(wa_binding, "uno", "wamid.b-1")
+    stored_unanswered(wa_binding, "dos", "wamid.b-2")
+    stored_unanswered(wa_binding, "tres", "wamid.b-3")
 
     results = conversation_answer_pending(conversation_id=first.conversation_id, deadline_s=1.2)
 
@@ -163,12 +144,41 @@ def test_the_answer_task_queues_what_its_run_left_for_the_next_one(
     monkeypatch.setattr(ai_agents.tasks, "ANSWER_RUN_S", 0)  # one message per run
     for n in range(3):
         fake_google.push(fake_google.reply_json({"action": "respond", "answer": f"R{n}."}))
-    first = _stored_unanswered(wa_binding, "uno", "wamid.b-1")
-    _stored_unanswered(wa_binding, "dos", "wamid.b-2")
-    _stored_unanswered(wa_binding, "tres", "wamid.b-3")
+    first = stored_unanswered(wa_binding, "uno", "wamid.b-1")
+    stored_unanswered(wa_binding, "dos", "wamid.b-2")
+    stored_unanswered(wa_binding, "tres", "wamid.b-3")
 
     with run_tasks():  # each follow-up runs as the worker would take it
         channel_conversation_answer(str(first.conversation_id), str(first.pk))
 
     assert [b["text"]["body"] for b in fake_graph.sent] == ["R0.", "R1.", "R2."]
     assert channel_pending_sweep() == 0
+
+
+@pytest.mark.django_db
+def test_a_reply_stored_but_never_sent_is_sent_by_the_sweep_once(
+    wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """The run answered and stored its reply, then died (or the database went away) before
+    handing it to WhatsApp: the customer message has its result, so only the unsent reply
+    tells the sweep; it is sent once, and the model is not asked again."""
+    message = stored_unanswered(wa_binding, "¿Hay envío gratis?", "wamid.sweep-unsent")
+    fake_google.push(fake_google.reply_json({"action": "respond", "answer": "Sí, desde 50 €."}))
+    conversation_answer_pending(conversation_id=message.conversation_id)  # stored, not sent
+    with tenant_scope(wa_binding.tenant):
+        Message.objects.filter(conversation_id=message.conversation_id).update(
+            created_at=timezone.now() - timedelta(seconds=90)
+        )
+        reply = Message.objects.get(reply_to_id=message.pk)
+    assert reply.delivery_status == "" and fake_graph.sent == []
+
+    with run_tasks():
+        assert channel_pending_sweep() == 1
+
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Sí, desde 50 €."]
+    with tenant_scope(wa_binding.tenant):
+        assert Message.objects.get(pk=reply.pk).delivery_status == "sent"
+    with run_tasks():
+        assert channel_pending_sweep() == 0
+    assert len(fake_graph.sent) == 1
+    assert len(fake_google.generate_requests) == 1

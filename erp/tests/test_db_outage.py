@@ -72,3 +72,38 @@ def test_a_statement_timeout_is_not_an_outage():
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "server_error"
     assert db_outage._state["suspect"] is False
+
+
+def test_requests_waiting_for_a_pooled_connection_are_let_go_once_it_is_down():
+    """A request that passed the outage check just before PostgreSQL went away waits in the
+    pool, which cannot open a connection; once the outage is confirmed it gets the pool's
+    error at once (a 503), not after the pool's 5 s timeout."""
+    import threading
+    import time
+
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    from erp.embedded import free_port
+
+    nobody = f"postgresql://erp@127.0.0.1:{free_port()}/erp?connect_timeout=2"
+    pool = ConnectionPool(nobody, min_size=0, max_size=1, timeout=5, reconnect_timeout=2, open=True)
+    waited: list[float] = []
+
+    def request() -> None:
+        started = time.monotonic()
+        with pytest.raises(PoolTimeout):
+            pool.getconn()
+        waited.append(time.monotonic() - started)
+
+    try:
+        waiting = threading.Thread(target=request)
+        waiting.start()
+        deadline = time.monotonic() + 3
+        while pool.get_stats().get("requests_waiting", 0) < 1:
+            assert time.monotonic() < deadline, "the request never waited in the pool"
+            time.sleep(0.01)
+        db_outage._waiters_fail(pool)
+        waiting.join(timeout=6)
+    finally:
+        pool.close()
+    assert waited and waited[0] < 1.0

@@ -1,5 +1,5 @@
-"""What the message API tests share: an agent, a message, the shipping knowledge base, a
-queued model answer."""
+"""What the message API tests share: an agent, a message (sent, or sent and checked), a
+reply's stored metadata, the shipping knowledge base, a queued model answer."""
 
 from __future__ import annotations
 
@@ -35,6 +35,19 @@ def send_message(api: Any, agent_id: str, text: str, **extra: Any) -> Any:
     """POST one message from the contact cli-1 (Ana)."""
     body = {"contact": {"external_id": "cli-1", "name": "Ana"}, "text": text, **extra}
     return api.post(f"/api/v1/agents/{agent_id}/messages", body, format="json")
+
+
+def say(api: Any, agent_id: str, text: str, *, contact: str = "cli-1") -> dict[str, Any]:
+    """POST one message from the contact `contact` and check it was answered: the JSON body."""
+    response = send_message(api, agent_id, text, contact={"external_id": contact})
+    assert response.status_code == 200, response.content
+    return dict(response.json())
+
+
+def reply_metadata(api: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """The stored metadata of the reply in a message response `body` (read through the API)."""
+    messages = api.get(f"/api/v1/conversations/{body['conversation_id']}").json()["messages"]
+    return dict(next(m for m in messages if m["id"] == body["reply"]["id"])["metadata"])
 
 
 def shipping_kb(tenant: Tenant, **options: Any) -> Any:

@@ -13,15 +13,8 @@ from django.utils import timezone
 
 from ai_agents.models import Conversation
 from ai_agents.tasks import bulk_expire_conversations
-from ai_agents.tests.conversations.support import create_agent
+from ai_agents.tests.conversations.support import create_agent, say
 from erp.testing.fixtures import Persona
-
-
-def _say(api: Any, agent_id: str, contact: str, text: str = "Hola") -> dict[str, Any]:
-    body = {"contact": {"external_id": contact}, "text": text}
-    response = api.post(f"/api/v1/agents/{agent_id}/messages", body, format="json")
-    assert response.status_code == 200, response.content
-    return dict(response.json())
 
 
 def _set(tenant: Any, conversation_id: str, **values: Any) -> None:
@@ -49,10 +42,11 @@ def test_idle_escalated_conversations_expire_unless_a_claim_holds_them(
     agent_a = create_agent(api_a, provider="offline")
     agent_b = create_agent(api_b, provider="offline")
     ids = {
-        name: _say(api_a, agent_a, name)["conversation_id"] for name in ("idle", "held", "lapsed")
+        name: say(api_a, agent_a, "Hola", contact=name)["conversation_id"]
+        for name in ("idle", "held", "lapsed")
     }
-    b_idle = _say(api_b, agent_b, "idle")["conversation_id"]
-    b_recent = _say(api_b, agent_b, "recent")["conversation_id"]
+    b_idle = say(api_b, agent_b, "Hola", contact="idle")["conversation_id"]
+    b_recent = say(api_b, agent_b, "Hola", contact="recent")["conversation_id"]
     now, day = timezone.now(), timedelta(hours=24, minutes=1)
     _escalated(tenant_a, ids["idle"], day)
     _escalated(
@@ -86,7 +80,7 @@ def test_idle_escalated_conversations_expire_unless_a_claim_holds_them(
         b_recent: "escalated",
     }
     # The customer whose claimed conversation idled writes: the person keeps it.
-    again = _say(api_a, agent_a, "held", "¿Siguen ahí?")
+    again = say(api_a, agent_a, "¿Siguen ahí?", contact="held")
     assert (again["conversation_id"], again["conversation_status"]) == (ids["held"], "escalated")
     assert again["reply"] is None  # the bot stays quiet while a person holds it
 
@@ -96,11 +90,11 @@ def test_the_next_message_after_expiry_starts_a_new_answered_conversation_linked
     api_a: Any, api_b: Any, tenant_a: Any, owner: Persona
 ) -> None:
     agent_id = create_agent(api_a, provider="offline")
-    old = _say(api_a, agent_id, "cli-1", "Quiero hablar con una persona")["conversation_id"]
+    old = say(api_a, agent_id, "Quiero hablar con una persona", contact="cli-1")["conversation_id"]
     _escalated(tenant_a, old, timedelta(hours=25))
 
     # No beat run yet: the message itself expires the idle escalated conversation.
-    new = _say(api_a, agent_id, "cli-1", "Hola de nuevo, ¿abren hoy?")
+    new = say(api_a, agent_id, "Hola de nuevo, ¿abren hoy?", contact="cli-1")
 
     assert new["conversation_id"] != old
     assert new["conversation_status"] == "active"
@@ -126,11 +120,11 @@ def test_a_conversation_closed_by_staff_is_linked_from_the_next_one(
     api_a: Any, tenant_a: Any
 ) -> None:
     agent_id = create_agent(api_a, provider="offline")
-    first = _say(api_a, agent_id, "cli-9")["conversation_id"]
+    first = say(api_a, agent_id, "Hola", contact="cli-9")["conversation_id"]
     _set(tenant_a, first, status="closed", closed_at=timezone.now())
-    other_thread = _say(api_a, agent_id, "cli-10")["conversation_id"]
+    other_thread = say(api_a, agent_id, "Hola", contact="cli-10")["conversation_id"]
 
-    second = _say(api_a, agent_id, "cli-9", "Otra pregunta")["conversation_id"]
+    second = say(api_a, agent_id, "Otra pregunta", contact="cli-9")["conversation_id"]
 
     assert second != first
     detail = api_a.get(f"/api/v1/conversations/{second}").json()

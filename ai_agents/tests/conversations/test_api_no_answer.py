@@ -13,6 +13,7 @@ from ai_agents.services.knowledge import document_add, document_ingest, knowledg
 from ai_agents.tests.conversations.support import (
     create_agent,
     push_answer,
+    reply_metadata,
     send_message,
     shipping_kb,
 )
@@ -38,11 +39,6 @@ def cakes_kb(tenant: Tenant) -> Any:
 
 def offline_agent(api: Any, kb: Any, **extra: Any) -> str:
     return create_agent(api, provider="offline", knowledge_bases=[str(kb.pk)], **extra)
-
-
-def reply_metadata(api: Any, body: dict[str, Any]) -> dict[str, Any]:
-    messages = api.get(f"/api/v1/conversations/{body['conversation_id']}").json()["messages"]
-    return next(m for m in messages if m["id"] == body["reply"]["id"])["metadata"]
 
 
 @pytest.mark.django_db
@@ -188,3 +184,24 @@ def test_questions_the_documents_do_not_cover_in_a_row_are_no_loop(
     third = send_message(api_a, agent, "¿Cuánto cuesta el envío?")
     assert third.json()["escalation"] is None
     assert "El envío cuesta 4,95 euros" in third.json()["reply"]["text"]
+
+
+@pytest.mark.django_db
+def test_a_models_own_words_for_no_information_twice_are_no_loop(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    """The no-information answer is known by its recorded outcome, not by its wording: a model
+    that paraphrases the sentence (flagging `no_answer`) twice in a row is not looping."""
+    agent = create_agent(api_a, knowledge_bases=[str(shipping_kb(tenant_a).pk)])
+    own_words = (
+        "Lo siento, no dispongo de ese dato en mis documentos; ¿desea que le atienda alguien?"
+    )
+    for question in ("¿Venden tarjetas de regalo?", "¿Hacen descuentos a grupos escolares?"):
+        push_answer(fake_google, own_words, no_answer=True, confidence=0.9)
+        body = send_message(api_a, agent, question).json()
+        assert body["reply"]["text"] == own_words and body["escalation"] is None
+
+    push_answer(fake_google, "El envío cuesta 4,95 euros.", no_answer=False, confidence=0.9)
+    third = send_message(api_a, agent, "¿Cuánto cuesta el envío?").json()
+    assert third["escalation"] is None and third["conversation_status"] == "active"
+    assert third["reply"]["text"] == "El envío cuesta 4,95 euros."

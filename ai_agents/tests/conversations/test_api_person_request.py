@@ -8,20 +8,12 @@ from typing import Any
 
 import pytest
 
-from ai_agents.tests.conversations.support import create_agent, push_answer, send_message
+from ai_agents.tests.conversations.support import create_agent, push_answer, reply_metadata, say
 from erp.testing.fake_google import FakeGoogle
 
 
 def _escalation_meta(api: Any, body: dict[str, Any]) -> dict[str, Any]:
-    detail = api.get(f"/api/v1/conversations/{body['conversation_id']}").json()
-    reply = next(m for m in detail["messages"] if m["id"] == body["reply"]["id"])
-    return reply["metadata"]["escalation"]
-
-
-def _say(api: Any, agent_id: str, text: str, contact: str) -> dict[str, Any]:
-    response = send_message(api, agent_id, text, contact={"external_id": contact})
-    assert response.status_code in (200, 201), response.content
-    return response.json()
+    return dict(reply_metadata(api, body)["escalation"])
 
 
 @pytest.mark.django_db
@@ -37,10 +29,10 @@ def test_default_agent_understands_requests_and_traps_a_keyword_agent_keeps_its_
     defaults = create_agent(api_b, escalation_message="Le paso con una persona del equipo.")
 
     push_answer(fake_google, "El menú cuesta 15 euros por persona.")
-    trap = _say(api_b, defaults, "¿El menú es por persona?", "b-1")
+    trap = say(api_b, defaults, "¿El menú es por persona?", contact="b-1")
     assert trap["escalation"] is None
     assert trap["reply"]["text"] == "El menú cuesta 15 euros por persona."
-    asked = _say(api_b, defaults, "¿Me pasas con facturación?", "b-2")
+    asked = say(api_b, defaults, "¿Me pasas con facturación?", contact="b-2")
     assert asked["escalation"] == {"reason": "user_request", "priority": "medium"}
     assert asked["reply"]["text"] == "Le paso con una persona del equipo."
     assert len(fake_google.generate_requests) == 1  # decided before any model call
@@ -50,9 +42,9 @@ def test_default_agent_understands_requests_and_traps_a_keyword_agent_keeps_its_
     # Tenant A configured only a keyword: the same request goes to its model, the keyword
     # escalates as the spec says.
     push_answer(fake_google, "Claro, ¿qué necesita de facturación?")
-    other = _say(api_a, keywords, "¿Me pasas con facturación?", "a-1")
+    other = say(api_a, keywords, "¿Me pasas con facturación?", contact="a-1")
     assert other["escalation"] is None
-    manager = _say(api_a, keywords, "Quiero ver al GERENTE", "a-2")
+    manager = say(api_a, keywords, "Quiero ver al GERENTE", contact="a-2")
     assert manager["escalation"] == {"reason": "keyword_match", "priority": "high"}
     assert _escalation_meta(api_a, manager) == {
         "reason": "keyword_match",
@@ -69,10 +61,10 @@ def test_the_same_question_again_offers_a_person_instead_of_the_same_answer(
 ) -> None:
     agent_id = create_agent(api_a)
     push_answer(fake_google, "Su pedido llegará en 3 a 5 días hábiles.")
-    first = _say(api_a, agent_id, "¿Dónde está mi pedido?", "c-1")
+    first = say(api_a, agent_id, "¿Dónde está mi pedido?", contact="c-1")
     assert first["escalation"] is None
 
-    again = _say(api_a, agent_id, "¿dónde está mi pedido??", "c-1")
+    again = say(api_a, agent_id, "¿dónde está mi pedido??", contact="c-1")
     assert again["escalation"] == {"reason": "conversation_loop", "priority": "medium"}
     assert again["conversation_status"] == "escalated"
     assert len(fake_google.generate_requests) == 1
@@ -86,10 +78,10 @@ def test_two_identical_answers_in_a_row_offer_a_person_at_the_next_message(
     agent_id = create_agent(api_a)
     same = "Puede consultar el estado de su pedido en la sección Mis pedidos."
     push_answer(fake_google, same)
-    assert _say(api_a, agent_id, "¿Tienen la talla 28?", "c-2")["escalation"] is None
+    assert say(api_a, agent_id, "¿Tienen la talla 28?", contact="c-2")["escalation"] is None
     push_answer(fake_google, same)  # one repeat may be right (two questions, one passage)
-    assert _say(api_a, agent_id, "¿Y en color azul?", "c-2")["escalation"] is None
-    looped = _say(api_a, agent_id, "¿Entonces sí o no?", "c-2")
+    assert say(api_a, agent_id, "¿Y en color azul?", contact="c-2")["escalation"] is None
+    looped = say(api_a, agent_id, "¿Entonces sí o no?", contact="c-2")
     assert looped["escalation"] == {"reason": "conversation_loop", "priority": "medium"}
     assert len(fake_google.generate_requests) == 2  # not asked a third time
     meta = _escalation_meta(api_a, looped)
@@ -97,8 +89,8 @@ def test_two_identical_answers_in_a_row_offer_a_person_at_the_next_message(
 
     # Different answers in another conversation: no loop.
     push_answer(fake_google, "Abrimos de 9 a 18 h.")
-    assert _say(api_a, agent_id, "¿Qué horario tienen?", "c-3")["escalation"] is None
+    assert say(api_a, agent_id, "¿Qué horario tienen?", contact="c-3")["escalation"] is None
     push_answer(fake_google, "Sí, el sábado de 10 a 14 h.")
-    assert _say(api_a, agent_id, "¿Y el sábado?", "c-3")["escalation"] is None
+    assert say(api_a, agent_id, "¿Y el sábado?", contact="c-3")["escalation"] is None
     push_answer(fake_google, "Gracias a usted.")
-    assert _say(api_a, agent_id, "Muchas gracias por todo", "c-3")["escalation"] is None
+    assert say(api_a, agent_id, "Muchas gracias por todo", contact="c-3")["escalation"] is None

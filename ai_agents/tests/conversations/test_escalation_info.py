@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ai_agents.models import Conversation
+from ai_agents.services.handoff_notify import EVENT_ESCALATED, notice_build
 from ai_agents.tests.conversations.support import (
     FAST,
     create_agent,
@@ -157,3 +158,54 @@ def test_the_failure_threshold_is_a_validated_setting(api_a: Any, fake_google: F
     agent_id = create_agent(api_a, processing_config={**NO_RETRY, "failures_before_escalation": 1})
     fake_google.push(fake_google.unavailable())
     assert send_message(api_a, agent_id, "Hola").json()["escalation"]["reason"] == "llm_failure"
+
+
+@pytest.mark.django_db
+def test_the_detail_is_kept_as_parts_and_worded_in_the_readers_language(
+    api_a: Any, api_b: Any, tenant_b: Any, fake_google: FakeGoogle
+) -> None:
+    """The engine runs in Spanish; an English reader (API, the tenant's notice e-mail) reads
+    the detail in English, nested details (failures in a row) too; a row stored before the
+    parts existed (a plain text) still reads."""
+    agent_a = create_agent(
+        api_a,
+        escalation_triggers=[
+            {"type": "keyword", "condition": {"keywords": ["reclamación"]}, "priority": "urgent"}
+        ],
+    )
+    hit = send_message(api_a, agent_a, "Quiero poner una reclamación").json()
+    stored = Conversation.objects.unscoped().get(pk=hit["conversation_id"])
+    assert stored.escalation_info["detail"] == {
+        "template": "palabra clave «%(kw)s»",
+        "parts": {"kw": "reclamación"},
+    }
+    assert _detail(api_a, hit["conversation_id"])["escalation"]["detail"] == (
+        "palabra clave «reclamación»"
+    )
+    assert _detail(api_a, hit["conversation_id"], "en")["escalation"]["detail"] == (
+        "keyword “reclamación”"
+    )
+
+    # Tenant B writes English: its notices are worded in English whatever the worker's language.
+    tenant_b.language = "en"
+    tenant_b.save(update_fields=["language"])
+    agent_b = create_agent(api_b, fallback_message="Not now.", processing_config=NO_RETRY)
+    fake_google.push(fake_google.unavailable(), fake_google.unavailable())
+    send_message(api_b, agent_b, "Hello?")
+    failed = send_message(api_b, agent_b, "Anyone there?").json()
+    assert failed["escalation"]["reason"] == "llm_failure"
+    conversation = Conversation.objects.unscoped().get(pk=failed["conversation_id"])
+    notice = notice_build(conversation, EVENT_ESCALATED)
+    assert notice["escalation"]["detail"] == "the model failed after retries (2 failures in a row)"
+    assert _detail(api_b, failed["conversation_id"])["escalation"]["detail"] == (
+        "el modelo falló tras los reintentos (2 fallos seguidos)"
+    )
+    assert api_a.get(f"/api/v1/conversations/{failed['conversation_id']}").status_code == 404
+
+    # An escalation stored before: its detail is the text it was written with.
+    Conversation.objects.unscoped().filter(pk=stored.pk).update(
+        escalation_info={**stored.escalation_info, "detail": "palabra clave «queja»"}
+    )
+    for language in ("es", "en"):
+        old = _detail(api_a, hit["conversation_id"], language)["escalation"]
+        assert old["detail"] == "palabra clave «queja»"

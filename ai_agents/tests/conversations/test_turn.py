@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from ai_agents.conversations import store
 from ai_agents.conversations.engine import conversation_answer_pending, message_process
-from ai_agents.conversations.inbound import Inbound, message_receive
+from ai_agents.conversations.inbound import Inbound
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.services.agents import agent_create
 from ai_agents.tasks import channel_pending_sweep
-from ai_agents.tests.channels.whatsapp.support import WA_ID
+from ai_agents.tests.channels.whatsapp.support import stored
 from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
@@ -136,20 +136,6 @@ def test_two_messages_of_one_conversation_sent_together_are_answered_in_order(
     assert "Uno." in str(fake_google.generate_requests[1])
 
 
-def _stored(agent: Agent, text: str, message_id: str, binding: Any = None) -> Message:
-    message, _ = message_receive(
-        agent=agent,
-        inbound=Inbound(
-            text=text,
-            contact={"external_id": WA_ID},
-            channel="whatsapp",
-            channel_message_id=message_id,
-            binding=binding,
-        ),
-    )
-    return message
-
-
 def _lease(conversation_id: Any, tenant: Any, *, seconds: float) -> None:
     """The conversation's turn held by another run, for `seconds` (negative: expired)."""
     with tenant_scope(tenant):
@@ -163,7 +149,7 @@ def test_a_run_that_finds_the_turn_taken_leaves_the_messages_to_the_holder(
     tenant_a: Any, fake_google: FakeGoogle
 ) -> None:
     agent = _agent(tenant_a)
-    message = _stored(agent, "Hola", "wamid.turn-1")
+    message = stored(agent, "Hola", "wamid.turn-1")
     _lease(message.conversation_id, tenant_a, seconds=60)
 
     started = time.monotonic()
@@ -179,7 +165,7 @@ def test_a_lease_left_by_a_killed_worker_expires_and_the_sweep_queues_it_again(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
     tenant = wa_binding.tenant
-    message = _stored(wa_binding.agent, "Hola", "wamid.turn-2", binding=wa_binding)
+    message = stored(wa_binding.agent, "Hola", "wamid.turn-2", binding=wa_binding)
     with tenant_scope(tenant):
         Message.objects.filter(pk=message.pk).update(
             created_at=timezone.now() - timedelta(seconds=90)
@@ -206,7 +192,7 @@ def test_a_turn_is_given_back_across_a_database_blip(
     """A run that fails while PostgreSQL restarts gives its turn back once the database answers
     again, not after the lease expires (the conversation would stay unanswered meanwhile)."""
     agent = _agent(tenant_a)
-    message = _stored(agent, "Hola", "wamid.turn-3")
+    message = stored(agent, "Hola", "wamid.turn-3")
     token = uuid.uuid4()
     with tenant_scope(tenant_a):
         conversation = Conversation.objects.get(pk=message.conversation_id)

@@ -132,3 +132,34 @@ class Line:
         with self.run_tasks():
             post(self.client, payload("text"))
         return bot_reply(self.tenant)
+
+
+def stored(agent: Any, text: str, message_id: str, binding: Any = None) -> Message:
+    """A WhatsApp message from WA_ID, stored as the webhook stores it (no task queued)."""
+    from ai_agents.conversations.inbound import Inbound, message_receive
+
+    message, _ = message_receive(
+        agent=agent,
+        inbound=Inbound(
+            text=text,
+            contact={"external_id": WA_ID},
+            channel="whatsapp",
+            channel_message_id=message_id,
+            binding=binding,
+        ),
+    )
+    return message
+
+
+def stored_unanswered(binding: Any, text: str, message_id: str, *, age_s: float = 90) -> Message:
+    """A WhatsApp message from WA_ID stored `age_s` seconds ago whose task never ran."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    message = stored(binding.agent, text, message_id, binding)
+    with tenant_scope(binding.tenant):
+        Message.objects.filter(pk=message.pk).update(
+            created_at=timezone.now() - timedelta(seconds=age_s)
+        )
+    return message
