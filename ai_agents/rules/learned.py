@@ -45,6 +45,8 @@ CONTEXTS = (*(name for name, _ in (*lex.BLOCKERS, *BLOCKER_FRAMES)), "negation")
 DIM = 384
 BUCKETS = 2048
 MAX_CHARS = 2000  # as the query vector (`embeddings.QUERY_MAX_CHARS`)
+MIN_WORDS = 4  # a message with no cue of a person is read by the model from this many words
+NOT_CONSULTED = "-"  # the pseudo-context of a message the model does not read
 _WORD = re.compile(r"\w+")
 
 
@@ -85,6 +87,14 @@ def learned() -> Learned | None:
             vetoes=frozenset(str(v) for v in data["vetoes"] if str(v)),
             data_hash=str(data["data_hash"]),
         )
+
+
+def consulted(text: str, verdict: str) -> bool:
+    """Whether the request model reads this message: one with a cue of a person or a contact
+    (layer 1 "unsure" or "not"), or with at least MIN_WORDS words. A short message with no cue
+    ("sí por favor", "yes please") means what the conversation before it means, which the
+    model does not see: it stays with layer 1."""
+    return verdict != "none" or len(normalize(text).split()) >= MIN_WORDS
 
 
 def request_features(text: str, verdict: str, context: str, vector: Any) -> Any:

@@ -27,7 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ai_agents.rules.learned import PROTOTYPES, WEIGHTS, loop_features, request_features
+from ai_agents.rules.learned import (
+    MIN_WORDS,
+    NOT_CONSULTED,
+    PROTOTYPES,
+    WEIGHTS,
+    consulted,
+    loop_features,
+    request_features,
+)
 from ai_agents.rules.loops import loop_detail
 from ai_agents.rules.person_phrases import phrase_layer
 
@@ -54,7 +62,7 @@ def vetoes(data: Data) -> set[str]:
     """The negative contexts seen at least MIN_VETO times and never on a request: they veto
     the model (a price per person stays a price per person whatever the vector says)."""
     out = set()
-    for context in set(data.context) - {""}:
+    for context in set(data.context) - {"", NOT_CONSULTED}:
         rows = data.context == context
         if rows.sum() >= MIN_VETO and not data.y[rows].any():
             out.add(str(context))
@@ -62,7 +70,8 @@ def vetoes(data: Data) -> set[str]:
 
 
 def allowed(data: Data, vetoed: set[str]) -> np.ndarray:
-    return ~np.isin(data.context, sorted(vetoed)) if vetoed else np.ones(len(data.y), bool)
+    """The rows the model may fire on: not vetoed, and read at all (`learned.consulted`)."""
+    return ~np.isin(data.context, [*sorted(vetoed), NOT_CONSULTED])
 
 
 def fit(x: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
@@ -156,7 +165,7 @@ def _prototypes() -> list[dict]:
 
 def data_hash() -> str:
     """SHA-256 of the training data and the build's settings."""
-    digest = hashlib.sha256(f"{LAMBDAS} {TARGET} {ITERATIONS}".encode())
+    digest = hashlib.sha256(f"{LAMBDAS} {TARGET} {ITERATIONS} {MIN_WORDS}".encode())
     for path in [*sorted(FIXTURES.glob("escalation_*.jsonl")), PROTOTYPES]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -183,6 +192,12 @@ def vectors(texts: list[str]) -> dict[str, np.ndarray]:
     return {t: known[query_text(t)] for t in texts}
 
 
+def _context(text: str, verdict: str, detail: str) -> str:
+    if not consulted(text, verdict):
+        return NOT_CONSULTED
+    return detail if verdict == "not" else ""
+
+
 def datasets() -> tuple[Data, Data]:
     """(requests, loops) training data over every fixture set (+ prototypes for requests)."""
     cases, protos = _cases(), _prototypes()
@@ -197,7 +212,7 @@ def datasets() -> tuple[Data, Data]:
         rq_y.append(c["reason"] == "user_request")
         rq_fixed.append(verdict.verdict == "request")
         rq_groups.append(c["set"])
-        rq_context.append(verdict.detail if verdict.verdict == "not" else "")
+        rq_context.append(_context(c["message"], verdict.verdict, verdict.detail))
         lp_x.append(loop_features(c["message"], c["users"], c["answers"]))
         lp_y.append(c["reason"] == "conversation_loop")
         fired = loop_detail(
@@ -217,7 +232,7 @@ def datasets() -> tuple[Data, Data]:
         rq_y.append(p["label"])
         rq_fixed.append(verdict.verdict == "request")
         rq_groups.append(PROTOTYPE_SET)
-        rq_context.append(verdict.detail if verdict.verdict == "not" else "")
+        rq_context.append(_context(p["text"], verdict.verdict, verdict.detail))
     requests = Data(
         np.array(rq_groups),
         np.stack(rq_x),

@@ -9,7 +9,8 @@
    vector (the one retrieval computes for local knowledge bases, from the same cache), its
    hashed words and layer 1's negative context; it fires at the threshold chosen by
    cross-validation. A negative context never seen on a request in training (a price per
-   person, "persona física", a trade agent...) vetoes it without computing the vector;
+   person, "persona física", a trade agent...) vetoes it without computing the vector, and a
+   short message with no cue of a person at all ("sí por favor") is not read (`consulted`);
 3. the model's own `escalate` action / intent stays a separate signal in
    `rules.escalation.evaluate_escalation` (layer "model").
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ai_agents.rules.learned import learned, request_features
+from ai_agents.rules.learned import consulted, learned, request_features
 from ai_agents.rules.person_phrases import phrase_layer
 
 Embed = Callable[[str], "list[float] | tuple[float, ...]"]
@@ -54,7 +55,7 @@ def detect_person_request(text: str, *, embed: Embed | None = None) -> PersonDec
         return PersonDecision(True, "rules", verdict.detail)
     built = learned()
     context = verdict.detail if verdict.verdict == "not" else ""
-    if built is None or context in built.vetoes:
+    if built is None or context in built.vetoes or not consulted(text, verdict.verdict):
         return PersonDecision(False, "rules", verdict.detail)
     model = built.request
     vector = (embed or cached_query_vector)(text)

@@ -109,6 +109,14 @@ def test_the_learned_layer_decides_what_the_rules_leave_open(text: str, e5_model
     assert decision.score is not None and re.fullmatch(r"p \d\.\d\d / \d\.\d\d", decision.detail)
 
 
+@pytest.mark.parametrize("text", ["sí por favor", "yes please", "sí porfa", "ok gracias"])
+def test_a_short_reply_with_no_cue_is_left_to_layer_1(text: str) -> None:
+    """It means what the conversation before it means (accepting an offer of a person, or of
+    a delivery): the model, which reads the message alone, does not decide it."""
+    decision = detect_person_request(text, embed=_no_embedding)
+    assert (decision.requested, decision.layer) == (False, "rules")
+
+
 def test_the_vector_is_not_computed_when_the_rules_decide_or_a_context_vetoes() -> None:
     built = learned()
     assert built is not None and "price_per_person" in built.vetoes
