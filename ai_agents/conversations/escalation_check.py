@@ -3,9 +3,9 @@ need from the turn: before the model (`early_escalation`: the request-for-a-pers
 keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, confidence, the
 model's own `escalate`).
 
-The detector's embedding layer reuses the query vector retrieval computes for local knowledge
-bases (`retrieval_prefetch` starts it when the message arrives); when it has to wait for that
-vector (~25 ms of CPU), the database connection goes back to the pool first.
+The detector's learned layer (requests for a person) reuses the query vector retrieval computes
+for local knowledge bases (`retrieval_prefetch` starts it when the message arrives); when it has
+to wait for that vector (~20 ms of CPU), the database connection goes back to the pool first.
 """
 
 from __future__ import annotations

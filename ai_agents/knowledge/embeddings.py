@@ -209,7 +209,7 @@ def embed_query(
     if local is not None:
         return list(local)
     if kb.embedding_provider == "local":
-        return list(_local_query(key, text))
+        return list(local_query_vector(text))
     cached = _cache_call(cache.get, key)
     if cached is None:
         retry = AGENTS
@@ -294,6 +294,15 @@ def _local_compute(key: str, text: str) -> tuple[tuple[float, ...], float]:
     vector = tuple(cached)
     _query_lru.put(key, vector)
     return vector, inference_s
+
+
+def local_query_vector(text: str) -> tuple[float, ...]:
+    """The local model's query vector of `text` (cut by `query_text`): this process's LRU, the
+    job `query_prefetch` started, the shared cache, or computed here. Retrieval over a local
+    knowledge base and the escalation detector both call it, so a message is embedded once."""
+    text = query_text(text)
+    key = query_key(LOCAL_MODEL, text)
+    return _query_lru.get(key) or _local_query(key, text)
 
 
 def _local_query(key: str, text: str) -> tuple[float, ...]:

@@ -24,7 +24,7 @@ the agent's escalation message. Conditions per type:
                   (`ai_agents.rules.loops`) -> `conversation_loop`
 - user_request:   {"phrases": [..], "exclude": [..]} (both optional): the request-for-a-person
                   detector (`ai_agents.rules.person_request`: phrase rules with negative
-                  context, then labelled prototypes), plus the tenant's own phrases (whole
+                  context, then the learned layer), plus the tenant's own phrases (whole
                   words, normalised); an `exclude` phrase present in the message vetoes the
                   detector -> `user_request`
 
@@ -33,7 +33,7 @@ priority (ties: config order), or None. Independently of the config, `model_requ
 (the model chose the `escalate` action) escalates with reason `model_request`, the priority of a
 configured user_request trigger or medium; configured triggers of higher priority win over it.
 Missing signals (sentiment/intent/confidence None) never fire their trigger. Every decision
-says which `layer` decided: "rules" / "embedding" (the detector's layers), "loop", "trigger"
+says which `layer` decided: "rules" / "learned" (the detector's layers), "loop", "trigger"
 (any other configured trigger), "model" (the model's own `escalate`); `detail` says why.
 `failure_decision(kind)` gives the decision for llm_failure / timeout / no_credits.
 """
@@ -84,7 +84,7 @@ class EscalationDecision:
     trigger_type: str
     detail: str = ""
     message: str | None = None  # the trigger's own message, if configured
-    layer: str = ""  # rules | embedding | loop | trigger | model (see the module docstring)
+    layer: str = ""  # rules | learned | loop | trigger | model (see the module docstring)
 
 
 def default_escalation_triggers() -> list[EscalationTrigger]:
@@ -111,7 +111,7 @@ def _user_request(
     found = detect(text)
     if not found.requested:
         return None
-    if found.layer == "embedding":
+    if found.layer == "learned":
         return detail(
             gettext_noop("parecido a una petición de persona: %(d)s"),
             d=found.detail,

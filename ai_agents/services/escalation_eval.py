@@ -1,5 +1,5 @@
 """`manage.py escalation_eval FILE.jsonl [--agent ID]`: the escalation decision measured on a
-labelled set, with no model configured (the rules, the embedding layer and loop detection).
+labelled set, with no model configured (the rules, the learned layer and loop detection).
 
 Each line: `{"message", "history": [{"role", "content"}], "should_escalate": bool, "reason"}`
 (`reason`: the expected one, e.g. "user_request", "conversation_loop", "none"). The triggers

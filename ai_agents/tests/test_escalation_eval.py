@@ -11,12 +11,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ai_agents.config import escalation_defaults, intent_defaults
 from ai_agents.models import Agent
+from ai_agents.rules import person_build
+from ai_agents.rules.learned import learned
 from ai_agents.services.agents import agent_create
 from ai_agents.tests.conversations.support import FAST
 from erp.tenancy.models import Tenant
@@ -51,11 +54,16 @@ SETS = [
     "escalation_blind2.jsonl",  # written blind by a third author
     "escalation_blind3.jsonl",  # written blind by a fourth author
 ]
+# A fifth author's set (indirect requests), fixed on by no rule but now training data of the
+# learned layer: its requests meet the goal at training; its loops (R 0.833) do not.
+BLIND4 = "escalation_blind4.jsonl"
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", SETS)
 def test_the_shipped_sets_meet_the_goals_without_a_model(name: str) -> None:
+    """With the final (committed) learned layer, trained on these very sets: training-set
+    figures. The unseen estimate is `python -m ai_agents.rules.person_build --cv`."""
     lines = _run(str(FIXTURES / name))
     last = LAST.match(lines[-1])
     assert last, lines[-1]
@@ -77,7 +85,7 @@ def test_the_shipped_set_is_large_balanced_and_disjoint_from_the_prototypes() ->
     assert {c["reason"] for c in cases} >= {"user_request", "conversation_loop", "none"}
     prototypes = Path(__file__).resolve().parents[1] / "rules/data/person_prototypes.jsonl"
     trained = {json.loads(line)["text"].casefold() for line in prototypes.open()}
-    for name in SETS:
+    for name in [*SETS, BLIND4]:
         rows = [json.loads(line) for line in (FIXTURES / name).open() if line.strip()]
         assert not trained & {c["message"].casefold() for c in rows}, name
 
@@ -124,7 +132,9 @@ def test_an_agent_with_its_own_keyword_triggers_is_measured_with_them(
     own = _run(str(cases), "--agent", str(keyword_agent.pk))
     assert own[-1] == "accuracy 0.500 (1/2) precision 1.000 recall 0.500"
     defaults = _run(str(cases), "--agent", str(default_agent.pk))
-    assert _per_reason(defaults)["user_request"] == (1.0, 1.0)
+    assert _per_reason(defaults)["user_request"][1] == 1.0
+    # the detector (its learned layer) also takes "Quiero ver al gerente" for a request
+    assert defaults[-1] == "accuracy 1.000 (2/2) precision 1.000 recall 1.000"
 
 
 @pytest.mark.django_db
@@ -162,3 +172,53 @@ def _agent(tenant: Tenant, name: str, triggers: Any, intents: Any) -> Agent:
 
 def _stored(agent: Agent) -> Agent:
     return Agent.objects.unscoped().get(pk=agent.pk)
+
+
+@pytest.mark.django_db
+def test_the_learned_layer_brings_the_indirect_requests_set_to_the_goal_at_training() -> None:
+    """A training-set figure (the model was trained on this set among the others); the
+    held-out figure for this set is in fixtures/README.md (`person_build --cv`)."""
+    lines = _run(str(FIXTURES / BLIND4))
+    precision, recall = _per_reason(lines)["user_request"]
+    assert precision >= 0.95 and recall >= 0.90, (precision, recall)
+    assert any("learned" in line for line in lines if line.startswith("layers:"))
+
+
+def test_the_committed_weights_were_built_from_the_committed_data() -> None:
+    """`data/learned.npz` carries the SHA-256 of the fixtures, the prototypes and the build's
+    settings it was trained on: editing any of them without `python -m
+    ai_agents.rules.person_build` fails here."""
+    built = learned()
+    assert built is not None
+    assert built.data_hash == person_build.data_hash()
+    assert 0.0 < built.request.threshold < 1.0
+    assert built.request.weights.shape == (384 + 10 + 2048,)
+
+
+def test_training_is_deterministic_and_learns() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(120, 6)).astype(np.float32)
+    y = x[:, 0] + 0.5 * x[:, 1] > 0
+    first, second = person_build.fit(x, y, 1.0), person_build.fit(x, y, 1.0)
+    assert np.array_equal(first[0], second[0]) and first[1] == second[1]
+    assert ((person_build.scores(x, first) >= 0.5) == y).mean() > 0.9
+
+
+def test_cross_validation_chooses_inside_the_training_sets(monkeypatch: Any) -> None:
+    """Each held-out set is scored by a model whose lambda and threshold were chosen without
+    it: `choose` never sees the held-out rows."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(90, 4)).astype(np.float32)
+    groups = np.array(["a", "b", "c"] * 30)
+    data = person_build.Data(groups, x, x[:, 0] > 0, np.zeros(90, bool), np.array([""] * 90))
+    seen: list[set[str]] = []
+    real = person_build.choose
+
+    def spy(train: person_build.Data, lambdas: tuple[float, ...]) -> tuple[float, float]:
+        seen.append(set(train.groups))
+        return real(train, lambdas)
+
+    monkeypatch.setattr(person_build, "choose", spy)
+    lines = person_build.cross_validate(data, "toy", (1.0,))
+    assert seen == [{"b", "c"}, {"a", "c"}, {"a", "b"}]
+    assert [line.split()[0] for line in lines[1:]] == ["a", "b", "c"]

@@ -13,7 +13,7 @@ from erp.tenancy.scoping import all_tenants
 
 class Command(BaseCommand):
     help = (
-        "Mide la decisión de escalar sin modelo (reglas, capa de embeddings y bucles) con un "
+        "Mide la decisión de escalar sin modelo (reglas, capa aprendida y bucles) con un "
         "JSONL ({message, history, should_escalate, reason}): precisión y exhaustividad por "
         "motivo, la tabla de confusión y, al final, «accuracy A (n/N) precision P recall R»."
     )

@@ -134,7 +134,7 @@ def test_failures_count_per_conversation_and_tenant(
 
     assert send_message(api_a, agent_a, "Hola").json()["escalation"] is None
     assert send_message(api_b, agent_b, "Hola").json()["escalation"] is None
-    second_a = send_message(api_a, agent_a, "¿Hay alguien?").json()
+    second_a = send_message(api_a, agent_a, "¿Abren mañana?").json()
 
     assert second_a["escalation"]["reason"] == "llm_failure"
     b = api_b.get("/api/v1/conversations").json()["results"]
