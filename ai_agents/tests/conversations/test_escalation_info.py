@@ -192,7 +192,7 @@ def test_the_detail_is_kept_as_parts_and_worded_in_the_readers_language(
     agent_b = create_agent(api_b, fallback_message="Not now.", processing_config=NO_RETRY)
     fake_google.push(fake_google.unavailable(), fake_google.unavailable())
     send_message(api_b, agent_b, "Hello?")
-    failed = send_message(api_b, agent_b, "Anyone there?").json()
+    failed = send_message(api_b, agent_b, "Are you open tomorrow?").json()
     assert failed["escalation"]["reason"] == "llm_failure"
     conversation = Conversation.objects.unscoped().get(pk=failed["conversation_id"])
     notice = notice_build(conversation, EVENT_ESCALATED)
