@@ -113,6 +113,8 @@ def answer_json(request: LlmRequest) -> str:
     last = next((i for i, a in enumerate(ANSWERS) if said and said[-1].endswith(a)), -1)
     answer = ANSWERS[(last + 1) % len(ANSWERS)]
     return json.dumps({"action": "respond", "answer": answer, "confidence": 0.9})
+
+
 DOC = (
     "# Horario\n\nAbrimos de lunes a viernes de 8:00 a 20:00 y los sábados de 9:00 a 14:00.\n\n"
     "# Envíos\n\nEnviamos a toda la península en 48 horas; gratis desde 50 euros.\n\n"
