@@ -94,7 +94,27 @@ from erp.llm import gateway  # noqa: E402
 from erp.llm.types import EmbeddingResult, LlmRequest, LlmResult, TextDelta  # noqa: E402
 from erp.tenancy.models import Tenant  # noqa: E402
 
-ANSWER = '{"action": "respond", "answer": "Abrimos de 8 a 20.", "confidence": 0.9}'
+# The model's answers, in turn: a conversation whose assistant says the same thing twice is a
+# loop (`ai_agents.rules.loops`) and goes to a person, after which its messages are only stored
+# (the bench would then measure that path, not the answer's).
+ANSWERS = (
+    "Abrimos de 8 a 20.",
+    "Los sábados abrimos de 9 a 14.",
+    "El horario es de lunes a viernes de 8:00 a 20:00.",
+)
+
+
+def answer_json(request: LlmRequest) -> str:
+    """The `respond` action with the answer after the conversation's last one (`ANSWERS`; the
+    history may put the time before each earlier message)."""
+    import json
+
+    said = [m.content for m in request.messages if m.role == "assistant"]
+    last = next((i for i, a in enumerate(ANSWERS) if said and said[-1].endswith(a)), -1)
+    answer = ANSWERS[(last + 1) % len(ANSWERS)]
+    return json.dumps({"action": "respond", "answer": answer, "confidence": 0.9})
+
+
 DOC = (
     "# Horario\n\nAbrimos de lunes a viernes de 8:00 a 20:00 y los sábados de 9:00 a 14:00.\n\n"
     "# Envíos\n\nEnviamos a toda la península en 48 horas; gratis desde 50 euros.\n\n"
@@ -116,9 +136,10 @@ class FixedLatencyProvider:
         time.sleep(self.latency_s)
         import json
 
+        answer = answer_json(request)
         result = LlmResult(
-            text=ANSWER,
-            parsed=json.loads(ANSWER),
+            text=answer,
+            parsed=json.loads(answer),
             finish_reason="stop",
             input_tokens=100,
             output_tokens=20,

@@ -49,10 +49,15 @@ def _detect(text: str) -> PersonDecision:
     return detect_person_request(text, embed=_embed_released)
 
 
+# The trigger types decided by the turn's text and history alone: what early_escalation found
+# for them holds after the model too (same text, same history, a deterministic detector).
+TEXT_TRIGGERS = frozenset({"keyword", "user_request", "loop_detection"})
+
+
 def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | None:
     """The triggers that need no model, on the turn's text and history."""
     assert turn.rules is not None  # set by the engine's _early_triggers
-    return evaluate_escalation(
+    decision = evaluate_escalation(
         turn.rules.triggers,
         text=turn.text,
         sentiment=None,
@@ -64,6 +69,8 @@ def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | Non
         model_reason=None,
         detect=_detect,
     )
+    turn.text_triggers_clear = decision is None
+    return decision
 
 
 def model_escalation(
@@ -72,8 +79,11 @@ def model_escalation(
     """The triggers after the model's answer (`signals`: sentiment, intent, confidence), the
     model's own `escalate`. (The assistant repeating itself is judged on the history, before
     the model: two answers that are the same in a row offer a person at the next message; one
-    repeat alone may be right, e.g. two questions answered by the same passage offline.)"""
+    repeat alone may be right, e.g. two questions answered by the same passage offline.)
+    The text-only triggers early_escalation found clear are not run again (the detector and
+    the loop rules are most of this check's cost, and they would decide the same)."""
     assert turn.rules is not None
+    clear = turn.text_triggers_clear
     return evaluate_escalation(
         turn.rules.triggers,
         text=turn.text,
@@ -81,7 +91,8 @@ def model_escalation(
         intent=signals["intent"],
         confidence=signals["confidence"],
         recent_user_texts=turn.recent,
-        assistant_texts=_assistant_texts(turn),
+        assistant_texts=() if clear else _assistant_texts(turn),
+        skip_types=TEXT_TRIGGERS if clear else (),
         model_requested=parsed.name == "escalate",
         model_reason=str(parsed.args.get("reason") or "") or None,
         detect=_detect,

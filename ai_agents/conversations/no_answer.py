@@ -12,6 +12,7 @@ information asked for (the statistics count "unanswered questions" from it). It 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +39,9 @@ def confident_hits(hits: Sequence[SearchHit], query: str) -> list[SearchHit]:
     return list(hits) if hits and confident(hits, query) else []
 
 
+@functools.cache
 def _sentences() -> tuple[str, ...]:
+    """The sentence in both languages, once per process (the catalogs do not change)."""
     found = []
     for language in ("es", "en"):
         with override(language):

@@ -110,6 +110,9 @@ class Turn:
     recent: list[str] = field(default_factory=list)  # earlier customer texts (loop detection)
     rules: Rules | None = None  # the agent's triggers and intents, parsed once
     keyword: IntentMatch | None = None  # the intent its keywords matched, before the model
+    # early_escalation found none of the triggers that read only the text and the history
+    # (keyword, user_request, loop_detection): the check after the model skips them.
+    text_triggers_clear: bool = False
     pending_after: bool = False  # phase 3 gave the turn back and saw another message waiting
     model_failed: bool | None = None  # the model call failed (True) or answered (False)
 

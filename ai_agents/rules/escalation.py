@@ -40,7 +40,7 @@ says which `layer` decided: "rules" / "learned" (the detector's layers), "loop",
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from django.utils.translation import gettext_noop
@@ -193,16 +193,21 @@ def evaluate_escalation(
     model_reason: str | None,
     assistant_texts: Sequence[str] = (),
     detect: Detector | None = None,
+    skip_types: Collection[str] = (),
 ) -> EscalationDecision | None:
     """The highest-priority firing trigger (ties: config order), or None.
 
     `recent_user_texts` / `assistant_texts`: the earlier user / assistant messages of the
     conversation, oldest first, WITHOUT the current one (`text`). `detect` replaces the
     request-for-a-person detector (the eval passes one with the model loaded directly).
+    `skip_types`: trigger types not checked (already found clear on the same text and
+    history); a user_request trigger still gives `model_requested` its priority.
     """
     best: EscalationDecision | None = None
     signals = {"sentiment": sentiment, "confidence": confidence}
     for trigger in triggers:
+        if trigger.type in skip_types:
+            continue
         fired = _check(
             trigger,
             text=text,

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -143,8 +144,16 @@ _TELEGRAPHIC = re.compile(r"^(?:\W*\w+\W*[.!?]){2,}\W*$")  # "ugh. deposit. back
 
 def _content(text: str) -> dict[str, str]:
     """Content words of `text` by stem, cut to 4 letters ("leaks"/"leaking", "llego"/"llega")."""
+    return dict(_content_pairs(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _content_pairs(text: str) -> tuple[tuple[str, str], ...]:
+    # Cached: every message of a conversation looks at the same earlier messages again.
     found = normalize(text).split()
-    return {w[:4]: w for w in found if w not in _STOP and (len(w) > 2 or w.isdigit())}
+    return tuple(
+        {w[:4]: w for w in found if w not in _STOP and (len(w) > 2 or w.isdigit())}.items()
+    )
 
 
 def complaint(text: str, *, answered: bool = False) -> str | None:

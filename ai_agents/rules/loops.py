@@ -44,9 +44,16 @@ def _close(word: str, others: set[str], *, fuzzy: bool) -> bool:
         return True
     if not fuzzy or not 4 <= len(word) <= 24:
         return False
-    return any(
-        abs(len(o) - len(word)) <= 2 and difflib.SequenceMatcher(None, word, o).ratio() >= 0.8
-        for o in others
+    return any(abs(len(o) - len(word)) <= 2 and _typo(word, o) for o in others)
+
+
+def _typo(word: str, other: str) -> bool:
+    """SequenceMatcher ratio >= 0.8, its cheap upper bounds first (difflib's own idiom)."""
+    matcher = difflib.SequenceMatcher(None, word, other)
+    return (
+        matcher.real_quick_ratio() >= 0.8
+        and matcher.quick_ratio() >= 0.8
+        and matcher.ratio() >= 0.8
     )
 
 
@@ -61,7 +68,15 @@ def similar(a: str, b: str, *, similarity: float = 0.8) -> bool:
         return True
     sa, sb = set(na.split()), set(nb.split())
     fuzzy = len(sa) * len(sb) <= FUZZY_PAIRS
-    shared = sum(_close(w, sb, fuzzy=fuzzy) for w in sa)
+    exact = len(sa & sb)
+    # The words that may be typos of one of the other message's (`_close`: 4 to 24 letters).
+    rest = [w for w in sa if w not in sb and 4 <= len(w) <= 24] if fuzzy else []
+    # The ratio grows with the shared words: when even all of `rest` being typos would not
+    # reach `similarity`, no typo is looked for.
+    most = exact + len(rest)
+    if most / (len(sa) + len(sb) - most) < similarity:
+        return False
+    shared = exact + sum(_close(w, sb, fuzzy=True) for w in rest)
     return shared / (len(sa) + len(sb) - shared) >= similarity
 
 

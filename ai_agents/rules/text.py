@@ -55,11 +55,17 @@ HUMAN_AGENT_EXCLUDES: tuple[str, ...] = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def normalize(text: str) -> str:
-    """Casefolded, accent-free, letters/digits only, single spaces, stripped."""
+    """Casefolded, accent-free, letters/digits only, single spaces, stripped. Cached: the
+    rules of one message normalise the same texts (the message, the history's) many times,
+    and the next message of the conversation has the same history."""
     if not text:
         return ""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    folded = text.casefold()
+    if folded.isascii():  # nothing to decompose: NFKD and the accent strip leave it as is
+        return _NON_WORD.sub(" ", folded).strip()
+    decomposed = unicodedata.normalize("NFKD", folded)
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return _NON_WORD.sub(" ", stripped).strip()
 

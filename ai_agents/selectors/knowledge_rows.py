@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from psycopg.pq import ExecStatus
 
 CANDIDATES = 40  # per list, before fusion
 
@@ -55,7 +56,12 @@ def _search_rows(sql: str, params: dict[str, Any], timeout_ms: int | None) -> li
 
 
 def _last_rows(cursor: Any) -> list[Any]:
-    while cursor.description is None:  # the SAVEPOINT and SET results come first
-        if not cursor.nextset():
-            return []
-    return cursor.fetchall()
+    """The rows of the first result that has some (the SAVEPOINT and SET results come first),
+    read from psycopg's cursor: its status says so without building `description`'s columns,
+    and Django's wrapper would translate the errors of each call apart."""
+    result = cursor.cursor
+    with connection.wrap_database_errors:
+        while result.pgresult is None or result.pgresult.status != ExecStatus.TUPLES_OK:
+            if not result.nextset():
+                return []
+        return result.fetchall()

@@ -94,12 +94,15 @@ def run_together(statements: Sequence[Statement]) -> list[Outcome]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         result = cursor.cursor  # psycopg's: its status says whether rows came back, where
-        while True:  # `description` would first build a Column for every column
-            pgresult = result.pgresult
-            rows_back = pgresult is not None and pgresult.status == ExecStatus.TUPLES_OK
-            outcomes.append(Outcome(cursor.fetchall() if rows_back else None, cursor.rowcount))
-            if not cursor.nextset():
-                break
+        # `description` would first build a Column for every column. Read straight from it
+        # (Django's wrapper would wrap each call of the loop in the same error translation).
+        with connection.wrap_database_errors:
+            while True:
+                pgresult = result.pgresult
+                rows_back = pgresult is not None and pgresult.status == ExecStatus.TUPLES_OK
+                outcomes.append(Outcome(result.fetchall() if rows_back else None, result.rowcount))
+                if not result.nextset():
+                    break
     return outcomes
 
 

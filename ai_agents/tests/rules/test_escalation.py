@@ -184,6 +184,20 @@ def test_model_request() -> None:
     assert evaluate([], model_requested=False, model_reason="x") is None
 
 
+def test_skipped_types_are_not_checked_but_still_give_the_model_request_its_priority() -> None:
+    # The engine's check after the model skips what the check before it found clear.
+    triggers = parse_escalation_triggers(
+        [*KEYWORD, {"type": "user_request", "priority": "urgent"}, {"type": "confidence"}]
+    )
+    assert evaluate(triggers, text="quiero hablar con el gerente") is not None
+    skip = {"keyword", "user_request", "loop_detection"}
+    assert evaluate(triggers, text="quiero hablar con el gerente", skip_types=skip) is None
+    low = evaluate(triggers, text="quiero hablar con el gerente", confidence=0.1, skip_types=skip)
+    assert low is not None and low.reason == "low_confidence"
+    asked = evaluate(triggers, model_requested=True, model_reason="x", skip_types=skip)
+    assert asked is not None and (asked.reason, asked.priority) == ("model_request", "urgent")
+
+
 def test_flat_parameters_and_roundtrip() -> None:
     triggers = parse_escalation_triggers(
         [{"type": "confidence", "threshold": 0.3}, {"type": "loop_detection", "max_similar": 4}]

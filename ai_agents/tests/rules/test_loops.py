@@ -15,6 +15,16 @@ def test_the_same_question_twice_is_a_loop_a_short_answer_twice_is_not() -> None
     assert loop_detail("What's the price of plan B?", recent_user_texts=plan_a) is None
 
 
+def test_typos_count_as_the_word_whatever_the_order_of_the_messages() -> None:
+    # Typos of long words are looked for only when they could reach the threshold.
+    assert similar("donde esta mi pedidio", "¿Dónde está mi pedido?")
+    assert similar("¿Dónde está mi pedido?", "donde esta mi pedidio")
+    assert similar("quiero cancelar la subscripcion ya", "quiero cancelar la suscripcion ya")
+    assert not similar("quiero cancelar la subscripcion ya", "quiero renovar la suscripcion hoy")
+    assert not similar("Los sábados abrimos de 9 a 14.", "El horario es de lunes a viernes.")
+    assert similar("Los sábados abrimos de 9 a 14", "los sabados abrimos de 9 a 14 h")
+
+
 def test_the_customer_saying_they_repeat_themselves() -> None:
     for text in [
         "Se lo he dicho ya varias veces, el pedido no llega",
