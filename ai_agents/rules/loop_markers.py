@@ -93,14 +93,44 @@ AFTER_ANSWER = re.compile(
     rf"contestaste) (?:\w+ ){{0,4}}{_TIMES}|"
     r"you (?:already|have already|ve already) (?:told|said|gave|sent) (?:me )?(?:that|this|it)|"
     r"(?:es )?lo unico que (?:te |le |les |os )?(?:pregunto|pido|estoy preguntando|"
-    r"quiero saber)|all i (?:m |am )?(?:asking|want to know|asked)(?: for| is)?)\b"
+    r"quiero saber)|all i (?:m |am )?(?:asking|want to know|asked)(?: for| is)?|"
+    # the count of askings anywhere: "I'm asking what X is, for the second time"
+    rf"(?:asking|ask|asked|pregunto|preguntando|pido|pidiendo|digo|diciendo)\b(?: \w+){{0,12}} "
+    rf"(?:for the {_ORDINAL_EN} time|por (?:la )?{_ORDINAL} vez)|"
+    rf"(?:asking|ask|writing) (?:this |you )?(?:for )?the {_ORDINAL_EN} time|"
+    # the same question again: "Same question again:", "es la misma pregunta de hace rato"
+    r"(?:same question|misma pregunta)|"
+    # not answering: "no me contestas lo que pregunto", "no me respondes", "you're not answering"
+    r"no (?:me )?(?:contestas|respondes|contestais|respondeis)|"
+    r"no (?:me )?(?:contesta|responde|contestan|responden) (?:a )?lo que (?:le |les )?pregunto|"
+    r"no me (?:esta|estas|estan) (?:entendiendo|escuchando|leyendo|respondiendo|contestando)|"
+    r"(?:you re|youre|you are) not (?:answering|listening|reading)|"
+    r"(?:you )?(?:didn t|didnt|did not|don t|dont|never) (?:answer|address) (?:my|the) question|"
+    r"(?:doesn t|doesnt|does not) answer my question|"
+    # the answer already given, the thing already told: "te lo dije", "ya se la di",
+    # "That's what you said last time", "eso mismo me contestaron la semana pasada"
+    r"(?<!no )(?:te|se|le|os|les) (?:lo|la|los|las) (?:dije|di|pase|mande|envie|dimos|dijimos)"
+    r"(?! a )|"
+    r"i (?:already )?(?:gave|sent) (?:it|that|them|this) (?:to you )?(?:already|before)|"
+    r"(?:that s|thats|that is) what you (?:said|told me|wrote)|"
+    r"eso (?:mismo )?(?:ya )?me (?:dijeron|contestaron|respondieron|dijiste|contestaste|"
+    r"respondiste|dijo|contesto|respondio)|"
+    # the contrastive re-focus: "te estoy preguntando si hacen X, no los sabores"
+    r"(?:te|le|les|os) estoy (?:preguntando|diciendo|pidiendo)|"
+    r"(?:i m|im|i am) asking (?:you )?(?:about|if|whether|what|when|how|for)|"
+    # the emphatic one thing: "simple question", "solo quiero saber"
+    r"(?:simple|easy|basic|straightforward|one) question|pregunta (?:simple|sencilla|facil)|"
+    r"(?:solo|solamente|nada mas|unicamente) (?:quiero|queria|necesito) saber)\b"
 )
 # At the head of the message, before a colon or a dash ("Otra vez: ¿...?", "Again - ...",
 # "Por cuarta vez: ..."), on the ORIGINAL text.
 HEAD = re.compile(
     r"^\W*(?:otra vez|de nuevo|nuevamente|una vez m[aá]s|otra vez m[aá]s|again|once again|"
     r"one more time|once more|yet again|(?:por|es la|for the|this is the) \w+ (?:vez|time)|repito)"
-    r"\s*(?:[:\-–—]|\.\.\.)",
+    r"\s*(?:[:\-–—]|\.\.\.)|"
+    # an ordinal heading a question: "por tercera vez, ¿se permiten perros?"
+    r"^\W*(?:por (?:la )?(?:segunda|tercera|cuarta|quinta|enésima|enesima)|for the "
+    r"(?:second|third|fourth|fifth|umpteenth)) (?:vez|time)\s*,(?=.*\?)",
     re.IGNORECASE,
 )
 _PERSIST = re.compile(
@@ -141,7 +171,7 @@ _ASKS = re.compile(
 _TELEGRAPHIC = re.compile(r"^(?:\W*\w+\W*[.!?]){2,}\W*$")  # "ugh. deposit. back. when."
 
 
-def _content(text: str) -> dict[str, str]:
+def content_stems(text: str) -> dict[str, str]:
     """Content words of `text` by stem, cut to 4 letters ("leaks"/"leaking", "llego"/"llega")."""
     found = normalize(text).split()
     return {w[:4]: w for w in found if w not in _STOP and (len(w) > 2 or w.isdigit())}
@@ -165,10 +195,10 @@ def restated(
     docstring), or None."""
     if len(earlier_user_texts) < MIN_EARLIER or len(assistant_texts) < MIN_EARLIER:
         return None
-    current = _content(text)
+    current = content_stems(text)
     before: set[str] = set()
     for earlier in earlier_user_texts:
-        before |= set(_content(earlier))
+        before |= set(content_stems(earlier))
     shared = [word for stem, word in current.items() if stem in before]
     persists = _PERSIST.search(normalize(text)) is not None
     if not persists and _RESOLVED.search(normalize(text)):
