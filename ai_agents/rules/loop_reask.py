@@ -54,6 +54,11 @@ def reasked(
     if not _repeat(last, before):
         return None
     asked = content_stems(earlier_user_texts[-1])
-    if asked and len(asked.keys() & last.keys()) > COVERED * len(asked):
+    if asked and sum(_taken_up(stem, last) for stem in asked) > COVERED * len(asked):
         return None
     return earlier_user_texts[-1]
+
+
+def _taken_up(stem: str, answer: dict[str, str]) -> bool:
+    """The answer has the customer's word or its plural ("cat" / "cats", "gato" / "gatos")."""
+    return stem in answer or any(other.startswith(stem) for other in answer if len(stem) >= 3)
