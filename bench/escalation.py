@@ -4,7 +4,7 @@
 
 The messages are the shipped labelled sets (fixtures/escalation_eval.jsonl and
 escalation_holdout.jsonl, with their histories; `--all-sets` adds escalation_fresh.jsonl,
-escalation_dev.jsonl, escalation_blind2.jsonl and escalation_blind3.jsonl); each decision is
+escalation_dev.jsonl and escalation_blind2/3/4/5a/5b.jsonl); each decision is
 the engine's check before the model (`evaluate_escalation` with the default triggers: the
 request-for-a-person detector, loop detection, the keyword intent). Pinned to CPU 0
 (`sched_setaffinity`), one OpenMP thread. Two figures:
@@ -41,6 +41,9 @@ MORE = (
     "escalation_dev.jsonl",
     "escalation_blind2.jsonl",
     "escalation_blind3.jsonl",
+    "escalation_blind4.jsonl",
+    "escalation_blind5a.jsonl",
+    "escalation_blind5b.jsonl",
 )
 
 
@@ -65,7 +68,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="passes over the messages")
     parser.add_argument("--smoke", action="store_true", help="30 messages, one pass (CI)")
     parser.add_argument(
-        "--all-sets", action="store_true", help="also the fresh, dev, blind2, blind3 sets"
+        "--all-sets", action="store_true", help="also the fresh, dev and blind sets"
     )
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
