@@ -95,11 +95,11 @@ AFTER_ANSWER = re.compile(
     r"(?:es )?lo unico que (?:te |le |les |os )?(?:pregunto|pido|estoy preguntando|"
     r"quiero saber)|all i (?:m |am )?(?:asking|want to know|asked)(?: for| is)?|"
     # the count of askings anywhere: "I'm asking what X is, for the second time"
-    rf"(?:asking|ask|asked|pregunto|preguntando|pido|pidiendo|digo|diciendo)\b(?: \w+){{0,12}} "
+    rf"(?:asking|ask|asked|pregunto|preguntando)\b(?: \w+){{0,12}} "
     rf"(?:for the {_ORDINAL_EN} time|por (?:la )?{_ORDINAL} vez)|"
     rf"(?:asking|ask|writing) (?:this |you )?(?:for )?the {_ORDINAL_EN} time|"
     # the same question again: "Same question again:", "es la misma pregunta de hace rato"
-    r"(?:same question|misma pregunta)|"
+    r"(?:same question|misma pregunta)(?! (?:for|about|but|regarding|on|para|sobre|pero|con|en) )|"
     # not answering: "no me contestas lo que pregunto", "no me respondes", "you're not answering"
     r"no (?:me )?(?:contestas|respondes|contestais|respondeis)|"
     r"no (?:me )?(?:contesta|responde|contestan|responden) (?:a )?lo que (?:le |les )?pregunto|"
@@ -113,13 +113,18 @@ AFTER_ANSWER = re.compile(
     r"(?! a )|"
     r"i (?:already )?(?:gave|sent) (?:it|that|them|this) (?:to you )?(?:already|before)|"
     r"(?:that s|thats|that is) what you (?:said|told me|wrote)|"
-    r"eso (?:mismo )?(?:ya )?me (?:dijeron|contestaron|respondieron|dijiste|contestaste|"
-    r"respondiste|dijo|contesto|respondio)|"
-    # the contrastive re-focus: "te estoy preguntando si hacen X, no los sabores"
-    r"(?:te|le|les|os) estoy (?:preguntando|diciendo|pidiendo)|"
+    r"eso (?:mismo|ya) (?:ya )?me (?:dijeron|contestaron|respondieron|dijiste|contestaste|"
+    r"respondiste|dijo|contesto|respondio)|eso (?:ya )?me (?:dijiste|contestaste|respondiste))\b"
+)
+# Said after an answer AND about what the customer already asked (`refocus`): the contrastive
+# re-focus ("te estoy preguntando si hacen X, no los sabores", "I'm asking about X") and the
+# emphatic one thing ("simple question", "solo quiero saber..."). A new question put so
+# ("I have a simple question: do you deliver?") shares no content word with the earlier ones.
+FOCUS = re.compile(
+    r"\b(?:(?:te|le|les|os) estoy (?:preguntando|diciendo|pidiendo)|"
     r"(?:i m|im|i am) asking (?:you )?(?:about|if|whether|what|when|how|for)|"
-    # the emphatic one thing: "simple question", "solo quiero saber"
-    r"(?:simple|easy|basic|straightforward|one) question|pregunta (?:simple|sencilla|facil)|"
+    r"(?<!have a )(?<!got a )(?<!another )(?<!quick )(?:simple|easy|basic|straightforward) "
+    r"question|(?<!tengo una )(?<!otra )pregunta (?:simple|sencilla|facil)|"
     r"(?:solo|solamente|nada mas|unicamente) (?:quiero|queria|necesito) saber)\b"
 )
 # At the head of the message, before a colon or a dash ("Otra vez: ¿...?", "Again - ...",
@@ -186,6 +191,18 @@ def complaint(text: str, *, answered: bool = False) -> str | None:
     normal = normalize(text)
     found = COMPLAINT.search(normal) or (AFTER_ANSWER.search(normal) if answered else None)
     return found.group(0) if found else None
+
+
+def refocus(text: str, earlier_user_texts: Sequence[str]) -> str | None:
+    """The `FOCUS` phrase when the message also repeats a content word of the customer's
+    earlier messages (the same question pressed again), or None. Call after an answer."""
+    found = FOCUS.search(normalize(text))
+    if not found:
+        return None
+    before: set[str] = set()
+    for earlier in earlier_user_texts:
+        before |= set(content_stems(earlier))
+    return found.group(0) if before & set(content_stems(text)) else None
 
 
 def restated(

@@ -31,7 +31,7 @@ COVERED = 0.5  # the customer's stems in the last answer, at most, for it to be 
 MIN_ANSWER_CONTENT = 3  # content words of an answer at least ("$39 al mes." is too short)
 _ASKS = re.compile(
     r"\?|\b(?:qué|cuándo|cuánto|cuánta|cuántos|cuántas|dónde|cómo|cuál|cuáles|quién)\b|"
-    r"(?:^|[.,;:!]\s*)(?:donde|cuando|cuanto|cuanta|cuantos|que|como|cual|what|when|where|how|"
+    r"(?:^|[.,;:!]\s*)(?:donde|cuando|cuanto|cuanta|cuantos|cual|what|when|where|how|"
     r"which|is|are|can|could|do|does|did|will|would|should)\b",
     re.IGNORECASE,
 )

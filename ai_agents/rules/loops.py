@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from django.utils.translation import gettext_noop
 
 from ai_agents.rules.detail import detail
-from ai_agents.rules.loop_markers import complaint, restated
+from ai_agents.rules.loop_markers import complaint, refocus, restated
 from ai_agents.rules.loop_reask import reasked
 from ai_agents.rules.text import normalize, words
 
@@ -123,7 +123,9 @@ def loop_detail(
         count = 1 + sum(similar(text, t, similarity=similarity) for t in earlier)
         if count >= max_similar:
             return detail(gettext_noop("el mismo mensaje %(n)s veces"), n=count)
-    said = complaint(text, answered=bool(assistant_texts))
+    said = complaint(text, answered=bool(assistant_texts)) or (
+        refocus(text, recent_user_texts[-window:]) if assistant_texts else None
+    )
     if said:
         return detail(gettext_noop("el cliente dice que se repite («%(p)s»)"), p=said)
     ref = _repeated_reference(text, recent_user_texts[-window:], assistant_texts)

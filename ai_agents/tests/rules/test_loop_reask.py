@@ -60,16 +60,23 @@ def test_the_thing_already_told_or_given() -> None:
     assert _loop("no te lo dije antes: también quiero una tarta") is None
 
 
-def test_the_refocus_and_the_simple_question() -> None:
+def test_the_refocus_and_the_simple_question_on_what_was_asked() -> None:
     for text in [
         "Te estoy preguntando por el DOMINGO, no por el sábado",
-        "I'm asking about Sunday, not Saturday",
-        "is the shop open on sunday. simple question",
         "es una pregunta sencilla: ¿abren el domingo?",
         "solo quiero saber si abren el domingo",
     ]:
         assert _loop(text), text
+    english = ["Are you open on Sunday?"]
+    for text in ["I'm asking about Sunday, not Saturday", "open on sunday? simple question"]:
+        assert loop_detail(text, recent_user_texts=english, assistant_texts=ANSWERED), text
     assert _loop("solo quiero saber si abren el domingo", answered=False) is None
+    # The same words about a NEW question: no loop.
+    assert _loop("gracias, solo quiero saber si hacen envíos") is None
+    new = "I have a simple question: do you deliver cakes?"
+    assert loop_detail(new, recent_user_texts=english, assistant_texts=ANSWERED) is None
+    other = "I'm asking about the delivery fee too"
+    assert loop_detail(other, recent_user_texts=english, assistant_texts=ANSWERED) is None
 
 
 REFUND_ASKED = ["Devolví la chaqueta hace 20 días, ¿y el reembolso?", "ya pasaron 20 días"]
@@ -126,3 +133,18 @@ def test_a_new_question_on_the_same_order_after_it_was_answered_is_no_loop() -> 
         loop_detail("¿Y si no estoy en casa?", recent_user_texts=asked, assistant_texts=answers)
         is None
     )
+
+
+def test_markers_about_something_else_are_no_loop() -> None:
+    for text in [
+        "Misma pregunta para la tarta de fresa: ¿la hacen sin gluten?",
+        "same question about the Saturday delivery, is it free?",
+        "Eso me dijeron en la tienda, que abren el domingo. ¿Es así?",
+        "pido el reembolso porque llegó roto por segunda vez",
+    ]:
+        assert _loop(text) is None, text
+
+
+def test_a_remark_after_two_equal_answers_is_no_reask() -> None:
+    assert reasked("ok, que bien, gracias", REFUND_ASKED, REFUND_SAME) is None
+    assert reasked("vale, como digas", REFUND_ASKED, REFUND_SAME) is None
