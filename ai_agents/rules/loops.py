@@ -14,9 +14,9 @@ circles is a reason to offer a person, not to keep answering.
   (not when the assistant just asked to confirm it: `_CONFIRM`);
 - the customer restating the same thing in other words after two answers
   (`loop_markers.restated`);
-- the customer asking again, in other words, what two (nearly) equal answers did not take
-  up (`loop_reask.reasked`);
 - the assistant's last two answers are (nearly) the same;
+- the customer asking again, in other words, what two similar answers did not take up
+  (`loop_reask.reasked`);
 
 and `answer_repeats(answer, assistant_texts)`: a new answer (nearly) equal to the previous one.
 """
@@ -134,8 +134,8 @@ def loop_detail(
     again = restated(text, recent_user_texts[-window:], assistant_texts)
     if again:
         return detail(gettext_noop("el cliente vuelve a plantear lo mismo («%(w)s»)"), w=again)
-    if reasked(text, recent_user_texts[-window:], assistant_texts):
-        return detail(gettext_noop("el cliente vuelve a preguntar lo que no se le respondió"))
     if len(assistant_texts) >= 2 and answer_repeats(assistant_texts[-1], assistant_texts[:-1]):
         return detail(gettext_noop("el asistente dio la misma respuesta dos veces"))
+    if reasked(text, recent_user_texts[-window:], assistant_texts):
+        return detail(gettext_noop("el cliente vuelve a preguntar lo que no se le respondió"))
     return None
