@@ -14,7 +14,8 @@ budget). It holds when all of these do:
 - the current message asks again: a "?", an accented question word ("cuánto sale...") or a
   question word heading a clause ("... donde esta mi dinero", "... is the flight on").
 
-A new question after a good answer (the answer took up the customer's words), "ok" or
+Not when the last answer asked the customer for data (a number, a name, a confirmation): the
+message answers it. A new question after a good answer (the answer took up the customer's words), "ok" or
 "gracias" after two similar answers (no question), and a follow-up after two DIFFERENT
 answers are no loop.
 """
@@ -36,6 +37,15 @@ _ASKS = re.compile(
     re.IGNORECASE,
 )
 
+# The assistant asking the customer for data (a number, a name, an e-mail) or to confirm it:
+# the customer's next message answers that, it is no re-ask even when it also asks.
+_ASKS_FOR_DATA = re.compile(
+    r"\b(?:tu|su|your) (?:numero|número|nombre|correo|e-?mail|folio|n[uú]mero de \w+|"
+    r"number|name|order number|reference|referencia|telefono|teléfono|phone)\b|"
+    r"\b(?:confirm|confirma|confirme|confirmas|confirmar|verify|verifica|verifique)",
+    re.IGNORECASE,
+)
+
 
 def _repeat(a: dict[str, str], b: dict[str, str]) -> bool:
     if min(len(a), len(b)) < MIN_ANSWER_CONTENT:
@@ -49,6 +59,8 @@ def reasked(
     """The customer's last earlier message when this one asks it again after two (nearly)
     equal answers that did not take it up (see the module docstring), or None."""
     if len(assistant_texts) < 2 or not earlier_user_texts or not _ASKS.search(text or ""):
+        return None
+    if _ASKS_FOR_DATA.search(assistant_texts[-1]):
         return None
     last, before = content_stems(assistant_texts[-1]), content_stems(assistant_texts[-2])
     if not _repeat(last, before):

@@ -148,3 +148,21 @@ def test_markers_about_something_else_are_no_loop() -> None:
 def test_a_remark_after_two_equal_answers_is_no_reask() -> None:
     assert reasked("ok, que bien, gracias", REFUND_ASKED, REFUND_SAME) is None
     assert reasked("vale, como digas", REFUND_ASKED, REFUND_SAME) is None
+
+
+def test_answering_the_assistant_s_request_for_data_is_no_reask() -> None:
+    asked = ["quiero saber de mi pedido", "lo compré el lunes"]
+    answers = [
+        "Para revisar el envío del pedido necesito tu número de pedido.",
+        "Para revisar el envío de tu pedido indícame tu número de pedido.",
+    ]
+    assert reasked("es el 44120, ¿cuándo llega?", asked, answers) is None
+    english = ["I want to know about my order", "I bought it on Monday"]
+    answers = [
+        "To check the delivery of the order I need your order number.",
+        "To check your order delivery please send your order number.",
+    ]
+    assert reasked("it's 44120, when will it arrive?", english, answers) is None
+    # The same answers without the request for data: a re-ask.
+    answers = ["Orders are delivered within 5 working days.", "Orders arrive in 5 working days."]
+    assert reasked("it's been 9 days, when will it arrive?", english, answers)
