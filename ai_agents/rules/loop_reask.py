@@ -15,9 +15,9 @@ budget). It holds when all of these do:
   question word heading a clause ("... donde esta mi dinero", "... is the flight on").
 
 Not when the last answer asked the customer for data (a number, a name, a confirmation): the
-message answers it. A new question after a good answer (the answer took up the customer's words), "ok" or
-"gracias" after two similar answers (no question), and a follow-up after two DIFFERENT
-answers are no loop.
+message answers it. A new question after a good answer (the answer took up the customer's
+words), "ok" or "gracias" after two similar answers (no question), and a follow-up after two
+DIFFERENT answers are no loop.
 """
 
 from __future__ import annotations
