@@ -8,6 +8,12 @@
   asking or telling ("es la tercera vez que lo pregunto"), or the ordinal heads the message
   ("Por cuarta vez: ..."): "es la segunda vez que me llega incompleto" is a first complaint
   about a repeated PROBLEM, not a conversation going round;
+- after an answer (`complaint(..., answered=True)`), `AFTER_ANSWER` too: the count of askings
+  ("I'm asking X, for the second time"), "same question", "no me contestas/respondes", "you're
+  not answering", "te lo dije", "ya se la di", "that's what you said last time";
+- `refocus(text, earlier_user_texts)`: after an answer, "te estoy preguntando...", "I'm asking
+  about...", "simple question", "solo quiero saber..." when the message repeats a content word
+  the customer already asked about (a NEW question put so is no loop);
 - `restated(text, earlier_user_texts, assistant_texts)`: the customer says the same thing
   again in other words after the assistant answered at least twice: most of the message's
   content words (stemmed) were already in the customer's earlier messages and the message is
