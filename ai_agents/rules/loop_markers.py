@@ -8,6 +8,12 @@
   asking or telling ("es la tercera vez que lo pregunto"), or the ordinal heads the message
   ("Por cuarta vez: ..."): "es la segunda vez que me llega incompleto" is a first complaint
   about a repeated PROBLEM, not a conversation going round;
+- after an answer (`complaint(..., answered=True)`), `AFTER_ANSWER` too: the count of askings
+  ("I'm asking X, for the second time"), "same question", "no me contestas/respondes", "you're
+  not answering", "te lo dije", "ya se la di", "that's what you said last time";
+- `refocus(text, earlier_user_texts)`: after an answer, "te estoy preguntando...", "I'm asking
+  about...", "simple question", "solo quiero saber..." when the message repeats a content word
+  the customer already asked about (a NEW question put so is no loop);
 - `restated(text, earlier_user_texts, assistant_texts)`: the customer says the same thing
   again in other words after the assistant answered at least twice: most of the message's
   content words (stemmed) were already in the customer's earlier messages and the message is
@@ -94,14 +100,49 @@ AFTER_ANSWER = re.compile(
     rf"contestaste) (?:\w+ ){{0,4}}{_TIMES}|"
     r"you (?:already|have already|ve already) (?:told|said|gave|sent) (?:me )?(?:that|this|it)|"
     r"(?:es )?lo unico que (?:te |le |les |os )?(?:pregunto|pido|estoy preguntando|"
-    r"quiero saber)|all i (?:m |am )?(?:asking|want to know|asked)(?: for| is)?)\b"
+    r"quiero saber)|all i (?:m |am )?(?:asking|want to know|asked)(?: for| is)?|"
+    # the count of askings anywhere: "I'm asking what X is, for the second time"
+    rf"(?:asking|ask|asked|pregunto|preguntando)\b(?: \w+){{0,12}} "
+    rf"(?:for the {_ORDINAL_EN} time|por (?:la )?{_ORDINAL} vez)|"
+    rf"(?:asking|ask|writing) (?:this |you )?(?:for )?the {_ORDINAL_EN} time|"
+    # the same question again: "Same question again:", "es la misma pregunta de hace rato"
+    r"(?:same question|misma pregunta)(?! (?:for|about|but|regarding|on|para|sobre|pero|con|en) )|"
+    # not answering: "no me contestas lo que pregunto", "no me respondes", "you're not answering"
+    r"no (?:me )?(?:contestas|respondes|contestais|respondeis)|"
+    r"no (?:me )?(?:contesta|responde|contestan|responden) (?:a )?lo que (?:le |les )?pregunto|"
+    r"no me (?:esta|estas|estan) (?:entendiendo|escuchando|leyendo|respondiendo|contestando)|"
+    r"(?:you re|youre|you are) not (?:answering|listening|reading)|"
+    r"(?:you )?(?:didn t|didnt|did not|don t|dont|never) (?:answer|address) (?:my|the) question|"
+    r"(?:doesn t|doesnt|does not) answer my question|"
+    # the answer already given, the thing already told: "te lo dije", "ya se la di",
+    # "That's what you said last time", "eso mismo me contestaron la semana pasada"
+    r"(?<!no )(?:te|se|le|os|les) (?:lo|la|los|las) (?:dije|di|pase|mande|envie|dimos|dijimos)"
+    r"(?! a )|"
+    r"i (?:already )?(?:gave|sent) (?:it|that|them|this) (?:to you )?(?:already|before)|"
+    r"(?:that s|thats|that is) what you (?:said|told me|wrote)|"
+    r"eso (?:mismo|ya) (?:ya )?me (?:dijeron|contestaron|respondieron|dijiste|contestaste|"
+    r"respondiste|dijo|contesto|respondio)|eso (?:ya )?me (?:dijiste|contestaste|respondiste))\b"
+)
+# Said after an answer AND about what the customer already asked (`refocus`): the contrastive
+# re-focus ("te estoy preguntando si hacen X, no los sabores", "I'm asking about X") and the
+# emphatic one thing ("simple question", "solo quiero saber..."). A new question put so
+# ("I have a simple question: do you deliver?") shares no content word with the earlier ones.
+FOCUS = re.compile(
+    r"\b(?:(?:te|le|les|os) estoy (?:preguntando|diciendo|pidiendo)|"
+    r"(?:i m|im|i am) asking (?:you )?(?:about|if|whether|what|when|how|for)|"
+    r"(?<!have a )(?<!got a )(?<!another )(?<!quick )(?:simple|easy|basic|straightforward) "
+    r"question|(?<!tengo una )(?<!otra )pregunta (?:simple|sencilla|facil)|"
+    r"(?:solo|solamente|nada mas|unicamente) (?:quiero|queria|necesito) saber)\b"
 )
 # At the head of the message, before a colon or a dash ("Otra vez: ¿...?", "Again - ...",
 # "Por cuarta vez: ..."), on the ORIGINAL text.
 HEAD = re.compile(
     r"^\W*(?:otra vez|de nuevo|nuevamente|una vez m[aá]s|otra vez m[aá]s|again|once again|"
     r"one more time|once more|yet again|(?:por|es la|for the|this is the) \w+ (?:vez|time)|repito)"
-    r"\s*(?:[:\-–—]|\.\.\.)",
+    r"\s*(?:[:\-–—]|\.\.\.)|"
+    # an ordinal heading a question: "por tercera vez, ¿se permiten perros?"
+    r"^\W*(?:por (?:la )?(?:segunda|tercera|cuarta|quinta|enésima|enesima)|for the "
+    r"(?:second|third|fourth|fifth|umpteenth)) (?:vez|time)\s*,(?=.*\?)",
     re.IGNORECASE,
 )
 _PERSIST = re.compile(
@@ -142,7 +183,7 @@ _ASKS = re.compile(
 _TELEGRAPHIC = re.compile(r"^(?:\W*\w+\W*[.!?]){2,}\W*$")  # "ugh. deposit. back. when."
 
 
-def _content(text: str) -> dict[str, str]:
+def content_stems(text: str) -> dict[str, str]:
     """Content words of `text` by stem, cut to 4 letters ("leaks"/"leaking", "llego"/"llega")."""
     return dict(_content_pairs(text))
 
@@ -167,6 +208,18 @@ def complaint(text: str, *, answered: bool = False) -> str | None:
     return found.group(0) if found else None
 
 
+def refocus(text: str, earlier_user_texts: Sequence[str]) -> str | None:
+    """The `FOCUS` phrase when the message also repeats a content word of the customer's
+    earlier messages (the same question pressed again), or None. Call after an answer."""
+    found = FOCUS.search(normalize(text))
+    if not found:
+        return None
+    before: set[str] = set()
+    for earlier in earlier_user_texts:
+        before |= set(content_stems(earlier))
+    return found.group(0) if before & set(content_stems(text)) else None
+
+
 def restated(
     text: str, earlier_user_texts: Sequence[str], assistant_texts: Sequence[str]
 ) -> str | None:
@@ -174,10 +227,10 @@ def restated(
     docstring), or None."""
     if len(earlier_user_texts) < MIN_EARLIER or len(assistant_texts) < MIN_EARLIER:
         return None
-    current = _content(text)
+    current = content_stems(text)
     before: set[str] = set()
     for earlier in earlier_user_texts:
-        before |= set(_content(earlier))
+        before |= set(content_stems(earlier))
     shared = [word for stem, word in current.items() if stem in before]
     persists = _PERSIST.search(normalize(text)) is not None
     if not persists and _RESOLVED.search(normalize(text)):

@@ -15,6 +15,8 @@ circles is a reason to offer a person, not to keep answering.
 - the customer restating the same thing in other words after two answers
   (`loop_markers.restated`);
 - the assistant's last two answers are (nearly) the same;
+- the customer asking again, in other words, what two similar answers did not take up
+  (`loop_reask.reasked`);
 
 and `answer_repeats(answer, assistant_texts)`: a new answer (nearly) equal to the previous one.
 """
@@ -28,7 +30,8 @@ from collections.abc import Sequence
 from django.utils.translation import gettext_noop
 
 from ai_agents.rules.detail import detail
-from ai_agents.rules.loop_markers import complaint, restated
+from ai_agents.rules.loop_markers import complaint, refocus, restated
+from ai_agents.rules.loop_reask import reasked
 from ai_agents.rules.text import normalize, words
 
 _EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")  # bounded: no n² scan
@@ -135,7 +138,9 @@ def loop_detail(
         count = 1 + sum(similar(text, t, similarity=similarity) for t in earlier)
         if count >= max_similar:
             return detail(gettext_noop("el mismo mensaje %(n)s veces"), n=count)
-    said = complaint(text, answered=bool(assistant_texts))
+    said = complaint(text, answered=bool(assistant_texts)) or (
+        refocus(text, recent_user_texts[-window:]) if assistant_texts else None
+    )
     if said:
         return detail(gettext_noop("el cliente dice que se repite («%(p)s»)"), p=said)
     ref = _repeated_reference(text, recent_user_texts[-window:], assistant_texts)
@@ -146,4 +151,6 @@ def loop_detail(
         return detail(gettext_noop("el cliente vuelve a plantear lo mismo («%(w)s»)"), w=again)
     if len(assistant_texts) >= 2 and answer_repeats(assistant_texts[-1], assistant_texts[:-1]):
         return detail(gettext_noop("el asistente dio la misma respuesta dos veces"))
+    if reasked(text, recent_user_texts[-window:], assistant_texts):
+        return detail(gettext_noop("el cliente vuelve a preguntar lo que no se le respondió"))
     return None

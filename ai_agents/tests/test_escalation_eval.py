@@ -57,6 +57,10 @@ SETS = [
 # A fifth author's set (indirect requests), fixed on by no rule but now training data of the
 # learned layer: its requests meet the goal at training; its loops (R 0.833) do not.
 BLIND4 = "escalation_blind4.jsonl"
+# Written blind by two further authors; first run (learned layer, before any loop fix): requests
+# P 0.987 / 0.962, R 0.938 / 0.938; loops R 0.675 / 0.500. Then fixed on for loops and training
+# data of the learned layer: the goals are asserted on them.
+LOOP_SETS = ["escalation_blind5a.jsonl", "escalation_blind5b.jsonl"]
 
 
 @pytest.mark.django_db
@@ -77,6 +81,17 @@ def test_the_shipped_sets_meet_the_goals_without_a_model(name: str) -> None:
     assert any(line.startswith("confusion") for line in lines)
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", LOOP_SETS)
+def test_the_loop_goals_hold_on_the_sets_fixed_for_loops(name: str) -> None:
+    lines = _run(str(FIXTURES / name))
+    reasons = _per_reason(lines)
+    precision, recall = reasons["conversation_loop"]
+    assert precision >= 0.95 and recall >= 0.90, (precision, recall)
+    assert reasons["user_request"][0] >= 0.95  # requests: precision kept
+    assert float(LAST.match(lines[-1]).group(4)) >= 0.95  # type: ignore[union-attr]
+
+
 def test_the_shipped_set_is_large_balanced_and_disjoint_from_the_prototypes() -> None:
     cases = [json.loads(line) for line in (FIXTURES / "escalation_eval.jsonl").open()]
     assert len(cases) >= 300
@@ -85,7 +100,7 @@ def test_the_shipped_set_is_large_balanced_and_disjoint_from_the_prototypes() ->
     assert {c["reason"] for c in cases} >= {"user_request", "conversation_loop", "none"}
     prototypes = Path(__file__).resolve().parents[1] / "rules/data/person_prototypes.jsonl"
     trained = {json.loads(line)["text"].casefold() for line in prototypes.open()}
-    for name in [*SETS, BLIND4]:
+    for name in [*SETS, BLIND4, *LOOP_SETS]:
         rows = [json.loads(line) for line in (FIXTURES / name).open() if line.strip()]
         assert not trained & {c["message"].casefold() for c in rows}, name
 

@@ -52,7 +52,7 @@ def _sweep(run_tasks: Any) -> int:
 
 
 def _dies_then_swept(
-    binding: Any, fake: FakeGoogle, run_tasks: Any, text: str, deaths: int
+    binding: Any, fake: FakeGoogle, run_tasks: Any, text: str, *, deaths: int
 ) -> Message:
     """The message, stored a while ago, taken `deaths` times by runs that died, then queued
     again by the sweep (whose task runs, the model ready to answer "Sí."); it comes back as
@@ -71,7 +71,9 @@ def test_a_message_that_always_dies_is_given_up_with_the_customer_told(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
     question = "Do you ship to Canary Islands?"
-    stored = _dies_then_swept(wa_binding, fake_google, run_tasks, question, MAX_ANSWER_ATTEMPTS)
+    stored = _dies_then_swept(
+        wa_binding, fake_google, run_tasks, question, deaths=MAX_ANSWER_ATTEMPTS
+    )
 
     assert _answer_calls(fake_google) == 0  # not tried a fourth time
     assert [b["text"]["body"] for b in fake_graph.sent] == [
@@ -93,7 +95,9 @@ def test_a_message_that_died_fewer_times_is_still_answered(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
     deaths = MAX_ANSWER_ATTEMPTS - 1
-    stored = _dies_then_swept(wa_binding, fake_google, run_tasks, "¿Envían a Canarias?", deaths)
+    stored = _dies_then_swept(
+        wa_binding, fake_google, run_tasks, "¿Envían a Canarias?", deaths=deaths
+    )
 
     assert [b["text"]["body"] for b in fake_graph.sent] == ["Sí."]
     assert _answer_calls(fake_google) == 1
@@ -106,7 +110,9 @@ def test_a_message_that_died_fewer_times_is_still_answered(
 def test_a_spanish_customer_is_told_in_spanish(
     wa_binding: Any, fake_google: FakeGoogle, fake_graph: FakeGraph, run_tasks: Any
 ) -> None:
-    _dies_then_swept(wa_binding, fake_google, run_tasks, "¿Hacen envíos?", MAX_ANSWER_ATTEMPTS)
+    _dies_then_swept(
+        wa_binding, fake_google, run_tasks, "¿Hacen envíos?", deaths=MAX_ANSWER_ATTEMPTS
+    )
     assert [b["text"]["body"] for b in fake_graph.sent] == [
         f"{GAVE_UP_ES}, que le responderá lo antes posible."
     ]
