@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ai_agents.rules import person_lexicon as lex
-from ai_agents.rules.loop_markers import _EMPHASIS, _UNHAPPY, _content, complaint
+from ai_agents.rules.loop_markers import _EMPHASIS, _UNHAPPY, complaint, content_stems
 from ai_agents.rules.person_frames import BLOCKER_FRAMES
 from ai_agents.rules.person_phrases import clauses
 from ai_agents.rules.text import normalize
@@ -147,12 +147,12 @@ def loop_features(text: str, user_texts: Sequence[str], assistant_texts: Sequenc
     """The loop model's input, `LOOP_NAMES` in order. Bounded: the last 10 messages of each
     side, words only (no vector: the message vector did not help in cross-validation)."""
     users, answers = list(user_texts)[-10:], list(assistant_texts)[-10:]
-    current, words = _content(text), _tokens(text)
+    current, words = content_stems(text), _tokens(text)
     before: set[str] = set()
     for earlier in users:
-        before |= set(_content(earlier))
+        before |= set(content_stems(earlier))
     said = sum(stem in before for stem in current)
-    last = set(_content(answers[-1])) if answers else set()
+    last = set(content_stems(answers[-1])) if answers else set()
     alike = _jaccard(_tokens(answers[-1]), _tokens(answers[-2])) if len(answers) >= 2 else 0.0
     values = [  # the order of LOOP_NAMES
         min(len(users), 5) / 5,
