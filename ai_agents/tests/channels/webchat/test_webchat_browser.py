@@ -6,6 +6,7 @@ token, the history is back after a reload, and a person's reply shows "Le atiend
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -156,6 +157,10 @@ def test_a_reply_while_the_chat_is_closed_shows_as_a_count_on_the_launcher(
     page.get_by_role("button", name="Enviar").click()
     expect(page.locator("[data-wc=message][data-role=assistant] [data-wc=text]")).to_have_text(
         ANSWER
+    )
+    # Stored (`done` gave its id): a claim before that would withdraw the streamed answer.
+    expect(page.locator("[data-wc=message][data-role=assistant]")).to_have_attribute(
+        "data-id", re.compile(".")
     )
     page.get_by_role("button", name="Cerrar el chat").first.click()
     badge = page.locator("[data-wc=unread]")
