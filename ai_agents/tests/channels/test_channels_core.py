@@ -208,7 +208,7 @@ def test_a_message_whose_task_was_lost_is_answered_by_the_sweep(
 
     _respond(fake_google, "Aquí estoy.")
     # Stored, but its task never ran (outside run_tasks the on-commit enqueue is dropped).
-    message, _ = inbound_accept(binding=binding, inbound=_inbound("¿hay alguien?", "m-1"))
+    message, _ = inbound_accept(binding=binding, inbound=_inbound("¿abren mañana?", "m-1"))
     with tenant_scope(binding.tenant):
         assert channel_pending_sweep() == 0  # too recent: its own task may still be coming
         Message.objects.filter(pk=message.pk).update(
