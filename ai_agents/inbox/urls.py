@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from ai_agents.inbox import views
+from ai_agents.inbox import list_views, views
 
 urlpatterns = [
-    path("", views.inbox_list, name="inbox"),
+    path("", list_views.inbox_list, name="inbox"),
+    path("contacts/<uuid:contact_id>", list_views.inbox_contact, name="inbox-contact"),
     path("<uuid:conversation_id>", views.inbox_conversation, name="inbox-conversation"),
     path("<uuid:conversation_id>/events", views.inbox_events, name="inbox-events"),
 ]

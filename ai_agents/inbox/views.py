@@ -1,6 +1,6 @@
 """Staff inbox pages (Django session; tenant staff with a membership).
 
-`/inbox/`                     escalated conversations of the member's tenants (claimed or not)
+`/inbox/`, `/inbox/contacts/<id>`  the list and contact pages (`list_views.py`)
 `/inbox/<id>`                 one conversation: messages, claim / release / close, reply form
 `/inbox/<id>/events?after=`   what changed (state + messages since `after`), polled by the page
 
@@ -131,33 +131,6 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "can_release": is_open and (holder is None or mine),
         "can_close": is_open and (holder is None or mine),
     }
-
-
-@require_GET
-@staff_member_required
-def inbox_list(request: HttpRequest) -> HttpResponse:
-    tenant_ids = tenant_ids_for(request.user)
-    rows = [
-        {
-            "conversation": c,
-            "holder": handoff.conversation_holder(c),
-            "waiting_since": handoff.conversation_waiting_since(c),
-            "escalation": conversation_escalation(c) or {},
-        }
-        for c in handoff.inbox_conversations(tenant_ids)
-    ]
-    context = {
-        "rows": rows,
-        "has_tenant": bool(tenant_ids),
-        "many_tenants": len(tenant_ids) > 1,
-        "poll_seconds": POLL_SECONDS * 3,
-    }
-    template = (
-        "ai_agents/inbox/_rows.html"
-        if request.GET.get("fragment") == "rows"
-        else "ai_agents/inbox/list.html"
-    )
-    return render(request, template, context)
 
 
 @require_GET

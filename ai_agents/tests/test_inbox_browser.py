@@ -52,12 +52,12 @@ def test_staff_claims_and_replies_from_the_inbox(
     other = conversation_make(agent_for(outsider.tenant), thread="ajeno")
 
     _login(page, owner)
-    row = page.locator(f'tr[data-conversation-id="{conversation.pk}"]')
+    row = page.locator(f'.inbox-card[data-conversation-id="{conversation.pk}"]')
     expect(row).to_contain_text("Cliente maria")
     expect(row).to_contain_text("El cliente pidió una persona")
-    expect(page.locator(f'tr[data-conversation-id="{other.pk}"]')).to_have_count(0)
+    expect(page.locator(f'.inbox-card[data-conversation-id="{other.pk}"]')).to_have_count(0)
 
-    row.get_by_role("link").click()
+    row.locator(".card-open").click()
     page.wait_for_url(f"**/inbox/{conversation.pk}")
     messages = page.locator("#inbox-messages li")
     expect(messages.first).to_contain_text("Mi pedido no ha llegado")
