@@ -1,7 +1,7 @@
 """What one inbox card shows, in words: the contact's name, the channel's name, the status,
-priority and reason, who holds it, the waiting time and the times in the tenant's zone (one
-format everywhere), the unread count and the last message. The list page, its refresh and the
-contact page render these through one template (`inbox/_cards.html`)."""
+priority and reason, who holds it, the waiting time and the times in the tenant's zone (the
+format of the conversation page), the unread count and the last message. The list page, its
+refresh and the contact page render these through one template (`inbox/_cards.html`)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.utils import timezone
-from django.utils.formats import date_format
 from django.utils.timesince import timesince
 
+from ai_agents.inbox.labels import channel_icon, time_text
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.rules.inbox_labels import channel_label, contact_display_name
 from ai_agents.services import handoff
-
-TIME_FORMAT = "j M Y, H:i"  # "2 dic 2026, 14:05" / "2 Dec 2026, 14:05"
 
 
 @dataclass(frozen=True)
@@ -36,11 +34,10 @@ def tenant_zone(name: str) -> ZoneInfo:
 
 
 def when(value: datetime | None, zone: ZoneInfo) -> When | None:
-    """A time in the tenant's zone, in the page's one format."""
+    """A time in the tenant's zone, in the inbox's one format (that of the conversation page)."""
     if value is None:
         return None
-    local = timezone.localtime(value, zone)
-    return When(iso=local.isoformat(), label=date_format(local, TIME_FORMAT))
+    return When(iso=timezone.localtime(value, zone).isoformat(), label=time_text(value, zone))
 
 
 def _waiting_since(conversation: Conversation) -> datetime | None:
@@ -65,6 +62,7 @@ def card_fields(conversation: Conversation) -> dict[str, Any]:
         "contact_name": contact_display_name(contact, fallback_key=conversation.pk),
         "channel": conversation.channel,
         "channel_label": channel_label(conversation.channel),
+        "channel_icon": channel_icon(conversation.channel),
         "agent_name": conversation.agent.name if conversation.agent_id else "",
         "status": conversation.status,
         "status_label": str(conversation.get_status_display()),

@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET
 
+from ai_agents.inbox.alerts import alerts_texts
 from ai_agents.inbox.cards import cards_fields, tenant_zone, when
 from ai_agents.models import Contact
 from ai_agents.rules.inbox_labels import CHANNEL_LABELS, contact_display_name
@@ -81,7 +82,11 @@ def _bad_request(request: HttpRequest, error: FilterError, tenant_ids: tuple[int
     body = {"error": {"code": "invalid", "field": error.field, "message": error.message}}
     if request.GET.get("fragment"):
         return JsonResponse(body, status=400)
-    context = {"error": error.message, "has_tenant": bool(tenant_ids), "tabs": []}
+    context = {
+        "error": error.message,
+        "has_tenant": bool(tenant_ids),
+        "alerts_i18n": alerts_texts(),
+    }
     return render(request, "ai_agents/inbox/list.html", context, status=400)
 
 
@@ -141,6 +146,7 @@ def _list_context(
         "many_tenants": many,
         "has_tenant": bool(page.filters.tenant_ids),
         "refresh_seconds": REFRESH_SECONDS,
+        "alerts_i18n": alerts_texts(),
     }
 
 

@@ -1,5 +1,6 @@
 from ai_agents.models.agents import Agent, Contact, Conversation, Message
 from ai_agents.models.channels import ChannelBinding, Delivery, HandoffSettings
+from ai_agents.models.inbox import InboxPreference
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
 from ai_agents.models.tools import HttpTool
 
@@ -13,6 +14,7 @@ __all__ = [
     "Document",
     "HandoffSettings",
     "HttpTool",
+    "InboxPreference",
     "KnowledgeBase",
     "Message",
 ]

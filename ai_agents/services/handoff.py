@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, HandoffSettings, Message
+from ai_agents.services.inbox_events import inbox_event_publish
 from erp.celery import enqueue
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class Holder:
     user_id: int | None
     name: str
     until: datetime | None
+    since: datetime | None = None
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -113,6 +115,7 @@ def conversation_holder(conversation: Conversation) -> Holder | None:
         user_id=conversation.assigned_to_id,
         name=user_display_name(conversation.assigned_to),
         until=conversation.claim_expires_at,
+        since=conversation.claimed_at,
     )
 
 
@@ -211,6 +214,16 @@ def _free_or_mine(user: Any, now: datetime) -> Q:
     )
 
 
+def _held_by(user: Any, now: datetime) -> Q:
+    return Q(assigned_to=user, claim_expires_at__gt=now, claimed_at__isnull=False)
+
+
+def _publish(conversation: Conversation, kind: str) -> None:
+    inbox_event_publish(
+        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
+    )
+
+
 def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
     """Takes the conversation for `user` until now + the tenant's lease. An active one becomes
     escalated (a person may take over from the bot at any time). Raises ConversationClaimed
@@ -226,6 +239,7 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
             assigned_to=user,
             escalated_to=user,  # the person the escalation went to (kept after a release)
             claim_expires_at=until,
+            claimed_at=Case(When(_held_by(user, now), then=F("claimed_at")), default=Value(now)),
             status=Value(Conversation.Status.ESCALATED),
             escalated_at=Case(When(was_active, then=Value(now)), default=F("escalated_at")),
             escalation_reason=Case(
@@ -239,6 +253,7 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
     )
     fresh = _reload(conversation)
     if updated:
+        _publish(fresh, "assignment")
         logger.info(
             "handoff.claimed",
             extra={"conversation_id": str(fresh.pk), "user_id": user.pk, "until": str(until)},
@@ -316,6 +331,7 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
             # The task sends on pushing channels (WhatsApp, e-mail) and returns at once for the
             # web chat, whose page reads the stored message like the REST API's clients do.
             transaction.on_commit(lambda: enqueue("ai_agents.handoff_reply_deliver", message_id))
+        _publish(conversation, "message")
     logger.info(
         "handoff.replied",
         extra={"conversation_id": str(conversation.pk), "message_id": message_id},
@@ -336,10 +352,16 @@ def conversation_release(conversation: Conversation, user: Any) -> Conversation:
         _rows(conversation)
         .filter(status__in=Conversation.OPEN_STATUSES)
         .filter(_holder_or_unclaimed(user, now))
-        .update(status=Conversation.Status.ACTIVE, assigned_to=None, claim_expires_at=None)
+        .update(
+            status=Conversation.Status.ACTIVE,
+            assigned_to=None,
+            claim_expires_at=None,
+            claimed_at=None,
+        )
     )
     fresh = _reload(conversation)
     if updated:
+        _publish(fresh, "status")
         logger.info(
             "handoff.released", extra={"conversation_id": str(fresh.pk), "user_id": user.pk}
         )
@@ -362,10 +384,12 @@ def conversation_close(conversation: Conversation, user: Any) -> Conversation:
             closed_at=now,
             assigned_to=user,
             claim_expires_at=None,
+            claimed_at=None,
         )
     )
     fresh = _reload(conversation)
     if updated:
+        _publish(fresh, "status")
         logger.info("handoff.closed", extra={"conversation_id": str(fresh.pk), "user_id": user.pk})
         return fresh
     if fresh.status not in Conversation.OPEN_STATUSES:

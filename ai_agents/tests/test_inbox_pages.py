@@ -106,7 +106,9 @@ def test_events_bring_new_messages_and_state_after_the_cursor(
     assert str(new.pk) in ids
     assert later["state"]["holder"] == owner.user.email
     assert later["state"]["holder_is_me"] is False
-    assert later["state"]["can_claim"] is True  # (a conflict: the API answers 409)
+    # Held by a colleague: neither claim nor reply until the lease ends; who and since when.
+    assert later["state"]["can_claim"] is False
+    assert later["state"]["holder_since"] is not None and later["state"]["holder_since_text"]
     assert later["state"]["can_reply"] is False and later["state"]["can_release"] is False
     assert later["cursor"] == new.created_at.isoformat()
     for bad in ("nonsense", "2026-13-45T99:00:00"):

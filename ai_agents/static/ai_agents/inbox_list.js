@@ -117,9 +117,16 @@
       .then(function () { busy = false; });
   }
 
+  // Live events (inbox_live.js, loaded by the page's alerts block) carry ids only: any change
+  // re-reads the cards, a burst of events once (typing indicators change no card).
+  var pending = null;
+  function soon() {
+    if (pending) return;
+    pending = setTimeout(function () { pending = null; refresh(); }, 300);
+  }
   var live = window.InboxLive;
   if (live && typeof live.subscribe === "function") {
-    live.subscribe(function () { refresh(); });
+    live.subscribe(function (event) { if (event.kind !== "typing") soon(); });
   } else {
     var every = (parseInt(root.dataset.refreshSeconds, 10) || 10) * 1000;
     setInterval(refresh, every);
