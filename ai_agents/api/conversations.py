@@ -1,30 +1,56 @@
-"""Conversation reads: GET /api/v1/conversations?status=, GET /api/v1/conversations/{id}."""
+"""Conversation reads: GET /api/v1/conversations (filters, tabs, search; the inbox cards) and
+GET /api/v1/conversations/{id} (the card, its messages and internal notes).
+
+A staff session sees the conversations of every tenant it belongs to (each card names its
+tenant; `X-Tenant` or `tenant=` narrows it to one); an API key those of its tenant."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext as _
-from rest_framework import exceptions, mixins, serializers
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers
+from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ai_agents.api.cards import CardFieldsMixin, conversation_notes_json
+from ai_agents.api.member import MemberAPIView, StaffInputError
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import conversation_escalation
+from ai_agents.selectors.conversations import (
+    FilterError,
+    cards_annotate,
+    conversation_filters_parse,
+    conversation_list,
+    conversation_ordering,
+)
 from ai_agents.services.handoff import (
     claim_is_valid,
     conversation_waiting_since,
-    conversations_annotate_waiting,
     user_display_name,
 )
-from erp.api.views import TenantGenericAPIView
-from erp.tenancy.permissions import HasTenant
-from erp.tenancy.selectors import access_tenant_object
+from ai_agents.services.inbox import conversation_read_mark
+
+LIST_PARAMETERS = [
+    OpenApiParameter(name, str, description=text)
+    for name, text in (
+        ("tab", "waiting | mine | unassigned | bot | closed"),
+        ("status", "active | escalated | closed | expired"),
+        ("channel", "whatsapp | webchat | email | api"),
+        ("agent", "agent id"),
+        ("assigned", "me | none | <user id>"),
+        ("contact", "contact id"),
+        ("q", "search: message text, contact name, phone digits, e-mail"),
+        ("from", "YYYY-MM-DD or ISO date-time"),
+        ("to", "YYYY-MM-DD or ISO date-time"),
+        ("tenant", "tenant id (a member of several)"),
+    )
+]
 
 
-class ConversationSerializer(serializers.ModelSerializer):
+class ConversationSerializer(CardFieldsMixin, serializers.ModelSerializer):
     agent = serializers.UUIDField(source="agent_id", read_only=True)
-    contact = serializers.UUIDField(source="contact_id", read_only=True)
     assigned_to = serializers.SerializerMethodField()
     escalated_to = serializers.SerializerMethodField()
     previous_conversation = serializers.UUIDField(
@@ -39,7 +65,9 @@ class ConversationSerializer(serializers.ModelSerializer):
         """Who handles it (the holder, or who closed it); null when nobody."""
         if obj.assigned_to_id is None:
             return None
-        return {"id": obj.assigned_to_id, "name": user_display_name(obj.assigned_to)}
+        user = obj.assigned_to
+        email = getattr(user, "email", "")
+        return {"id": obj.assigned_to_id, "name": user_display_name(user), "email": email}
 
     def get_escalated_to(self, obj: Conversation) -> dict[str, Any] | None:
         """The staff member the escalation went to (who claimed it last); null when nobody."""
@@ -72,16 +100,23 @@ class ConversationSerializer(serializers.ModelSerializer):
             "channel_conversation_id",
             "contact",
             "contact_identifier",
+            "tenant",
+            "channel_label",
             "status",
+            "status_label",
             "escalated_at",
             "escalation_reason",
             "escalation_priority",
+            "priority_label",
             "escalation",
             "escalated_to",
             "assigned_to",
             "claim_expires_at",
+            "claimed_at",
             "claimed",
             "waiting_since",
+            "last_message_preview",
+            "unread_count",
             "previous_conversation",
             "satisfaction_rating",
             "feedback_text",
@@ -124,45 +159,61 @@ class MessageSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ConversationListView(mixins.ListModelMixin, TenantGenericAPIView):
-    permission_classes = [HasTenant]
+class ConversationListView(mixins.ListModelMixin, MemberAPIView):
+    """The inbox list: `status`, `channel`, `agent`, `assigned` (me|none|<user id>), `contact`,
+    `tab` (waiting|mine|unassigned|bot|closed), `from`/`to` (dates), `q` (search), `tenant`."""
+
     serializer_class = ConversationSerializer
 
-    def get_queryset(self) -> Any:
-        rows = conversations_annotate_waiting(
-            Conversation.objects.for_tenant(self.tenant).select_related(
-                "assigned_to", "escalated_to"
-            )
-        ).order_by("-last_message_at", "id")
-        wanted = self.request.query_params.get("status")
-        if wanted:
-            if wanted not in Conversation.Status.values:
-                raise exceptions.ValidationError(
-                    {"status": [_("Estado no válido: %(s)s") % {"s": wanted}]}
-                )
-            rows = rows.filter(status=wanted)
-        return rows
-
+    @extend_schema(parameters=LIST_PARAMETERS)
     def get(self, request: Request) -> Response:
         return self.list(request)
 
+    def get_queryset(self) -> Any:
+        try:
+            filters = conversation_filters_parse(
+                self.request.query_params, tenant_ids=self.tenant_ids
+            )
+        except FilterError as error:
+            raise StaffInputError(error.field, error.message) from None
+        user = self.member_user
+        self.ordering = conversation_ordering(filters)
+        return conversation_list(filters=filters, user_id=None if user is None else user.pk)
 
-class ConversationDetailView(TenantGenericAPIView):
-    permission_classes = [HasTenant]
+    @property
+    def paginator(self) -> Any:
+        paginator = super().paginator
+        if isinstance(paginator, CursorPagination) and getattr(self, "ordering", None):
+            paginator.ordering = self.ordering
+        return paginator
+
+
+class ConversationDetailView(MemberAPIView):
+    """The card, its messages and its internal notes; opening it (staff session) marks it
+    read for the member."""
+
     serializer_class = ConversationSerializer
 
     def get(self, request: Request, conversation_id: Any) -> Response:
-        conversation = access_tenant_object(Conversation, self.tenant, conversation_id)
-        return Response(conversation_body(conversation))
+        conversation = self.member_object(Conversation, conversation_id)
+        user = self.member_user
+        if user is not None:
+            conversation_read_mark(conversation=conversation, user=user)
+        return Response(conversation_body(conversation, user_id=getattr(user, "pk", None)))
 
 
-def conversation_body(conversation: Conversation) -> dict[str, Any]:
-    """The conversation JSON with its messages (detail, and the handoff actions' answer)."""
-    body = dict(ConversationSerializer(conversation).data)
+def conversation_body(conversation: Conversation, *, user_id: int | None = None) -> dict[str, Any]:
+    """The conversation JSON with its messages and notes (detail, and the actions' answer)."""
+    rows = Conversation.objects.for_tenant(conversation.tenant_id).filter(pk=conversation.pk)
+    card = cards_annotate(
+        rows.select_related("assigned_to", "escalated_to", "contact", "tenant"), user_id=user_id
+    ).get()
+    body = dict(ConversationSerializer(card).data)
     messages = (
         Message.objects.for_tenant(conversation.tenant_id)
         .filter(conversation=conversation)
         .select_related("author")
     )
     body["messages"] = MessageSerializer(messages.order_by("created_at", "id"), many=True).data
+    body["notes"] = conversation_notes_json(conversation)
     return body

@@ -66,6 +66,40 @@ urlpatterns += [
     )
 ]
 
+from ai_agents.api import canned_replies as canned_views  # noqa: E402
+from ai_agents.api import contacts as contact_views  # noqa: E402
+from ai_agents.api import notes as note_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "conversations/<str:conversation_id>/assign",
+        note_views.AssignView.as_view(),
+        name="conversation-assign",
+    ),
+    path(
+        "conversations/<str:conversation_id>/notes",
+        note_views.NoteView.as_view(),
+        name="conversation-notes",
+    ),
+    path(
+        "conversations/<str:conversation_id>/read",
+        note_views.ReadView.as_view(),
+        name="conversation-read",
+    ),
+    path("contacts/<str:contact_id>", contact_views.ContactDetailView.as_view(), name="contact"),
+    path("canned-replies", canned_views.CannedReplyListView.as_view(), name="canned-list"),
+    path(
+        "canned-replies/<str:reply_id>",
+        canned_views.CannedReplyDetailView.as_view(),
+        name="canned-detail",
+    ),
+    path(
+        "canned-replies/<str:reply_id>/render",
+        canned_views.CannedReplyRenderView.as_view(),
+        name="canned-render",
+    ),
+]
+
 from ai_agents.api import feedback as feedback_views  # noqa: E402
 
 urlpatterns += [

@@ -1,15 +1,23 @@
 from ai_agents.models.agents import Agent, Contact, Conversation, Message
 from ai_agents.models.channels import ChannelBinding, Delivery, HandoffSettings
-from ai_agents.models.inbox import InboxPreference
+from ai_agents.models.inbox import (
+    CannedReply,
+    ConversationNote,
+    ConversationRead,
+    InboxPreference,
+)
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
 from ai_agents.models.tools import HttpTool
 
 __all__ = [
     "Agent",
+    "CannedReply",
     "ChannelBinding",
     "Chunk",
     "Contact",
     "Conversation",
+    "ConversationNote",
+    "ConversationRead",
     "Delivery",
     "Document",
     "HandoffSettings",

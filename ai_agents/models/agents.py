@@ -7,10 +7,12 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Func, Q, Value
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -26,6 +28,7 @@ from ai_agents.config import (
     validate_processing_config,
     validate_tools_enabled,
 )
+from ai_agents.models.knowledge import TS_CONFIG
 from ai_agents.models.tools import HttpTool
 from ai_agents.tools.names import BUILTIN_TOOL_NAMES
 from erp.tenancy.models import TenantOwnedModel
@@ -160,10 +163,28 @@ class Contact(TenantOwnedModel):
     custom_attributes = models.JSONField(_("atributos"), default=dict, blank=True)
     created_at = models.DateTimeField(_("creado"), auto_now_add=True)
     updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
+    # The inbox search (ai_agents/selectors/conversation_search.py): name and e-mail as
+    # Spanish accent-folded words, the phone as its digits (trigram index: any part matches).
+    search_vector = models.GeneratedField(
+        expression=SearchVector("name", "email", config=TS_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    phone_digits = models.GeneratedField(
+        expression=Func("phone", Value(r"\D"), Value(""), Value("g"), function="regexp_replace"),
+        output_field=models.CharField(max_length=40),
+        db_persist=True,
+    )
 
     class Meta:
         verbose_name = _("contacto")
         verbose_name_plural = _("contactos")
+        indexes = [
+            GinIndex(fields=["search_vector"], name="contact_search_vector"),
+            GinIndex(
+                fields=["phone_digits"], opclasses=["gin_trgm_ops"], name="contact_phone_trgm"
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "external_id"], name="contact_unique_external_id"
@@ -345,6 +366,11 @@ class Message(TenantOwnedModel):
     delivery_status = models.CharField(_("entrega"), max_length=20, blank=True)
     # Set by the pipeline (arrival time for the inbound message), not on INSERT.
     created_at = models.DateTimeField(_("fecha"), default=timezone.now)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config=TS_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     class Meta:
         verbose_name = _("mensaje")
@@ -359,6 +385,7 @@ class Message(TenantOwnedModel):
                 condition=Q(role="user") & ~Q(metadata__has_key="result"),
                 name="msg_unanswered",
             ),
+            GinIndex(fields=["search_vector"], name="msg_search_vector"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -214,10 +214,6 @@ def _free_or_mine(user: Any, now: datetime) -> Q:
     )
 
 
-def _held_by(user: Any, now: datetime) -> Q:
-    return Q(assigned_to=user, claim_expires_at__gt=now, claimed_at__isnull=False)
-
-
 def _publish(conversation: Conversation, kind: str) -> None:
     inbox_event_publish(
         tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
@@ -228,18 +224,26 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
     """Takes the conversation for `user` until now + the tenant's lease. An active one becomes
     escalated (a person may take over from the bot at any time). Raises ConversationClaimed
     when someone else's lease still runs, ConversationClosed when it is over."""
+    return conversation_take(conversation, holder=user, acting=user)
+
+
+def conversation_take(conversation: Conversation, *, holder: Any, acting: Any) -> Conversation:
+    """`acting` gives the conversation to `holder` (themself: a claim; a teammate: an
+    assignment) under a new lease. Allowed when nobody else's lease runs (free, expired, held
+    by `acting` or already by `holder`). `claimed_at` says since when `holder` holds it."""
     now = timezone.now()
     until = now + timedelta(minutes=lease_minutes(conversation.tenant_id))
     was_active = Q(status=Conversation.Status.ACTIVE)
+    kept = Q(assigned_to=holder, claim_expires_at__gt=now, claimed_at__isnull=False)
     updated = (
         _rows(conversation)
         .filter(status__in=Conversation.OPEN_STATUSES)
-        .filter(_free_or_mine(user, now))
+        .filter(_free_or_mine(acting, now) | Q(assigned_to=holder))
         .update(
-            assigned_to=user,
-            escalated_to=user,  # the person the escalation went to (kept after a release)
+            assigned_to=holder,
+            escalated_to=holder,  # the person the escalation went to (kept after a release)
             claim_expires_at=until,
-            claimed_at=Case(When(_held_by(user, now), then=F("claimed_at")), default=Value(now)),
+            claimed_at=Case(When(kept, then=F("claimed_at")), default=Value(now)),
             status=Value(Conversation.Status.ESCALATED),
             escalated_at=Case(When(was_active, then=Value(now)), default=F("escalated_at")),
             escalation_reason=Case(
@@ -256,7 +260,12 @@ def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
         _publish(fresh, "assignment")
         logger.info(
             "handoff.claimed",
-            extra={"conversation_id": str(fresh.pk), "user_id": user.pk, "until": str(until)},
+            extra={
+                "conversation_id": str(fresh.pk),
+                "user_id": holder.pk,
+                "by": acting.pk,
+                "until": str(until),
+            },
         )
         return fresh
     if fresh.status not in Conversation.OPEN_STATUSES:

@@ -41,7 +41,12 @@ def test_claim_reply_release_with_a_staff_session(
     assert claimed.status_code == 200, claimed.content
     body = claimed.json()
     assert body["status"] == "escalated"
-    assert body["assigned_to"] == {"id": owner.user.pk, "name": owner.user.email}
+    assert body["assigned_to"] == {
+        "id": owner.user.pk,
+        "name": owner.user.email,
+        "email": owner.user.email,
+    }
+    assert body["claimed_at"]
     assert body["claimed"] is True
     assert body["claim_expires_at"]
     assert body["escalation_reason"] == "user_request"

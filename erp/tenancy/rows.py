@@ -57,7 +57,8 @@ def _column(field: Field[Any, Any]) -> str:
 @cache
 def _table(model: type[Model]) -> _Table:
     quote = connection.ops.quote_name
-    fields = list(model._meta.concrete_fields)
+    # Generated columns (a search vector) are the database's: never written, not read here.
+    fields = [f for f in model._meta.concrete_fields if not getattr(f, "generated", False)]
     converters = []
     for position, field in enumerate(fields):
         col = field.get_col(model._meta.db_table)
