@@ -70,6 +70,10 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _db_release() -> None:
+    connection.close()
+
+
 async def _start_positions(client: Any, tenant_ids: list[int], known: dict[int, str]) -> dict:
     """Where each tenant's stream is read from: the client's cursor, else its last entry."""
     positions: dict[int, str] = {}
@@ -86,9 +90,12 @@ async def _events(tenant_ids: list[int], known: dict[int, str]) -> AsyncIterator
     import redis.asyncio as aioredis
 
     # The view's database connection goes back before any waiting (same thread as the view).
-    await sync_to_async(connection.close)()
+    await sync_to_async(_db_release)()
     heartbeat, lifetime = _settings()
-    client = aioredis.Redis.from_url(settings.REDIS_URL)
+    # A blocked XREAD waits up to a heartbeat: the socket must wait longer than that.
+    client = aioredis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=heartbeat + 10, socket_connect_timeout=5
+    )
     try:
         positions = await _start_positions(client, tenant_ids, known)
         yield "retry: 1000\n" + _frame("ready", {"tenants": tenant_ids})
