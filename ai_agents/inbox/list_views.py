@@ -110,12 +110,14 @@ def inbox_list(request: HttpRequest) -> HttpResponse:
             return JsonResponse({"html": html, "next": page.next_cursor, "counts": page.counts})
         choices = inbox_filter_choices(tenant_ids=tenant_ids)
     return render(
-        request, "ai_agents/inbox/list.html", _list_context(request, page, html, choices, many)
+        request,
+        "ai_agents/inbox/list.html",
+        _list_context(request, page, html=html, choices=choices, many=many),
     )
 
 
 def _list_context(
-    request: HttpRequest, page: InboxPage, html: str, choices: dict[str, Any], many: bool
+    request: HttpRequest, page: InboxPage, *, html: str, choices: dict[str, Any], many: bool
 ) -> dict[str, Any]:
     values = {k: request.GET.get(k, "").strip() for k in FILTER_KEYS}
     tab = page.filters.tab

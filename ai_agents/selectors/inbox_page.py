@@ -89,7 +89,7 @@ def inbox_filters_parse(
     return filters if filters.tab else replace(filters, tab=DEFAULT_TAB)
 
 
-def inbox_tab_counts(*, filters: ConversationFilters, user_id: int) -> dict[str, int]:
+def inbox_tab_counts(*, filters: ConversationFilters, user_id: int | None) -> dict[str, int]:
     """How many conversations each tab holds under the same filters and search."""
     return {
         tab: conversation_list(filters=replace(filters, tab=tab), user_id=user_id).count()
@@ -98,7 +98,11 @@ def inbox_tab_counts(*, filters: ConversationFilters, user_id: int) -> dict[str,
 
 
 def inbox_page_read(
-    *, params: Mapping[str, str], tenant_ids: tuple[int, ...], user_id: int, limit: int = PAGE_SIZE
+    *,
+    params: Mapping[str, str],
+    tenant_ids: tuple[int, ...],
+    user_id: int | None,
+    limit: int = PAGE_SIZE,
 ) -> InboxPage:
     """One page of cards after `params["after"]` (FilterError on bad input)."""
     filters = inbox_filters_parse(params, tenant_ids=tenant_ids)
@@ -137,7 +141,7 @@ def inbox_filter_choices(*, tenant_ids: tuple[int, ...]) -> dict[str, Any]:
 
 
 def contact_conversations(
-    *, contact_id: uuid.UUID, tenant_id: int, user_id: int, limit: int
+    *, contact_id: uuid.UUID, tenant_id: int, user_id: int | None, limit: int
 ) -> tuple[list[Conversation], bool]:
     """The contact's conversations on every channel and in every state, latest activity first
     (at most `limit`; the flag says whether there were more)."""

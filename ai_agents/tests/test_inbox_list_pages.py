@@ -15,7 +15,7 @@ from ai_agents.services import handoff
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.models import Membership
 from erp.tenancy.scoping import tenant_scope
-from erp.testing.factories import MembershipFactory
+from erp.testing.factories import MembershipFactory, UserFactory
 from erp.testing.fixtures import Persona
 
 pytestmark = pytest.mark.django_db
@@ -217,3 +217,16 @@ def test_english_pages(owner: Persona) -> None:
         assert text in html, text
     assert "Esperando a una persona" not in html
     assert "High priority" in html or "Priority High" in html
+
+
+def test_a_staff_user_of_no_tenant_sees_an_empty_inbox_in_words(owner: Persona) -> None:
+    conversation_make(agent_for(owner.tenant), thread="ana")
+    client = Client()
+    client.force_login(UserFactory(username="nobody@x.test"))
+
+    response = client.get("/inbox/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Tu usuario no pertenece a ninguna empresa." in html
+    assert _ids(html) == [] and "Cliente ana" not in html
+    assert client.get("/inbox/?fragment=cards").json()["counts"]["waiting"] == 0
