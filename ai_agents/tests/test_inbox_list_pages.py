@@ -222,7 +222,7 @@ def test_english_pages(owner: Persona) -> None:
 def test_a_staff_user_of_no_tenant_sees_an_empty_inbox_in_words(owner: Persona) -> None:
     conversation_make(agent_for(owner.tenant), thread="ana")
     client = Client()
-    client.force_login(UserFactory(username="nobody@x.test"))
+    client.force_login(UserFactory.create(username="nobody@x.test"))
 
     response = client.get("/inbox/")
     assert response.status_code == 200
