@@ -215,3 +215,37 @@ def test_the_list_on_a_phone_and_a_laptop(
         page.screenshot(path=str(tmp_path / "inbox_list_laptop.png"), full_page=True)
     finally:
         laptop.close()
+
+
+def test_a_new_waiting_conversation_appears_without_a_reload(
+    browser: Any, asgi_server: str, owner: Persona, outsider: Persona
+) -> None:
+    """The list re-reads its cards on a live inbox event (SSE under ASGI, as in production):
+    the new card takes its place by waiting time and the counts follow; another tenant's
+    event changes nothing."""
+    from playwright.sync_api import expect
+
+    from ai_agents.services.inbox_events import inbox_event_publish
+
+    agent = agent_for(owner.tenant)
+    recent = conversation_make(agent, thread="recent", escalated_minutes_ago=1)
+    context = context_new(browser, base_url=asgi_server)
+    try:
+        page = context.new_page()
+        admin_login(page, owner, "/inbox/")
+        expect(page.locator("html")).to_have_attribute("data-inbox-live", "live")
+        assert _card_ids(page) == [str(recent.pk)]
+
+        older = conversation_make(agent, thread="older", escalated_minutes_ago=20)
+        inbox_event_publish(tenant_id=owner.tenant.pk, conversation_id=older.pk, kind="status")
+        expect(page.locator("#inbox-cards .inbox-card")).to_have_count(2)
+        assert _card_ids(page) == [str(older.pk), str(recent.pk)]
+        expect(page.locator('[data-count="waiting"]')).to_have_text("2")
+
+        theirs = conversation_make(agent_for(outsider.tenant), thread="ajeno")
+        inbox_event_publish(tenant_id=outsider.tenant.pk, conversation_id=theirs.pk, kind="status")
+        page.wait_for_timeout(1500)
+        expect(page.locator(f'[data-conversation-id="{theirs.pk}"]')).to_have_count(0)
+        expect(page.locator('[data-count="waiting"]')).to_have_text("2")
+    finally:
+        context.close()

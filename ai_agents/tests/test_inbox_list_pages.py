@@ -230,3 +230,20 @@ def test_a_staff_user_of_no_tenant_sees_an_empty_inbox_in_words(owner: Persona) 
     assert "Tu usuario no pertenece a ninguna empresa." in html
     assert _ids(html) == [] and "Cliente ana" not in html
     assert client.get("/inbox/?fragment=cards").json()["counts"]["waiting"] == 0
+
+
+def test_the_page_reads_a_fixed_number_of_queries_whatever_the_cards(owner: Persona) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    agent = agent_for(owner.tenant)
+    client = _client(owner)
+    counts = []
+    for batch in range(2):
+        for i in range(3 if batch == 0 else 12):
+            conversation_make(agent, thread=f"b{batch}-{i}", escalated_minutes_ago=10 + i)
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get("/inbox/").content.decode()
+        counts.append(len(queries))
+    assert len(_ids(html)) == 15
+    assert counts[0] == counts[1], counts  # no query per card
