@@ -152,7 +152,10 @@ def test_phone_and_laptop_layouts_in_both_languages_pass_axe(
                 content=f"Mensaje {n}: " + "texto largo " * 12,
                 created_at=timezone.now() - timedelta(minutes=30 - n),
             )
-    words = {"es": ("Reclamar", "Volver a la bandeja"), "en": ("Claim", "Back to the inbox")}
+    words = {
+        "es": ("Reclamar", "Volver a la bandeja", "Responder", "Avisos", "Esperando desde"),
+        "en": ("Claim", "Back to the inbox", "Reply", "Alerts", "Waiting since"),
+    }
     for size_name, size in (("phone", PHONE), ("laptop", LAPTOP)):
         context = context_new(browser, base_url=asgi_server, viewport=size)
         context.add_cookies([{"name": "django_language", "value": language, "url": asgi_server}])
@@ -166,6 +169,9 @@ def test_phone_and_laptop_layouts_in_both_languages_pass_axe(
 
             page.goto(f"/inbox/{conversation.pk}")
             expect(page.locator("#inbox-claim")).to_have_text(words[language][0])
+            expect(page.locator("#inbox-send")).to_have_text(words[language][2])
+            expect(page.locator("#inbox-prefs-open")).to_have_text(words[language][3])
+            expect(page.locator("#inbox-waiting-line")).to_contain_text(words[language][4])
             page.screenshot(path=tmp_path / f"{language}-{size_name}-conversation.png")
             assert axe_check(page) == [], f"{language} {size_name} conversation"
             facts = _layout_facts(page)
