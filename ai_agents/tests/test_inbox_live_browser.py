@@ -185,3 +185,27 @@ def test_phone_and_laptop_layouts_in_both_languages_pass_axe(
             expect(page.get_by_role("link", name=words[language][1])).to_have_count(0)
         finally:
             context.close()
+
+
+def test_without_the_live_stream_the_page_falls_back_to_polling(
+    browser: Any, asgi_server: str, owner: Persona
+) -> None:
+    from ai_agents.conversations.inbound import message_receive
+
+    conversation = conversation_make(agent_for(owner.tenant), thread="pablo")
+    context = context_new(browser, base_url=asgi_server)
+    # A proxy that kills event streams: every connection to /inbox/live fails.
+    context.route("**/inbox/live*", lambda route: route.abort())
+    page = context.new_page()
+    try:
+        admin_login(page, owner, f"/inbox/{conversation.pk}")
+        expect(page.locator("html")).to_have_attribute("data-inbox-live", "polling", timeout=30_000)
+        message_receive(
+            agent=conversation.agent,
+            inbound=Inbound(text="¿Siguen ahí?", contact={"external_id": "pablo"}),
+        )
+        expect(page.locator('#inbox-messages li[data-kind="customer"]').last).to_contain_text(
+            "¿Siguen ahí?", timeout=30_000
+        )
+    finally:
+        context.close()
