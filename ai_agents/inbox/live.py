@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,9 +30,12 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.db import connection
 from django.http import HttpRequest, StreamingHttpResponse
 from django.views.decorators.http import require_GET
+from redis.exceptions import RedisError
 
 from ai_agents.services.inbox_events import stream_key
 from erp.tenancy.selectors import tenant_ids_for
+
+logger = logging.getLogger(__name__)
 
 MAX_CURSOR_CHARS = 2000
 READ_COUNT = 100
@@ -117,6 +121,9 @@ async def _events(tenant_ids: list[int], known: dict[int, str]) -> AsyncIterator
                     yield _frame("inbox", data, cursor_format(positions))
         if not tenant_ids:
             await asyncio.sleep(min(heartbeat, lifetime))
+    except (RedisError, OSError):
+        # Redis went away: the stream ends; the page reconnects, or polls after 3 failures.
+        logger.warning("inbox_live.redis_unavailable", exc_info=True)
     finally:
         await client.aclose()
 

@@ -135,8 +135,6 @@ def _page_texts() -> dict[str, str]:
         "customer": _("Cliente"),
         "bot": _("Bot"),
         "person": _("Equipo"),
-        "claimed_by": _("Atendida por %(name)s hasta las %(time)s"),
-        "claimed_by_me": _("La atiende usted hasta las %(time)s"),
         "unclaimed": _("Sin atender"),
         "network": _("No se pudo contactar con el servidor."),
         "empty": _("Escriba el texto de la respuesta."),

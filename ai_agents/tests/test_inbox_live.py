@@ -215,3 +215,18 @@ def test_the_stream_needs_a_staff_login(client: Any, owner: Persona) -> None:
     response = client.get("/inbox/live")
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
     assert settings.REDIS_URL  # the project's Redis carries the events
+
+
+@pytest.mark.slow
+def test_a_stream_without_redis_ends_quietly_and_the_page_falls_back(
+    asgi_server: str, owner: Persona, settings: Any
+) -> None:
+    session = _session(owner.user)
+    settings.REDIS_URL = "unix:///nonexistent/redis.sock"
+    stream = Stream(asgi_server, session)
+    try:
+        assert stream.response.status_code == 200
+        # The stream ends without "ready": EventSource retries, then the page polls.
+        assert stream.frames.get(timeout=8) == {"event": "end"}
+    finally:
+        stream.close()
