@@ -135,6 +135,10 @@ class Migration(migrations.Migration):
             model_name='conversationread',
             constraint=models.UniqueConstraint(fields=('conversation', 'user'), name='conv_read_unique'),
         ),
+        migrations.AddIndex(
+            model_name="conversation",
+            index=models.Index(fields=["tenant", "last_message_at"], name="conv_tenant_last"),
+        ),
         EnableRowLevelSecurity(
             "ai_agents_cannedreply", "ai_agents_conversationnote", "ai_agents_conversationread"
         ),

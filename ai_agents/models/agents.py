@@ -303,6 +303,8 @@ class Conversation(TenantOwnedModel):
         ordering = ["-last_message_at"]
         indexes = [
             models.Index(fields=["tenant", "status", "last_message_at"], name="conv_tenant_status"),
+            # The inbox list (any status), latest activity first: a search walks it in order.
+            models.Index(fields=["tenant", "last_message_at"], name="conv_tenant_last"),
             models.Index(fields=["tenant", "agent", "last_message_at"], name="conv_tenant_agent"),
             models.Index(
                 fields=["tenant", "channel", "channel_conversation_id"], name="conv_tenant_channel"

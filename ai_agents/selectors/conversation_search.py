@@ -13,13 +13,16 @@ import re
 from collections.abc import Iterable
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Q
+from django.db.models import BooleanField, Exists, OuterRef, Q
+from django.db.models.expressions import RawSQL
 
 from ai_agents.models import Contact, Message
 from ai_agents.models.knowledge import TS_CONFIG
 
 QUERY_MAX_CHARS = 200
 PHONE_MIN_DIGITS = 4
+# At least this many matching messages make a word common (see `_messages_match`).
+COMMON_WORD_MESSAGES = 1000
 _PHONE_CHARS = re.compile(r"^[\d\s+().\-/]+$")
 _NON_DIGITS = re.compile(r"\D")
 
@@ -36,14 +39,40 @@ def conversation_search_condition(text: str, *, tenant_ids: Iterable[int]) -> Q:
     """The WHERE condition on conversations for the search `text` (already bounded)."""
     ids = list(tenant_ids)
     query = SearchQuery(text, config=TS_CONFIG, search_type="plain")
-    messages = Message.objects.filter(
-        tenant_id__in=ids,
-        search_vector=query,
-        role__in=[Message.Role.USER, Message.Role.ASSISTANT],
-    ).values("conversation_id")
     contact_match = Q(search_vector=query)
     digits = phone_digits_of(text)
     if digits:
         contact_match |= Q(phone_digits__contains=digits)
-    contacts = Contact.objects.filter(contact_match, tenant_id__in=ids).values("id")
-    return Q(pk__in=messages) | Q(contact_id__in=contacts)
+    contacts = Contact.objects.filter(contact_match, tenant_id__in=ids, id=OuterRef("contact_id"))
+    return _messages_match(text, query, ids) | Q(Exists(contacts))
+
+
+def _messages_match(text: str, query: SearchQuery, ids: list[int]) -> Q:
+    """Some message of the conversation matches, tested the way that suits the word.
+
+    A rare word: collect its few messages through the GIN index once (a hashed set). A common
+    word: probe the conversations in list order (`conv_tenant_last`), each through its own
+    messages, and stop when the page is full; hashing its thousands of hits would cost far
+    more. Which one: how many messages of these tenants the GIN index finds, counted up to
+    COMMON_WORD_MESSAGES (a bounded count). The planner alone guesses the common case wrong.
+    """
+    hits = Message.objects.filter(tenant_id__in=ids, search_vector=query)
+    if hits[:COMMON_WORD_MESSAGES].count() < COMMON_WORD_MESSAGES:
+        # No tenant test in the subquery: its messages are tied to a conversation row already
+        # limited to `ids` (and row-level security holds); a tenant test would offer the
+        # planner the tenant's index, walking every message of the tenant.
+        messages = Message._base_manager.filter(
+            conversation_id=OuterRef("pk"),
+            search_vector=query,
+            role__in=[Message.Role.USER, Message.Role.ASSISTANT],
+        )
+        return Q(Exists(messages))
+    # OFFSET 0 keeps PostgreSQL from turning the EXISTS into a hashed set: one probe a row.
+    probe = RawSQL(
+        "EXISTS (SELECT 1 FROM ai_agents_message m WHERE m.conversation_id = "
+        "\"ai_agents_conversation\".\"id\" AND m.role IN ('user', 'assistant') AND "
+        "m.search_vector @@ plainto_tsquery(%s::regconfig, %s) OFFSET 0)",
+        [TS_CONFIG, text],
+        output_field=BooleanField(),
+    )
+    return Q(probe)

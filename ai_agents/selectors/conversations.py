@@ -43,6 +43,13 @@ from erp.tenancy.models import Tenant
 TABS = ("waiting", "mine", "unassigned", "bot", "closed")
 UNREAD_CAP = 999
 PREVIEW_CHARS = 160
+# Columns a card never reads (the history summary can be large).
+CARD_DEFER = (
+    "history_summary",
+    "channel_data",
+    "contact__search_vector",
+    "contact__custom_attributes",
+)
 _EPOCH = datetime(1970, 1, 1, tzinfo=ZoneInfo("UTC"))
 
 
@@ -212,7 +219,9 @@ def conversation_list(
     rows = rows.filter(_date_condition(filters))
     if filters.q:
         rows = rows.filter(conversation_search_condition(filters.q, tenant_ids=filters.tenant_ids))
-    rows = rows.select_related("assigned_to", "escalated_to", "contact", "tenant")
+    rows = rows.select_related("assigned_to", "escalated_to", "contact", "tenant").defer(
+        *CARD_DEFER
+    )
     return cards_annotate(rows, user_id=user_id)
 
 

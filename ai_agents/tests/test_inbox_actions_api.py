@@ -29,7 +29,7 @@ def conv_b(outsider: Persona) -> Conversation:
 
 @pytest.fixture
 def both(tenant_a: Tenant, tenant_b: Tenant) -> Any:
-    user = UserFactory(username="both@x.test")
+    user: Any = UserFactory(username="both@x.test")
     MembershipFactory.create(tenant=tenant_a, user=user, role=Membership.Role.AGENT)
     MembershipFactory.create(tenant=tenant_b, user=user, role=Membership.Role.AGENT)
     client = APIClient()

@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from ai_agents.models import Contact, Conversation, Message
+from ai_agents.selectors import conversation_search
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.models import Membership, Tenant
 from erp.testing.factories import MembershipFactory
@@ -142,8 +143,19 @@ def test_bad_filters_are_400_in_words(
     assert field in text and "Traceback" not in text
 
 
+@pytest.fixture(params=["rare", "common"])
+def word_plan(request: Any, monkeypatch: Any) -> str:
+    """Both ways a message match is tested: a hashed set (rare word) and a probe per
+    conversation (common word: the threshold lowered to one message)."""
+    if request.param == "common":
+        monkeypatch.setattr(conversation_search, "COMMON_WORD_MESSAGES", 1)
+    return str(request.param)
+
+
 @pytest.mark.django_db
-def test_search_text_accents_name_phone_email(owner_client: Any, world: Any) -> None:
+def test_search_text_accents_name_phone_email(
+    owner_client: Any, world: Any, word_plan: str
+) -> None:
     waiting, bot = str(world["a_waiting"].pk), str(world["a_bot"].pk)
     _say(world["a_waiting"], "¿Dónde está la factura de diciembre?")
     assert _ids(owner_client.get(URL, {"q": "pedido"})) == {waiting}
@@ -158,7 +170,7 @@ def test_search_text_accents_name_phone_email(owner_client: Any, world: Any) -> 
 
 @pytest.mark.django_db
 def test_member_of_two_tenants_sees_both_and_filters_one(
-    both: Any, world: Any, tenant_a: Tenant, tenant_b: Tenant
+    both: Any, world: Any, tenant_a: Tenant, tenant_b: Tenant, word_plan: str
 ) -> None:
     rows = both.get(URL, {"tab": "waiting"}).json()["results"]
     assert {r["tenant"]["name"] for r in rows} == {tenant_a.name, tenant_b.name}
