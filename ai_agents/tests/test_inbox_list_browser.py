@@ -88,26 +88,33 @@ def test_waiting_tab_keys_search_and_more(
     page.wait_for_url(f"**/inbox/{waiting[2].pk}")
     page.go_back()
 
-    # "/" goes to the search box; the accent-less words find the accented message, ours only.
+    _search_finds_ours_only(page, ours=waiting[0], theirs=theirs)
+    context.close()
+
+
+def _search_finds_ours_only(page: Any, *, ours: Conversation, theirs: Conversation) -> None:
+    """The "/" key goes to the search box; accent-less words find the accented message, ours
+    only; the search survives a reload and a change of tab."""
+    from playwright.sync_api import expect
+
     page.keyboard.press("/")
     expect(page.locator("#inbox-q")).to_be_focused()
     page.keyboard.type("informacion envio")
     page.keyboard.press("Enter")
     page.wait_for_url("**q=informacion+envio**")
     expect(page.locator("#inbox-cards .inbox-card")).to_have_count(1)
-    assert _card_ids(page) == [str(waiting[0].pk)]
+    assert _card_ids(page) == [str(ours.pk)]
     expect(page.locator(f'[data-conversation-id="{theirs.pk}"]')).to_have_count(0)
     expect(page.locator('[data-count="waiting"]')).to_have_text("1")
     page.reload()  # the state is in the URL
     expect(page.locator("#inbox-q")).to_have_value("informacion envio")
-    assert _card_ids(page) == [str(waiting[0].pk)]
+    assert _card_ids(page) == [str(ours.pk)]
     # The other tabs keep the search; nothing with the bot matches it.
     page.locator('.inbox-tabs a[data-tab="bot"]').click()
     expect(page.locator("#inbox-empty")).to_have_text(
         "Ninguna conversación coincide con la búsqueda o los filtros."
     )
     assert "Más información" not in page.content()
-    context.close()
 
 
 def test_a_member_of_two_tenants_in_english_and_the_contact_page(
