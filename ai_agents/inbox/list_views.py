@@ -145,6 +145,7 @@ def _list_context(
         "channels": list(CHANNEL_LABELS.items()),
         "agents": choices["agents"],
         "people": choices["people"],
+        "tenants": choices["tenants"],
         "many_tenants": many,
         "has_tenant": bool(page.filters.tenant_ids),
         "refresh_seconds": REFRESH_SECONDS,

@@ -30,7 +30,7 @@ from ai_agents.selectors.conversations import (
     conversation_list,
     conversation_ordering,
 )
-from erp.tenancy.models import Membership
+from erp.tenancy.models import Membership, Tenant
 
 DEFAULT_TAB = "waiting"
 PAGE_SIZE = 25
@@ -123,7 +123,7 @@ def inbox_page_read(
 
 
 def inbox_filter_choices(*, tenant_ids: tuple[int, ...]) -> dict[str, Any]:
-    """What the filter selects offer: the tenants' agents and staff members."""
+    """What the filter selects offer: the tenants, their agents and staff members."""
     agents = (
         Agent.objects.filter(tenant_id__in=tenant_ids)
         .select_related("tenant")
@@ -137,7 +137,8 @@ def inbox_filter_choices(*, tenant_ids: tuple[int, ...]) -> dict[str, Any]:
     people: dict[int, Any] = {}
     for membership in members:
         people.setdefault(membership.user_id, membership.user)
-    return {"agents": list(agents), "people": list(people.values())}
+    tenants = Tenant.objects.filter(pk__in=tenant_ids).order_by("name", "pk")
+    return {"agents": list(agents), "people": list(people.values()), "tenants": list(tenants)}
 
 
 def contact_conversations(

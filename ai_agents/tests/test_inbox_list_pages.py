@@ -127,8 +127,12 @@ def test_a_member_of_two_tenants_sees_both_with_the_tenant_named(
     assert set(_ids(html)) == {str(ours.pk), str(theirs.pk)}
     assert '<span class="tenant">Acme</span>' in html
     assert f'<span class="tenant">{outsider.tenant.name}</span>' in html
+    assert 'id="inbox-tenant-filter"' in html
+    assert f'<option value="{owner.tenant.pk}">Acme</option>' in html
     one = _client(outsider).get(f"/inbox/?tenant={outsider.tenant.pk}").content.decode()
     assert _ids(one) == [str(theirs.pk)]
+    assert f'<option value="{outsider.tenant.pk}" selected>' in one
+    assert 'id="inbox-tenant-filter"' not in _client(owner).get("/inbox/").content.decode()
     # the owner of A alone: B's conversation never, and B's id is refused in words
     response = _client(owner).get(f"/inbox/?tenant={outsider.tenant.pk}")
     assert response.status_code == 400
