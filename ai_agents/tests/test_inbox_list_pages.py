@@ -200,7 +200,9 @@ def test_the_contact_page_lists_every_conversation_across_channels(
     assert set(_ids(html)) == {str(first.pk), str(second.pk)}
     assert str(stranger.pk) not in html
     assert "WhatsApp" in html and "Chat web" in html and "Cerrada" in html
-    # linked from the list's card
+    # linked from the conversation page's header and from the list's card
+    header = _client(owner).get(f"/inbox/{second.pk}").content.decode()
+    assert f'href="/inbox/contacts/{contact.pk}" id="inbox-contact-link"' in header
     listing = _client(owner).get("/inbox/?tab=unassigned").content.decode()
     assert f'href="/inbox/contacts/{contact.pk}"' in listing
 
