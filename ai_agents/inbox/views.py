@@ -29,6 +29,7 @@ from ai_agents.inbox.alerts import alerts_texts
 from ai_agents.inbox.state import conversation_notes, conversation_state, message_row
 from ai_agents.models import Conversation, Message
 from ai_agents.services import handoff
+from ai_agents.services.inbox import conversation_read_mark
 from erp.tenancy.selectors import tenant_ids_for
 
 POLL_SECONDS = 3
@@ -70,6 +71,8 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
     conversation = _member_conversation(request, conversation_id)
     if handoff.conversation_lease_renew(conversation, request.user):
         conversation.refresh_from_db()
+    # Opening it reads it: the list's unread badge for this member drops to 0.
+    conversation_read_mark(conversation=conversation, user=request.user)
     messages = _messages(conversation)
     zone = labels.tenant_zone(conversation)
     context = {

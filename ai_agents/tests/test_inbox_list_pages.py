@@ -31,6 +31,12 @@ def _ids(html: str) -> list[str]:
     return re.findall(r'<li class="inbox-card[^"]*" data-conversation-id="([^"]+)"', html)
 
 
+def _unread(html: str) -> dict[str, str]:
+    """{conversation id: unread count} of the cards that show a badge."""
+    cards = re.findall(r'data-conversation-id="([^"]+)"[^>]*?(?:data-unread="(\d+)")?>', html)
+    return {pk: n for pk, n in cards if n}
+
+
 def _count(html: str, tab: str) -> int:
     found = re.search(rf'data-count="{tab}">(\d+)<', html)
     assert found, tab
@@ -253,3 +259,17 @@ def test_the_page_reads_a_fixed_number_of_queries_whatever_the_cards(owner: Pers
         counts.append(len(queries))
     assert len(_ids(html)) == 15
     assert counts[0] == counts[1], counts  # no query per card
+
+
+def test_opening_the_conversation_page_clears_its_unread_badge_for_that_member_only(
+    owner: Persona, member: Persona
+) -> None:
+    conversation = conversation_make(agent_for(owner.tenant), thread="ana")
+    assert _unread(_client(owner).get("/inbox/").content.decode()) == {str(conversation.pk): "1"}
+
+    assert _client(owner).get(f"/inbox/{conversation.pk}").status_code == 200
+
+    html = _client(owner).get("/inbox/").content.decode()
+    assert _ids(html) == [str(conversation.pk)] and _unread(html) == {}
+    theirs = _client(member).get("/inbox/").content.decode()
+    assert _unread(theirs) == {str(conversation.pk): "1"}  # still unread for the colleague
