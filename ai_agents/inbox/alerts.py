@@ -105,5 +105,6 @@ def inbox_preferences(request: HttpRequest) -> JsonResponse:
             return _error(_("Campo desconocido: %(name)s.") % {"name": name[:40]}, name[:40])
         if not isinstance(value, bool):
             return _error(_("%(name)s debe ser true o false.") % {"name": name}, name)
-    InboxPreference.objects.update_or_create(user=request.user, defaults=data)
+    user: Any = request.user
+    InboxPreference.objects.update_or_create(user=user, defaults=data)
     return JsonResponse(preferences_of(request.user))

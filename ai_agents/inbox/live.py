@@ -97,7 +97,7 @@ async def _events(tenant_ids: list[int], known: dict[int, str]) -> AsyncIterator
     await sync_to_async(_db_release)()
     heartbeat, lifetime = _settings()
     # A blocked XREAD waits up to a heartbeat: the socket must wait longer than that.
-    client = aioredis.Redis.from_url(
+    client: Any = aioredis.Redis.from_url(
         settings.REDIS_URL, socket_timeout=heartbeat + 10, socket_connect_timeout=5
     )
     try:
@@ -116,7 +116,7 @@ async def _events(tenant_ids: list[int], known: dict[int, str]) -> AsyncIterator
                 tenant = keys[_text(key)]
                 for entry_id, fields in entries:
                     positions[tenant] = _text(entry_id)
-                    data = {_text(k): _text(v) for k, v in fields.items()}
+                    data: dict[str, Any] = {_text(k): _text(v) for k, v in fields.items()}
                     data["tenant_id"] = tenant
                     yield _frame("inbox", data, cursor_format(positions))
         if not tenant_ids:

@@ -103,6 +103,7 @@ def test_the_conversation_header_reads_as_words_in_the_tenants_zone(
     assert "Chat web" in html and "user_request" not in html
     visible = re.sub(r"<script.*?</script>", "", html, flags=re.S)
     assert visible.count("Atendida por") == 1
+    assert conversation.claimed_at is not None
     since = conversation.claimed_at.astimezone(ZoneInfo("Europe/Madrid"))
     assert f"Atendida por {member.user.email} desde {since:%d/%m/%Y %H:%M}" in html
     assert 'id="inbox-claim" data-action="claim" disabled' in html

@@ -106,7 +106,8 @@ def test_an_event_leaves_after_the_commit_only_and_a_failure_never_reaches_the_c
     with django_capture_on_commit_callbacks(execute=True):
         inbox_event_publish(tenant_id=owner.tenant.pk, conversation_id="c-1", kind="status")
         assert client.xlen(key) == 0  # not before the commit
-    [(_, fields)] = client.xrange(key)
+    entries: Any = client.xrange(key)
+    [(_, fields)] = entries
     assert fields == {b"conversation_id": b"c-1", b"kind": b"status"}
 
     with pytest.raises(RuntimeError), transaction.atomic():
