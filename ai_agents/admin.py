@@ -334,4 +334,4 @@ class HandoffSettingsAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         return bool(obj.webhook_secret)
 
 
-from ai_agents import admin_channels  # noqa: E402, F401  (channel bindings)
+from ai_agents import admin_channels, admin_inbox  # noqa: E402, F401  (bindings, canned replies)

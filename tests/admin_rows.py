@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ai_agents.models import (
     Agent,
+    CannedReply,
     ChannelBinding,
     Document,
     HandoffSettings,
@@ -23,6 +24,7 @@ from ai_agents.models import (
     KnowledgeBase,
 )
 from ai_agents.services.agents import agent_create
+from ai_agents.services.canned_replies import canned_reply_create
 from ai_agents.services.knowledge import document_add, knowledge_base_create
 from correo.models import ChatQuery, Digest
 from erp.llm.models import UsageLog
@@ -113,6 +115,12 @@ def _chat_query(tenant: Tenant, user: Any) -> ChatQuery:
     )
 
 
+def _canned(tenant: Tenant, user: Any) -> CannedReply:
+    return canned_reply_create(
+        tenant_id=tenant.pk, shortcut="hola", title="Saludo", text="Hola {{contact.name}}"
+    )
+
+
 def _usage(tenant: Tenant, user: Any) -> UsageLog:
     return UsageLog.objects.for_tenant(tenant).create(
         tenant=tenant, operation="llm_request", provider="google", model="gemini-2.5-flash"
@@ -132,6 +140,7 @@ BUILDERS: dict[type[models.Model], Callable[[Tenant, Any], models.Model]] = {
     Digest: _digest,
     ChatQuery: _chat_query,
     UsageLog: _usage,
+    CannedReply: _canned,
 }
 
 

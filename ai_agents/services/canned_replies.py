@@ -35,7 +35,8 @@ def unknown_variables(text: str) -> list[str]:
     return sorted({name for name in _VARIABLE.findall(text) if name not in VARIABLES})
 
 
-def _clean(shortcut: Any, title: Any, text: Any) -> tuple[str, str, str]:
+def canned_reply_clean(shortcut: Any, title: Any, text: Any) -> tuple[str, str, str]:
+    """The values as stored, or CannedReplyInvalid naming the field (the API and the admin)."""
     shortcut = shortcut.strip().lstrip("/").lower() if isinstance(shortcut, str) else ""
     if not shortcut or len(shortcut) > SHORTCUT_MAX_CHARS or not _SHORTCUT.match(shortcut):
         raise CannedReplyInvalid(
@@ -77,13 +78,13 @@ def _save(reply: CannedReply) -> CannedReply:
 
 
 def canned_reply_create(*, tenant_id: int, shortcut: Any, title: Any, text: Any) -> CannedReply:
-    shortcut, title, text = _clean(shortcut, title, text)
+    shortcut, title, text = canned_reply_clean(shortcut, title, text)
     return _save(CannedReply(tenant_id=tenant_id, shortcut=shortcut, title=title, text=text))
 
 
 def canned_reply_update(*, reply: CannedReply, changes: dict[str, Any]) -> CannedReply:
     """Changes any of shortcut, title, text (the others stay)."""
-    shortcut, title, text = _clean(
+    shortcut, title, text = canned_reply_clean(
         changes.get("shortcut", reply.shortcut),
         changes.get("title", reply.title),
         changes.get("text", reply.text),

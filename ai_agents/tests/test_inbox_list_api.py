@@ -8,6 +8,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -215,3 +216,20 @@ def test_opening_marks_read(owner_client: Any, world: Any) -> None:
     marked = owner_client.post(f"{URL}/{conversation.pk}/read", {}, format="json")
     assert marked.status_code == 200 and marked.json()["unread_count"] == 0
     assert unread() == 0
+
+
+@pytest.mark.django_db
+def test_opening_the_inbox_page_marks_read_for_that_member_only(
+    owner: Persona, owner_client: Any, member_client: Any, world: Any
+) -> None:
+    conversation = world["a_waiting"]
+    page = Client()
+    page.force_login(owner.user)
+    assert page.get(f"/inbox/{conversation.pk}").status_code == 200
+
+    def unread(client: Any) -> int:
+        rows = client.get(URL, {"tab": "waiting"}).json()["results"]
+        return int(rows[0]["unread_count"])
+
+    assert unread(owner_client) == 0
+    assert unread(member_client) == 1
