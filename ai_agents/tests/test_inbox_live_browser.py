@@ -74,7 +74,7 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
         expect(page).to_have_title("(1) Bandeja de conversaciones")
         expect(page.locator("#inbox-alert-live")).to_contain_text("Marta")
         expect(page.locator("#inbox-alerts")).to_have_attribute("data-sounds-played", "1")
-        expect(page.locator(f'tr[data-conversation-id="{waiting.pk}"]')).to_be_visible()
+        expect(page.locator(f'.inbox-card[data-conversation-id="{waiting.pk}"]')).to_be_visible()
         assert page.evaluate("window.__sameDocument") is True  # no reload
         assert len(fake_google.generate_requests) == 0  # the rule escalated, no model call
     finally:
