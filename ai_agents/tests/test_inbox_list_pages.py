@@ -273,3 +273,32 @@ def test_opening_the_conversation_page_clears_its_unread_badge_for_that_member_o
     assert _ids(html) == [str(conversation.pk)] and _unread(html) == {}
     theirs = _client(member).get("/inbox/").content.decode()
     assert _unread(theirs) == {str(conversation.pk): "1"}  # still unread for the colleague
+
+
+def test_each_tab_count_is_the_number_of_cards_that_tab_lists(
+    owner: Persona, outsider: Persona
+) -> None:
+    """The counts find the search's matches as sets, the list probes conversation by
+    conversation: both must agree, for message words, names, e-mails and phone digits."""
+    agent = agent_for(owner.tenant)
+    made = [
+        conversation_make(agent, thread="a", customer_text="Quiero información del envío"),
+        conversation_make(agent, thread="b", status="active", customer_text="¿Envían a Cádiz?"),
+        conversation_make(agent, thread="c", status="closed", customer_text="Gracias por la info"),
+        conversation_make(agent, thread="d", customer_text="Mi pedido 4411 no llega"),
+    ]
+    handoff.conversation_claim(made[3], owner.user)
+    with tenant_scope(owner.tenant):
+        Contact.objects.filter(pk=made[2].contact_id).update(
+            name="Íñigo Pérez", email="inigo@envios.test", phone="+34 612 345 678"
+        )
+    conversation_make(agent_for(outsider.tenant), thread="x", customer_text="información envío")
+    client = _client(owner)
+    for q in ("informacion", "envio", "cadiz", "inigo perez", "612 345", "pedido", "nada"):
+        counts = client.get(f"/inbox/?fragment=cards&q={q}").json()["counts"]
+        for tab, count in counts.items():
+            listed = _ids(
+                client.get(f"/inbox/?fragment=cards&limit=200&tab={tab}&q={q}").json()["html"]
+            )
+            assert count == len(listed), (q, tab, counts)
+        assert (sum(counts.values()) > 0) == (q != "nada"), (q, counts)
