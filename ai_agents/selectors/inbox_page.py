@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
@@ -112,16 +112,18 @@ def _search_ids(text: str, tenant_ids: tuple[int, ...]) -> Q:
 
 
 def inbox_tab_counts(*, filters: ConversationFilters, user_id: int | None) -> dict[str, int]:
-    """How many conversations each tab holds under the same filters and search."""
+    """How many conversations each tab holds under the same filters and search: one query,
+    the search's matches found once, each tab a hashed set of ids."""
     unsearched = replace(filters, q="")
-    search = _search_ids(filters.q, filters.tenant_ids) if filters.q else Q()
-    return {
-        tab: conversation_list(filters=replace(unsearched, tab=tab), user_id=user_id)
-        .filter(search)
-        .values("pk")
-        .count()
+    rows = Conversation.objects.filter(tenant_id__in=filters.tenant_ids)
+    if filters.q:
+        rows = rows.filter(_search_ids(filters.q, filters.tenant_ids))
+    tabs = {
+        tab: conversation_list(filters=replace(unsearched, tab=tab), user_id=user_id).values("pk")
         for tab in TABS
     }
+    counts = rows.aggregate(**{tab: Count("pk", filter=Q(pk__in=ids)) for tab, ids in tabs.items()})
+    return {tab: int(counts[tab] or 0) for tab in TABS}
 
 
 def inbox_page_read(
