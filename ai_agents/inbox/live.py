@@ -11,8 +11,8 @@ reads the tenants, gives its database connection back, and then only waits on Re
 - a `: ping` comment every `INBOX_LIVE_HEARTBEAT_S` seconds (default 15) when idle.
 
 A connection lasts at most `INBOX_LIVE_LIFETIME_S` seconds (default 300), then ends with
-`retry: 1000`; EventSource reconnects by itself. Under uvicorn (ASGI) only: the WSGI server
-would buffer the stream.
+`retry: 1000`; EventSource reconnects by itself. Under uvicorn (ASGI) only: under a WSGI
+server (which would buffer the stream) the answer is 204, and the pages poll.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.handlers.asgi import ASGIRequest
 from django.db import connection
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 from redis.exceptions import RedisError
 
@@ -130,7 +131,11 @@ async def _events(tenant_ids: list[int], known: dict[int, str]) -> AsyncIterator
 
 @require_GET
 @staff_member_required
-def inbox_live(request: HttpRequest) -> StreamingHttpResponse:
+def inbox_live(request: HttpRequest) -> HttpResponse:
+    if not isinstance(request, ASGIRequest):
+        # A WSGI server would hold the whole stream back: 204 tells EventSource to stop
+        # trying, and the page polls.
+        return HttpResponse(status=204)
     tenant_ids = sorted(tenant_ids_for(request.user))
     raw = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id", "")
     response = StreamingHttpResponse(

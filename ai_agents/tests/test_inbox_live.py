@@ -83,10 +83,14 @@ class Stream:
         self.response.close()
 
 
-def _session(user: Any) -> str:
+def _client_for(user: Any) -> Client:
     client = Client()
     client.force_login(user)
-    return client.cookies["sessionid"].value
+    return client
+
+
+def _session(user: Any) -> str:
+    return _client_for(user).cookies["sessionid"].value
 
 
 def _both(tenant_a: Any, tenant_b: Any) -> Any:
@@ -231,3 +235,9 @@ def test_a_stream_without_redis_ends_quietly_and_the_page_falls_back(
         assert stream.frames.get(timeout=8) == {"event": "end"}
     finally:
         stream.close()
+
+
+@pytest.mark.django_db
+def test_under_wsgi_the_stream_answers_204_and_the_pages_poll(owner: Persona) -> None:
+    response = _client_for(owner.user).get("/inbox/live")
+    assert response.status_code == 204

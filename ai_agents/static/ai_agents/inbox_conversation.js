@@ -255,7 +255,14 @@
       }
     });
   }
-  // A safety net besides the live events (and the only source when the page has no InboxLive).
-  var every = (parseInt(root.dataset.pollSeconds, 10) || 3) * 1000 * (window.InboxLive ? 10 : 1);
-  setInterval(function () { if (!busy) poll().catch(function () {}); }, every);
+  // Without live events (no stream yet, or polling) the page re-reads itself every few seconds;
+  // with them, every ten times that, as a safety net.
+  var every = (parseInt(root.dataset.pollSeconds, 10) || 3) * 1000;
+  var lastPoll = Date.now();
+  setInterval(function () {
+    var live = window.InboxLive && window.InboxLive.mode() === "live";
+    if (busy || (live && Date.now() - lastPoll < every * 10)) return;
+    lastPoll = Date.now();
+    poll().catch(function () {});
+  }, every);
 })();

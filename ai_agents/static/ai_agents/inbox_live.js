@@ -10,7 +10,7 @@
 //
 // Transport: EventSource (the browser reconnects by itself and sends Last-Event-ID, so nothing
 // is missed); when it cannot connect (no EventSource, a proxy that buffers, a login redirect)
-// three times in a row, the module falls back to a "resync" every `data-poll-seconds` (10)
+// three times in a row, or says nothing for 10 s, the module falls back to a "resync" every `data-poll-seconds` (10)
 // and tries the stream again a minute later. `InboxLive.mode()` says "connecting", "live" or
 // "polling" (also in `document.documentElement.dataset.inboxLive`).
 // Load with <script src="inbox_live.js" data-url="/inbox/live" data-poll-seconds="10">.
@@ -21,6 +21,7 @@
   var url = (script && script.dataset.url) || "/inbox/live";
   var pollMs = ((script && parseInt(script.dataset.pollSeconds, 10)) || 10) * 1000;
   var RETRY_STREAM_MS = 60000;
+  var READY_WITHIN_MS = 10000;
   var listeners = [];
   var source = null;
   var failures = 0;
@@ -54,7 +55,13 @@
     setMode("connecting");
     failures = 0;
     source = new EventSource(url, { withCredentials: true });
+    // A stream that says nothing (a buffering proxy) is no stream.
+    var mine = source;
+    var silent = setTimeout(function () {
+      if (source === mine && state !== "live") fail(true);
+    }, READY_WITHIN_MS);
     source.addEventListener("ready", function () {
+      clearTimeout(silent);
       failures = 0;
       setMode("live");
       emit({ kind: "resync" });
@@ -64,18 +71,21 @@
       try { data = JSON.parse(message.data); } catch (e) { return; }
       emit({ kind: data.kind, conversation_id: data.conversation_id, tenant_id: data.tenant_id });
     });
-    source.onerror = function () {
-      // A stream that ended (bounded lifetime) reconnects by itself: CONNECTING. Repeated
-      // errors without a "ready" between them, or a refused stream (CLOSED), mean no live.
-      failures += 1;
-      if (source.readyState === EventSource.CLOSED || failures >= 3) {
-        source.close();
-        source = null;
-        startPolling();
-      } else {
-        setMode("connecting");
-      }
-    };
+    source.onerror = function () { fail(false); };
+  }
+
+  function fail(now) {
+    // A stream that ended (bounded lifetime) reconnects by itself: CONNECTING. Repeated
+    // errors without a "ready" between them, a refused stream (CLOSED: 204, a login page)
+    // or a silent one mean no live updates: poll.
+    failures += 1;
+    if (now || source.readyState === EventSource.CLOSED || failures >= 3) {
+      source.close();
+      source = null;
+      startPolling();
+    } else {
+      setMode("connecting");
+    }
   }
 
   window.InboxLive = {
