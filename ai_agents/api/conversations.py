@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers
 from rest_framework.pagination import CursorPagination
@@ -177,6 +178,11 @@ class ConversationListView(mixins.ListModelMixin, MemberAPIView):
         except FilterError as error:
             raise StaffInputError(error.field, error.message) from None
         user = self.member_user
+        if user is None and (filters.assigned == "me" or filters.tab == "mine"):
+            field = "assigned" if filters.assigned == "me" else "tab"
+            raise StaffInputError(
+                field, _("Con una clave de API no hay «me»: indique el id del miembro del equipo.")
+            )
         self.ordering = conversation_ordering(filters)
         return conversation_list(filters=filters, user_id=None if user is None else user.pk)
 

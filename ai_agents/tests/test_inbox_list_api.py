@@ -197,6 +197,8 @@ def test_api_keys_and_outsiders_see_only_their_tenant(
     assert _ids(outsider_client.get(URL)) == {str(world["b_waiting"].pk)}
     assert outsider_client.get(f"{URL}/{world['a_waiting'].pk}").status_code == 404
     assert api_a.get(URL).json()["results"][0]["unread_count"] is None
+    assert api_a.get(URL, {"assigned": "me"}).status_code == 400
+    assert api_a.get(URL, {"tab": "mine"}).status_code == 400
 
 
 @pytest.mark.django_db
@@ -233,3 +235,20 @@ def test_opening_the_inbox_page_marks_read_for_that_member_only(
 
     assert unread(owner_client) == 0
     assert unread(member_client) == 1
+
+
+@pytest.mark.django_db
+def test_cards_speak_english_when_asked(owner: Persona, owner_client: Any) -> None:
+    agent = agent_for(owner.tenant)
+    conversation = conversation_make(agent, channel="webchat", thread="w1")
+    Contact.objects.for_tenant(owner.tenant).filter(pk=conversation.contact_id).update(name="")
+    card = owner_client.get(URL, HTTP_ACCEPT_LANGUAGE="en").json()["results"][0]
+    assert card["channel_label"] == "Web chat"
+    assert card["status_label"] == "escalated"
+    assert card["priority_label"] == "High"
+    assert card["contact"]["display_name"].startswith("Web visitor ")
+    spanish = owner_client.get(URL, HTTP_ACCEPT_LANGUAGE="es").json()["results"][0]
+    assert spanish["contact"]["display_name"].startswith("Visitante web ")
+    assert spanish["contact"]["display_name"][-4:] == card["contact"]["display_name"][-4:]
+    bad = owner_client.get(URL, {"tab": "x"}, HTTP_ACCEPT_LANGUAGE="en")
+    assert bad.status_code == 400 and "Invalid value for tab" in bad.content.decode()
