@@ -60,7 +60,7 @@ FILTERED_EMPTY = _("Ninguna conversación coincide con la búsqueda o los filtro
 
 def _limit(request: HttpRequest) -> int:
     raw = request.GET.get("limit", "")
-    if raw.isdigit():
+    if raw.isdigit() and len(raw) <= 4:
         return max(1, min(int(raw), PAGE_MAX))
     return PAGE_SIZE
 
@@ -79,7 +79,15 @@ def _cards_html(request: HttpRequest, conversations: list[Any], many_tenants: bo
 
 
 def _bad_request(request: HttpRequest, error: FilterError, tenant_ids: tuple[int, ...]) -> Any:
-    body = {"error": {"code": "invalid", "field": error.field, "message": error.message}}
+    # The API's error shape (ai_agents/api: validation_error naming the field).
+    body = {
+        "error": {
+            "code": "validation_error",
+            "message": error.message,
+            "fields": {error.field: [error.message]},
+            "field": error.field,
+        }
+    }
     if request.GET.get("fragment"):
         return JsonResponse(body, status=400)
     context = {

@@ -177,10 +177,14 @@ def test_bad_input_is_a_400_in_words(owner: Persona) -> None:
         ("from=yesterday", "from"),
         ("after=not-a-cursor", "after"),
         ("q=" + "x" * 300, "q"),
+        ("tenant=99999999", "tenant"),
     ):
         response = client.get(f"/inbox/?fragment=cards&{query}")
         assert response.status_code == 400, query
-        assert response.json()["error"]["field"] == field
+        error = response.json()["error"]
+        assert error["code"] == "validation_error" and list(error["fields"]) == [field]
+        assert error["field"] == field
+        assert error["message"] and "Traceback" not in error["message"]
         page = client.get(f"/inbox/?{query}")
         assert page.status_code == 400 and 'id="inbox-filter-error"' in page.content.decode()
 
@@ -302,3 +306,12 @@ def test_each_tab_count_is_the_number_of_cards_that_tab_lists(
             )
             assert count == len(listed), (q, tab, counts)
         assert (sum(counts.values()) > 0) == (q != "nada"), (q, counts)
+
+
+def test_an_absurd_limit_is_bounded_not_an_error(owner: Persona) -> None:
+    conversation_make(agent_for(owner.tenant))
+    client = _client(owner)
+    for limit in ("0", "abc", "9" * 5000, "-3"):
+        response = client.get(f"/inbox/?fragment=cards&limit={limit}")
+        assert response.status_code == 200, limit
+        assert len(_ids(response.json()["html"])) == 1
