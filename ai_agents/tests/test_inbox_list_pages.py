@@ -315,3 +315,12 @@ def test_an_absurd_limit_is_bounded_not_an_error(owner: Persona) -> None:
         response = client.get(f"/inbox/?fragment=cards&limit={limit}")
         assert response.status_code == 200, limit
         assert len(_ids(response.json()["html"])) == 1
+
+
+def test_odd_search_text_is_no_error(owner: Persona) -> None:
+    conversation_make(agent_for(owner.tenant), customer_text="Hola, ¿qué tal?")
+    client = _client(owner)
+    for q in ("%00", "a%00b", "!!!", "%27%22%3B--", "%E2%80%AE", "el+la+de"):
+        response = client.get(f"/inbox/?q={q}")
+        assert response.status_code in (200, 400), q
+        assert client.get(f"/inbox/?fragment=cards&q={q}").status_code in (200, 400), q
