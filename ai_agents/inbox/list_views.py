@@ -70,12 +70,19 @@ def _query(values: dict[str, str], **changes: str) -> str:
     return "?" + urlencode(merged) if merged else "?"
 
 
-def _cards_html(request: HttpRequest, conversations: list[Any], many_tenants: bool) -> str:
-    return render_to_string(
-        "ai_agents/inbox/_cards.html",
-        {"cards": cards_fields(conversations), "many_tenants": many_tenants},
-        request=request,
-    )
+def _cards_html(
+    request: HttpRequest,
+    conversations: list[Any],
+    many_tenants: bool,
+    *,
+    contact_links: bool = True,
+) -> str:
+    context = {
+        "cards": cards_fields(conversations),
+        "many_tenants": many_tenants,
+        "contact_links": contact_links,  # not on the contact's own page
+    }
+    return render_to_string("ai_agents/inbox/_cards.html", context, request=request)
 
 
 def _bad_request(request: HttpRequest, error: FilterError, tenant_ids: tuple[int, ...]) -> Any:
@@ -184,7 +191,9 @@ def inbox_contact(request: HttpRequest, contact_id: Any) -> HttpResponse:
             "contact": contact,
             "display_name": contact_display_name(contact, fallback_key=contact.pk),
             "since": when(contact.created_at, tenant_zone(contact.tenant.timezone)),
-            "cards_html": _cards_html(request, conversations, len(tenant_ids) > 1),
+            "cards_html": _cards_html(
+                request, conversations, len(tenant_ids) > 1, contact_links=False
+            ),
             "is_empty": not conversations,
             "truncated": truncated,
             "limit": CONTACT_CONVERSATIONS_MAX,

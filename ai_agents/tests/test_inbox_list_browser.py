@@ -118,7 +118,7 @@ def _search_finds_ours_only(page: Any, *, ours: Conversation, theirs: Conversati
 
 
 def test_a_member_of_two_tenants_in_english_and_the_contact_page(
-    browser: Any, asgi_server: str, owner: Persona, outsider: Persona
+    browser: Any, asgi_server: str, owner: Persona, outsider: Persona, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
@@ -149,6 +149,8 @@ def test_a_member_of_two_tenants_in_english_and_the_contact_page(
         expect(page.locator("h1")).to_have_text("Cliente ana")
         expect(page.locator("#contact-tenant")).to_have_text("Acme")
         assert _card_ids(page) == [str(ours.pk)]
+        expect(page.locator(".contact-link")).to_have_count(0)  # no link to this very page
+        page.screenshot(path=str(tmp_path / "contact_en.png"), full_page=True)
         assert axe_check(page) == []
     finally:
         context.close()
