@@ -88,7 +88,7 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
 
 
 def test_a_colleagues_claim_shows_who_and_since_when_with_the_controls_disabled(
-    browser: Any, asgi_server: str, owner: Persona, member: Persona
+    browser: Any, asgi_server: str, owner: Persona, member: Persona, tmp_path: Path
 ) -> None:
     conversation = conversation_make(agent_for(owner.tenant), thread="maria")
     path = f"/inbox/{conversation.pk}"
@@ -107,6 +107,7 @@ def test_a_colleagues_claim_shows_who_and_since_when_with_the_controls_disabled(
         expect(b.locator("#inbox-reply-text")).to_be_disabled()
         expect(b.locator("#inbox-close")).to_be_disabled()
         expect(b.get_by_text("Atendida por")).to_have_count(1)
+        b.screenshot(path=tmp_path / "held-by-a-colleague.png")
         b.locator("#inbox-more-toggle").click()
         expect(b.locator("#inbox-more")).to_be_visible()
         b.keyboard.press("Escape")
