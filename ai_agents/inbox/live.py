@@ -131,7 +131,7 @@ async def _events(tenant_ids: list[int], known: dict[int, str]) -> AsyncIterator
 
 @require_GET
 @staff_member_required
-def inbox_live(request: HttpRequest) -> HttpResponse:
+def inbox_live(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if not isinstance(request, ASGIRequest):
         # A WSGI server would hold the whole stream back: 204 tells EventSource to stop
         # trying, and the page polls.

@@ -1,13 +1,15 @@
 """The staff inbox pages in Debian's Chromium under uvicorn (live events over SSE):
 
 - a customer asks the bot for a person: the open list page's title becomes "(1) …", the
-  member's chosen sound plays and the row appears, without a reload; another tenant's
-  escalation changes nothing;
+  member's chosen notification and sound come and the row appears, without a reload; another
+  tenant's escalation changes nothing;
 - two staff members in two browser contexts: A claims, B's page shows who holds it and since
-  when, with Reclamar and Responder disabled; A answers with Ctrl+Enter; Esc closes the close
-  confirmation; A closes it after confirming and B sees it closed;
+  when, with Reclamar and Responder disabled; Esc closes B's details panel; A answers with
+  Ctrl+Enter; Esc closes the close confirmation; A closes it after confirming and B sees it
+  closed;
 - phone (390x844) and laptop layouts of list and conversation, Spanish and English, with
-  axe-core finding no serious or critical violation (screenshots under the test's tmp dir).
+  axe-core finding no serious or critical violation (screenshots under the test's tmp dir);
+- with the event stream refused, the page falls back to polling.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from playwright.sync_api import expect
 
 from ai_agents.conversations.engine import message_process
 from ai_agents.conversations.inbound import Inbound
-from ai_agents.models import Conversation, Message
+from ai_agents.models import Conversation, InboxPreference, Message
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.accessibility import axe_check
@@ -61,7 +63,9 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
     page = _staff_page(browser, asgi_server, owner, "/inbox/")
     try:
         expect(page).to_have_title("Bandeja de conversaciones")
+        page.context.grant_permissions(["notifications"])
         page.get_by_role("button", name="Avisos").click()
+        page.get_by_label("Aviso del navegador cuando un cliente empieza a esperar").check()
         page.get_by_label("Sonido cuando un cliente empieza a esperar").check()
         page.get_by_role("button", name="Guardar").click()
         expect(page.locator("#inbox-prefs")).not_to_be_visible()
@@ -74,6 +78,8 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
         expect(page).to_have_title("(1) Bandeja de conversaciones")
         expect(page.locator("#inbox-alert-live")).to_contain_text("Marta")
         expect(page.locator("#inbox-alerts")).to_have_attribute("data-sounds-played", "1")
+        expect(page.locator("#inbox-alerts")).to_have_attribute("data-notified", "1")
+        assert InboxPreference.objects.get(user=owner.user).notify_desktop is True
         expect(page.locator(f'.inbox-card[data-conversation-id="{waiting.pk}"]')).to_be_visible()
         assert page.evaluate("window.__sameDocument") is True  # no reload
         assert len(fake_google.generate_requests) == 0  # the rule escalated, no model call
@@ -82,7 +88,7 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
 
 
 def test_a_colleagues_claim_shows_who_and_since_when_with_the_controls_disabled(
-    browser: Any, asgi_server: str, owner: Persona, member: Persona
+    browser: Any, asgi_server: str, owner: Persona, member: Persona, tmp_path: Path
 ) -> None:
     conversation = conversation_make(agent_for(owner.tenant), thread="maria")
     path = f"/inbox/{conversation.pk}"
@@ -101,6 +107,11 @@ def test_a_colleagues_claim_shows_who_and_since_when_with_the_controls_disabled(
         expect(b.locator("#inbox-reply-text")).to_be_disabled()
         expect(b.locator("#inbox-close")).to_be_disabled()
         expect(b.get_by_text("Atendida por")).to_have_count(1)
+        b.screenshot(path=tmp_path / "held-by-a-colleague.png")
+        b.locator("#inbox-more-toggle").click()
+        expect(b.locator("#inbox-more")).to_be_visible()
+        b.keyboard.press("Escape")
+        expect(b.locator("#inbox-more")).to_be_hidden()
 
         a.locator("#inbox-reply-text").fill("Hola María, soy yo.")
         a.locator("#inbox-reply-text").press("Control+Enter")
