@@ -56,7 +56,9 @@ def _messages_match(text: str, query: SearchQuery, ids: list[int]) -> Q:
     more. Which one: how many messages of these tenants the GIN index finds, counted up to
     COMMON_WORD_MESSAGES (a bounded count). The planner alone guesses the common case wrong.
     """
-    hits = Message.objects.filter(tenant_id__in=ids, search_vector=query)
+    # Counted through the GIN index alone (no tenant test the planner could prefer to walk);
+    # row-level security limits it to the tenants in scope.
+    hits = Message._base_manager.filter(search_vector=query).order_by()
     if hits[:COMMON_WORD_MESSAGES].count() < COMMON_WORD_MESSAGES:
         # No tenant test in the subquery: its messages are tied to a conversation row already
         # limited to `ids` (and row-level security holds); a tenant test would offer the
@@ -67,11 +69,13 @@ def _messages_match(text: str, query: SearchQuery, ids: list[int]) -> Q:
             role__in=[Message.Role.USER, Message.Role.ASSISTANT],
         )
         return Q(Exists(messages))
-    # OFFSET 0 keeps PostgreSQL from turning the EXISTS into a hashed set: one probe a row.
+    # OFFSET 0 keeps PostgreSQL from turning the EXISTS into a hashed set: one probe a row,
+    # through the conversation's messages; `(... @@ ...) IS TRUE` keeps it from also looking
+    # the word up in the GIN index at every probe.
     probe = RawSQL(
         "EXISTS (SELECT 1 FROM ai_agents_message m WHERE m.conversation_id = "
         "\"ai_agents_conversation\".\"id\" AND m.role IN ('user', 'assistant') AND "
-        "m.search_vector @@ plainto_tsquery(%s::regconfig, %s) OFFSET 0)",
+        "(m.search_vector @@ plainto_tsquery(%s::regconfig, %s)) IS TRUE OFFSET 0)",
         [TS_CONFIG, text],
         output_field=BooleanField(),
     )

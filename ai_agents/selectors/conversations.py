@@ -222,7 +222,7 @@ def conversation_list(
     rows = rows.select_related("assigned_to", "escalated_to", "contact", "tenant").defer(
         *CARD_DEFER
     )
-    return cards_annotate(rows, user_id=user_id)
+    return cards_annotate(rows, user_id=user_id, waiting_order=filters.tab == "waiting")
 
 
 def conversation_ordering(filters: ConversationFilters) -> tuple[str, ...]:
@@ -232,16 +232,21 @@ def conversation_ordering(filters: ConversationFilters) -> tuple[str, ...]:
     return ("-last_message_at", "-id")
 
 
-def cards_annotate(rows: QuerySet[Conversation], *, user_id: int | None) -> QuerySet[Conversation]:
-    """What the card JSON reads besides the row: waiting time, preview, unread count."""
+def cards_annotate(
+    rows: QuerySet[Conversation], *, user_id: int | None, waiting_order: bool = False
+) -> QuerySet[Conversation]:
+    """What the card JSON reads besides the row: waiting time, preview, unread count; with
+    `waiting_order`, `waiting_key` too (the waiting tab's order)."""
     rows = conversations_annotate_waiting(rows)
-    waiting = Case(
-        When(
-            Q(last_human_reply_at__isnull=True) | Q(last_human_reply_at__lt=F("escalated_at")),
-            then=Coalesce("escalated_at", "last_inbound_at"),
-        ),
-        default=F("first_inbound_after_human"),
-    )
+    if waiting_order:
+        waiting = Case(
+            When(
+                Q(last_human_reply_at__isnull=True) | Q(last_human_reply_at__lt=F("escalated_at")),
+                then=Coalesce("escalated_at", "last_inbound_at"),
+            ),
+            default=F("first_inbound_after_human"),
+        )
+        rows = rows.annotate(waiting_key=Coalesce(waiting, "last_message_at"))
     last = (
         Message.objects.filter(
             tenant_id=OuterRef("tenant_id"),
@@ -251,10 +256,7 @@ def cards_annotate(rows: QuerySet[Conversation], *, user_id: int | None) -> Quer
         .order_by("-created_at")
         .values("content")[:1]
     )
-    rows = rows.annotate(
-        waiting_key=Coalesce(waiting, "last_message_at"),
-        last_message_preview=Left(Subquery(last), PREVIEW_CHARS),
-    )
+    rows = rows.annotate(last_message_preview=Left(Subquery(last), PREVIEW_CHARS))
     if user_id is None:
         return rows
     read_at = ConversationRead.objects.filter(conversation=OuterRef("pk"), user_id=user_id).values(

@@ -135,3 +135,22 @@ def test_member_of_two_tenants_lists_both_and_creates_in_either(
     refused = both.post(URL, {**GREETING, "tenant": 999999}, format="json")
     assert refused.status_code == 400
     assert [r["tenant"]["id"] for r in api_b.get(URL).json()["results"]] == [tenant_b.pk]
+
+
+@pytest.mark.django_db
+def test_the_admin_applies_the_same_rules(owner: Persona) -> None:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(owner.user)
+    url = "/admin/ai_agents/cannedreply/add/"
+    refused = client.post(
+        url, {"tenant": owner.tenant.pk, "shortcut": "x", "title": "T", "text": "{{foo}}"}
+    )
+    assert refused.status_code == 200
+    assert "Variables desconocidas" in refused.content.decode()
+    saved = client.post(
+        url, {"tenant": owner.tenant.pk, "shortcut": "/Gracias", "title": "T", "text": "Gracias"}
+    )
+    assert saved.status_code == 302
+    assert CannedReply.objects.for_tenant(owner.tenant).get().shortcut == "gracias"

@@ -164,3 +164,27 @@ def test_read_by_api_key_needs_a_member(api_a: Any, conv_a: Any, member: Persona
     assert missing.status_code == 400 and "staff_email" in missing.content.decode()
     ok = api_a.post(f"{URL}/{conv_a.pk}/read", {"staff_email": member.user.email}, format="json")
     assert ok.status_code == 200
+
+
+@pytest.mark.django_db
+def test_assignment_and_notes_announce_an_event_after_commit(
+    owner_client: Any, member: Persona, conv_a: Any, monkeypatch: Any, run_tasks: Any
+) -> None:
+    from ai_agents.services import inbox as inbox_services
+
+    seen: list[tuple[int, str, str]] = []
+
+    def publish(*, tenant_id: int, conversation_id: Any, kind: str) -> None:
+        seen.append((tenant_id, str(conversation_id), kind))
+
+    monkeypatch.setattr(inbox_services, "inbox_event_publish", publish)
+    with run_tasks():  # runs the on-commit callbacks
+        owner_client.post(
+            f"{URL}/{conv_a.pk}/assign", {"staff_email": member.user.email}, format="json"
+        )
+        owner_client.post(f"{URL}/{conv_a.pk}/notes", {"text": "ojo"}, format="json")
+        owner_client.post(f"{URL}/{conv_a.pk}/read", {}, format="json")  # not an event
+    assert seen == [
+        (conv_a.tenant_id, str(conv_a.pk), "assignment"),
+        (conv_a.tenant_id, str(conv_a.pk), "note"),
+    ]
