@@ -191,6 +191,7 @@ def test_the_list_on_a_phone_and_a_laptop(
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         expect(page.locator("#inbox-filter-panel")).not_to_have_attribute("open", "")
         expect(page.locator("#inbox-channel-filter")).to_be_hidden()
+        expect(page.locator("#inbox-q-hint")).to_be_hidden()  # no keys hint on a phone
         assert _small_targets(page) == []
         font = page.locator("#inbox-q").evaluate("e => getComputedStyle(e).fontSize")
         assert font == "16px"
