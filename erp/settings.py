@@ -149,6 +149,11 @@ CACHES = {
     }
 }
 
+# Staff inbox live events (/inbox/live, server-sent events): a comment every HEARTBEAT seconds
+# while idle; a connection ends after LIFETIME seconds and the browser reconnects.
+INBOX_LIVE_HEARTBEAT_S = env_int("INBOX_LIVE_HEARTBEAT_S", 15)
+INBOX_LIVE_LIFETIME_S = env_int("INBOX_LIVE_LIFETIME_S", 300)
+
 CELERY_BROKER_URL = embedded.celery_url(REDIS_URL)
 CELERY_RESULT_BACKEND = CELERY_BROKER_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

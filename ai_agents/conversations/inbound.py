@@ -22,6 +22,7 @@ from ai_agents.conversations import known_thread, store
 from ai_agents.conversations.known_thread import Prepared
 from ai_agents.models import Agent, ChannelBinding, Conversation, Message
 from ai_agents.services.conversations import conversation_expire_if_idle
+from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.services.rating import rating_reply_take
 from erp.celery import enqueue
 from erp.storable import storable, storable_text
@@ -137,6 +138,9 @@ def _message_store(
 ) -> Message:
     message, changes = _message_row(agent, conversation, inbound, answer=answer)
     store.message_store(message=message, changes=changes)
+    inbox_event_publish(
+        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind="message"
+    )
     return message
 
 

@@ -24,6 +24,7 @@ from ai_agents.conversations.retrieval import citations
 from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import escalation_record
+from ai_agents.services.inbox_events import inbox_event_publish
 from erp.celery import enqueue
 from erp.tenancy import rows
 
@@ -82,6 +83,11 @@ def _write(
             return _suppress(turn, reply, result, changes)
         if turn.escalation is not None:
             _notify_escalation(turn.conversation.pk)
+        inbox_event_publish(
+            tenant_id=conversation.tenant_id,
+            conversation_id=conversation.pk,
+            kind="message" if turn.escalation is None else "status",
+        )
     return result
 
 

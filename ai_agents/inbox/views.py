@@ -1,6 +1,6 @@
 """Staff inbox pages (Django session; tenant staff with a membership).
 
-`/inbox/`                     escalated conversations of the member's tenants (claimed or not)
+`/inbox/`, `/inbox/contacts/<id>`  the list and contact pages (`list_views.py`)
 `/inbox/<id>`                 one conversation: messages, claim / release / close, reply form
 `/inbox/<id>/events?after=`   what changed (state + messages since `after`), polled by the page
 
@@ -21,12 +21,13 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
+from ai_agents.inbox import labels
+from ai_agents.inbox.alerts import alerts_texts
+from ai_agents.inbox.state import conversation_notes, conversation_state, message_row
 from ai_agents.models import Conversation, Message
-from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
 from ai_agents.services.inbox import conversation_read_mark
 from ai_agents.services.typing import customer_typing
@@ -51,48 +52,6 @@ def _member_conversation(request: HttpRequest, conversation_id: Any) -> Conversa
     return conversation
 
 
-def message_kind(message: Message) -> str:
-    if message.role == Message.Role.USER:
-        return "customer"
-    return "person" if message.author_id is not None else "bot"
-
-
-DELIVERY_LABELS = {
-    "pending": gettext_lazy("Enviando…"),
-    "sent": gettext_lazy("Enviado"),
-    "delivered": gettext_lazy("Entregado"),
-    "read": gettext_lazy("Leído"),
-    "failed": gettext_lazy("No entregado"),
-    "suppressed": gettext_lazy("No enviado: la conversación la atiende una persona"),
-}
-
-
-def delivery_label(message: Message) -> str:
-    """What the staff see under an outbound message: its channel status and, when it failed,
-    why (e.g. WhatsApp's 24-hour window). Empty for inbound and pulled channels."""
-    status = message.delivery_status
-    if not status:
-        return ""
-    label = str(DELIVERY_LABELS.get(status, status))
-    if status == "failed":
-        errors = [d.error_message for d in message.deliveries.all() if d.error_message]
-        if errors:
-            label = f"{label}: {errors[0]}"
-    return label
-
-
-def _message_row(message: Message) -> dict[str, Any]:
-    return {
-        "id": str(message.pk),
-        "kind": message_kind(message),
-        "author": handoff.user_display_name(message.author) if message.author_id else "",
-        "content": message.content,
-        "created_at": message.created_at.isoformat(),
-        "delivery_status": message.delivery_status,
-        "delivery": delivery_label(message),
-    }
-
-
 def _messages(conversation: Conversation, after: datetime | None = None) -> list[Message]:
     rows = (
         Message.objects.for_tenant(conversation.tenant_id)
@@ -106,62 +65,6 @@ def _messages(conversation: Conversation, after: datetime | None = None) -> list
     return list(rows)
 
 
-def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
-    """What the page shows about the conversation besides its messages."""
-    holder = handoff.conversation_holder(conversation)
-    waiting = handoff.conversation_waiting_since(conversation)
-    is_open = conversation.status in Conversation.OPEN_STATUSES
-    mine = holder is not None and holder.user_id == user.pk
-    escalation = conversation_escalation(conversation) or {}
-    return {
-        "id": str(conversation.pk),
-        "status": conversation.status,
-        "status_label": str(conversation.get_status_display()),
-        "claimed": holder is not None,
-        "holder": holder.name if holder else "",
-        "holder_is_me": mine,
-        "claim_expires_at": holder.until.isoformat() if holder and holder.until else None,
-        "waiting_since": waiting.isoformat() if waiting else None,
-        "escalation_reason": conversation.escalation_reason,
-        "escalation_priority": conversation.escalation_priority,
-        # What the page shows: words, never the codes above.
-        "escalation": escalation,
-        "reason_label": escalation.get("reason_label", ""),
-        "priority_label": escalation.get("priority_label", ""),
-        "can_claim": is_open and not mine,
-        "can_reply": is_open and conversation.assigned_to_id == user.pk,
-        "can_release": is_open and (holder is None or mine),
-        "can_close": is_open and (holder is None or mine),
-    }
-
-
-@require_GET
-@staff_member_required
-def inbox_list(request: HttpRequest) -> HttpResponse:
-    tenant_ids = tenant_ids_for(request.user)
-    rows = [
-        {
-            "conversation": c,
-            "holder": handoff.conversation_holder(c),
-            "waiting_since": handoff.conversation_waiting_since(c),
-            "escalation": conversation_escalation(c) or {},
-        }
-        for c in handoff.inbox_conversations(tenant_ids)
-    ]
-    context = {
-        "rows": rows,
-        "has_tenant": bool(tenant_ids),
-        "many_tenants": len(tenant_ids) > 1,
-        "poll_seconds": POLL_SECONDS * 3,
-    }
-    template = (
-        "ai_agents/inbox/_rows.html"
-        if request.GET.get("fragment") == "rows"
-        else "ai_agents/inbox/list.html"
-    )
-    return render(request, template, context)
-
-
 @require_GET
 @staff_member_required
 @ensure_csrf_cookie
@@ -169,18 +72,32 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
     conversation = _member_conversation(request, conversation_id)
     if handoff.conversation_lease_renew(conversation, request.user):
         conversation.refresh_from_db()
+    # Opening it reads it: the list's unread badge for this member drops to 0.
     conversation_read_mark(conversation=conversation, user=request.user)
     messages = _messages(conversation)
+    zone = labels.tenant_zone(conversation)
     context = {
         "conversation": conversation,
+        "contact_name": labels.contact_display_name(conversation),
+        "channel_label": labels.channel_label(conversation.channel),
+        "channel_icon": labels.channel_icon(conversation.channel),
+        "time_zone": str(zone),
         "state": conversation_state(conversation, request.user),
-        "messages": [(m, message_kind(m), delivery_label(m)) for m in messages],
+        "timeline": _timeline([message_row(m, zone) for m in messages], conversation),
         "cursor": messages[-1].created_at.isoformat() if messages else "",
         "poll_seconds": POLL_SECONDS,
         "reply_max": handoff.REPLY_MAX_CHARS,
+        "many_tenants": len(tenant_ids_for(request.user)) > 1,
         "i18n": _page_texts(),
+        "alerts_i18n": alerts_texts(),
     }
     return render(request, "ai_agents/inbox/conversation.html", context)
+
+
+def _timeline(rows: list[dict[str, Any]], conversation: Conversation) -> list[dict[str, Any]]:
+    """Messages and internal notes in time order (a note has `"kind": "note"`)."""
+    items = rows + conversation_notes(conversation)
+    return sorted(items, key=lambda item: item["created_at"])
 
 
 @require_GET
@@ -189,11 +106,13 @@ def inbox_events(request: HttpRequest, conversation_id: Any) -> JsonResponse:
     conversation = _member_conversation(request, conversation_id)
     after = _cursor(request.GET.get("after", ""))
     messages = _messages(conversation, after)
+    zone = labels.tenant_zone(conversation)
     return JsonResponse(
         {
             "state": conversation_state(conversation, request.user),
             "customer_typing": customer_typing(conversation.pk),
-            "messages": [_message_row(m) for m in messages],
+            "messages": [message_row(m, zone) for m in messages],
+            "notes": conversation_notes(conversation),
             "cursor": messages[-1].created_at.isoformat()
             if messages
             else (after and after.isoformat()),
@@ -215,11 +134,12 @@ def _cursor(raw: str) -> datetime | None:
 
 def _page_texts() -> dict[str, str]:
     return {
+        "note": _("Nota interna"),
+        "holder_other": _("Atendida por %(name)s desde %(since)s (reservada hasta %(until)s)"),
+        "holder_me": _("La atiende usted desde %(since)s (reservada hasta %(until)s)"),
         "customer": _("Cliente"),
         "bot": _("Bot"),
         "person": _("Equipo"),
-        "claimed_by": _("Atendida por %(name)s hasta las %(time)s"),
-        "claimed_by_me": _("La atiende usted hasta las %(time)s"),
         "unclaimed": _("Sin atender"),
         "network": _("No se pudo contactar con el servidor."),
         "empty": _("Escriba el texto de la respuesta."),

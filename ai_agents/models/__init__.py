@@ -1,6 +1,11 @@
 from ai_agents.models.agents import Agent, Contact, Conversation, Message
 from ai_agents.models.channels import ChannelBinding, Delivery, HandoffSettings
-from ai_agents.models.inbox import CannedReply, ConversationNote, ConversationRead
+from ai_agents.models.inbox import (
+    CannedReply,
+    ConversationNote,
+    ConversationRead,
+    InboxPreference,
+)
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
 from ai_agents.models.tools import HttpTool
 
@@ -17,6 +22,7 @@ __all__ = [
     "Document",
     "HandoffSettings",
     "HttpTool",
+    "InboxPreference",
     "KnowledgeBase",
     "Message",
 ]

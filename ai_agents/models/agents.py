@@ -260,7 +260,8 @@ class Conversation(TenantOwnedModel):
         verbose_name=_("atendida por"),
     )
     claim_expires_at = models.DateTimeField(_("reserva hasta"), null=True, blank=True)
-    claimed_at = models.DateTimeField(_("atendida desde"), null=True, blank=True)
+    # When the current holder took it (the inbox shows "since"; renewals keep it).
+    claimed_at = models.DateTimeField(_("reclamada el"), null=True, blank=True, editable=False)
     # The engine's turn (ai_agents/conversations/engine.py): the run answering this
     # conversation's messages holds it until it releases it or it expires (a killed worker).
     # A lease, not a lock: no transaction and no connection is held while the model works.

@@ -1,4 +1,5 @@
-"""The staff inbox's own rows: read markers, internal notes and canned replies."""
+"""The staff inbox's own rows: read markers, internal notes, canned replies, and what each staff
+member chose for their inbox pages."""
 
 from __future__ import annotations
 
@@ -88,3 +89,25 @@ class CannedReply(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"/{self.shortcut}"
+
+
+class InboxPreference(models.Model):
+    """Alerts when a conversation starts waiting for a person: the count in the tab title is
+    always on; a browser notification and a sound only when the person asks for them."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="inbox_preference",
+        verbose_name=_("usuario"),
+    )
+    notify_desktop = models.BooleanField(_("avisos del navegador"), default=False)
+    notify_sound = models.BooleanField(_("sonido"), default=False)
+    updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("preferencias de la bandeja")
+        verbose_name_plural = _("preferencias de la bandeja")
+
+    def __str__(self) -> str:
+        return str(self.user)

@@ -76,6 +76,7 @@ class Holder:
     user_id: int | None
     name: str
     until: datetime | None
+    since: datetime | None = None
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -115,6 +116,7 @@ def conversation_holder(conversation: Conversation) -> Holder | None:
         user_id=conversation.assigned_to_id,
         name=user_display_name(conversation.assigned_to),
         until=conversation.claim_expires_at,
+        since=conversation.claimed_at,
     )
 
 
@@ -210,6 +212,12 @@ def _free_or_mine(user: Any, now: datetime) -> Q:
         | Q(assigned_to=user)
         | Q(claim_expires_at__isnull=True)
         | Q(claim_expires_at__lte=now)
+    )
+
+
+def _publish(conversation: Conversation, kind: str) -> None:
+    inbox_event_publish(
+        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
     )
 
 
@@ -333,6 +341,7 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
             # The task sends on pushing channels (WhatsApp, e-mail) and returns at once for the
             # web chat, whose page reads the stored message like the REST API's clients do.
             transaction.on_commit(lambda: enqueue("ai_agents.handoff_reply_deliver", message_id))
+        _publish(conversation, "message")
     logger.info(
         "handoff.replied",
         extra={"conversation_id": str(conversation.pk), "message_id": message_id},
@@ -405,9 +414,7 @@ def _customer_side(conversation: Conversation, event: str, kind: str) -> None:
         customer_notice.customer_notice_post(conversation=conversation, event=event)
     except Exception:
         logger.exception("handoff.customer_notice_failed", extra={"event": event})
-    inbox_event_publish(
-        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
-    )
+    _publish(conversation, kind)
 
 
 # --- notifications -------------------------------------------------------------------------

@@ -50,7 +50,6 @@ def conversation_assign(*, conversation: Conversation, assignee: Any, by: Any) -
     caller): the assignee holds it under the tenant's lease, so nobody else may reply or claim
     until it ends. HandoffError subclasses as `conversation_take` raises them."""
     fresh = conversation_take(conversation, holder=assignee, acting=by)
-    _publish(fresh, "assignment")
     logger.info(
         "inbox.assigned",
         extra={"conversation_id": str(fresh.pk), "user_id": assignee.pk, "by": by.pk},

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ai_agents.channels.webchat import visitor as webchat
+from ai_agents.inbox import list_views as inbox_list_views
 from ai_agents.inbox import views as inbox_views
 from ai_agents.models import ChannelBinding, Conversation, Message
 from erp.testing.browser import BROWSER_TEST, admin_login, context_new
@@ -74,7 +75,8 @@ def test_staff_takes_over_from_the_bot_and_hands_back(
     console_errors: list[str],
 ) -> None:
     monkeypatch.setattr(webchat, "POLL_INTERVAL_MS", 300)
-    monkeypatch.setattr(inbox_views, "POLL_SECONDS", 1)  # list every 3 s, conversation every 1 s
+    monkeypatch.setattr(inbox_views, "POLL_SECONDS", 1)  # the conversation every 1 s
+    monkeypatch.setattr(inbox_list_views, "REFRESH_SECONDS", 1)  # the list every 1 s
     owner.user.first_name = "Ana"
     owner.user.save()
 
@@ -83,7 +85,9 @@ def test_staff_takes_over_from_the_bot_and_hands_back(
     scene = _Scene(visitor_page, staff_context.new_page(), fake_google, webchat_binding)
     try:
         admin_login(scene.staff, owner, "/inbox/")
-        expect(scene.staff.locator("#inbox-rows tr[data-conversation-id]")).to_have_count(0)
+        expect(scene.staff.locator("#inbox-cards .inbox-card[data-conversation-id]")).to_have_count(
+            0
+        )
         _the_bot_answers_first(scene, shop_url=shop.url)
         conversation = _the_visitor_asks_for_a_person(scene)
         _staff_claims_and_replies(scene, conversation)
@@ -121,17 +125,17 @@ def _the_visitor_asks_for_a_person(scene: _Scene) -> Conversation:
     assert conversation.status == Conversation.Status.ESCALATED
     assert conversation.assigned_to_id is None
 
-    row = scene.staff.locator(f'#inbox-rows tr[data-conversation-id="{conversation.pk}"]')
+    row = scene.staff.locator(f'#inbox-cards .inbox-card[data-conversation-id="{conversation.pk}"]')
     expect(row).to_have_attribute("data-claimed", "false")
-    expect(row).to_contain_text("webchat")
+    expect(row).to_contain_text("Chat web")
     return conversation
 
 
 def _staff_claims_and_replies(scene: _Scene, conversation: Conversation) -> None:
     """(3) Staff opens the conversation from the list, claims it and replies."""
     staff = scene.staff
-    row = staff.locator(f'#inbox-rows tr[data-conversation-id="{conversation.pk}"]')
-    row.get_by_role("link").click()
+    row = staff.locator(f'#inbox-cards .inbox-card[data-conversation-id="{conversation.pk}"]')
+    row.locator(".card-open").click()
     staff.wait_for_url(f"**/inbox/{conversation.pk}")
     expect(staff.locator('#inbox-messages li[data-kind="customer"]')).to_have_count(2)
     expect(staff.locator("#inbox-reply-text")).to_be_disabled()

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ai_agents', '0017_inbox_search_notes_canned'),
+        ('ai_agents', '0018_inbox_search_notes_canned'),
         ('tenancy', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

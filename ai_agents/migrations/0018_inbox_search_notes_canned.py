@@ -15,7 +15,7 @@ from erp.tenancy.rls import EnableRowLevelSecurity
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ai_agents', '0016_handoff_customer_notices'),
+        ('ai_agents', '0017_inbox_preferences_claimed_at'),
         ('tenancy', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -69,11 +69,6 @@ class Migration(migrations.Migration):
             model_name='contact',
             name='search_vector',
             field=models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.SearchVector('name', 'email', config='es_unaccent'), output_field=django.contrib.postgres.search.SearchVectorField()),
-        ),
-        migrations.AddField(
-            model_name='conversation',
-            name='claimed_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='atendida desde'),
         ),
         migrations.AddField(
             model_name='message',

@@ -1,0 +1,110 @@
+"""What tells a person that a customer is waiting, and how they want to be told.
+
+`GET /inbox/waiting`        {"count", "conversations": [{"id", "contact", "channel_label",
+                            "reason_label", "tenant", "url"}]}: conversations of the member's
+                            tenants that wait for a person and nobody holds (the page's title
+                            count; a new id is a browser notification / sound when asked for)
+`GET|POST /inbox/preferences`  {"notify_desktop": bool, "notify_sound": bool}: the member's own
+                            choice (per person); a bad body is a 400 JSON error
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Q
+from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods
+
+from ai_agents.inbox import labels
+from ai_agents.models import Conversation, InboxPreference
+from ai_agents.rules.escalation_labels import conversation_escalation
+from erp.tenancy.selectors import tenant_ids_for
+
+WAITING_SHOWN = 20
+PREFERENCE_FIELDS = ("notify_desktop", "notify_sound")
+MAX_BODY = 1000
+
+
+def waiting_rows(tenant_ids: list[int]) -> tuple[int, list[Conversation]]:
+    """How many conversations wait for a person with nobody holding them, and the oldest few."""
+    now = timezone.now()
+    free = Q(assigned_to__isnull=True) | Q(claim_expires_at__isnull=True)
+    rows = (
+        Conversation.objects.unscoped()
+        .filter(tenant_id__in=tenant_ids, status=Conversation.Status.ESCALATED)
+        .filter(free | Q(claim_expires_at__lte=now))
+    )
+    shown = rows.select_related("contact", "tenant").order_by("escalated_at", "id")
+    return rows.count(), list(shown[:WAITING_SHOWN])
+
+
+@require_GET
+@staff_member_required
+def inbox_waiting(request: HttpRequest) -> JsonResponse:
+    count, rows = waiting_rows(tenant_ids_for(request.user))
+    return JsonResponse(
+        {
+            "count": count,
+            "conversations": [
+                {
+                    "id": str(c.pk),
+                    "contact": labels.contact_display_name(c),
+                    "channel_label": labels.channel_label(c.channel),
+                    "reason_label": (conversation_escalation(c) or {}).get("reason_label", ""),
+                    "tenant": {"id": c.tenant_id, "name": c.tenant.name},
+                    "url": reverse("inbox-conversation", args=[c.pk]),
+                }
+                for c in rows
+            ],
+        }
+    )
+
+
+def alerts_texts() -> dict[str, str]:
+    """The texts `inbox_alerts.js` shows (context `alerts_i18n` of every inbox page)."""
+    return {
+        "new_waiting": _("Un cliente espera a una persona: %(name)s (%(channel)s)"),
+        "notification_title": _("Cliente esperando"),
+        "saved": _("Preferencias guardadas."),
+        "denied": _("El navegador tiene bloqueados los avisos de esta página."),
+        "error": _("No se pudieron guardar las preferencias."),
+    }
+
+
+def preferences_of(user: Any) -> dict[str, bool]:
+    found = InboxPreference.objects.filter(user=user).first()
+    return {name: bool(found and getattr(found, name)) for name in PREFERENCE_FIELDS}
+
+
+def _error(message: str, field: str = "") -> JsonResponse:
+    body = {"error": {"code": "invalid", "message": message, "field": field}}
+    return JsonResponse(body, status=400)
+
+
+@require_http_methods(["GET", "POST"])
+@staff_member_required
+def inbox_preferences(request: HttpRequest) -> JsonResponse:
+    if request.method == "GET":
+        return JsonResponse(preferences_of(request.user))
+    if len(request.body) > MAX_BODY:
+        return _error(_("La petición es demasiado grande."))
+    try:
+        data = json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError):
+        return _error(_("El cuerpo no es JSON válido."))
+    if not isinstance(data, dict) or not data:
+        return _error(_("Envíe un objeto JSON con notify_desktop y/o notify_sound."))
+    for name, value in data.items():
+        if name not in PREFERENCE_FIELDS:
+            return _error(_("Campo desconocido: %(name)s.") % {"name": name[:40]}, name[:40])
+        if not isinstance(value, bool):
+            return _error(_("%(name)s debe ser true o false.") % {"name": name}, name)
+    user: Any = request.user
+    InboxPreference.objects.update_or_create(user=user, defaults=data)
+    return JsonResponse(preferences_of(request.user))

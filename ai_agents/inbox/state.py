@@ -1,0 +1,109 @@
+"""What the conversation page shows, as data: the header's facts, who holds it and what the
+viewer may do, and the timeline rows (messages; internal notes once the data model has them).
+
+The same dictionaries feed the first render (template) and the page's updates (`events`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.translation import gettext_lazy
+
+from ai_agents.inbox import labels
+from ai_agents.models import Conversation, Message
+from ai_agents.rules.escalation_labels import conversation_escalation
+from ai_agents.services import handoff
+
+DELIVERY_LABELS = {
+    "pending": gettext_lazy("Enviando…"),
+    "sent": gettext_lazy("Enviado"),
+    "delivered": gettext_lazy("Entregado"),
+    "read": gettext_lazy("Leído"),
+    "failed": gettext_lazy("No entregado"),
+    "suppressed": gettext_lazy("No enviado: la conversación la atiende una persona"),
+}
+
+
+def message_kind(message: Message) -> str:
+    if message.role == Message.Role.USER:
+        return "customer"
+    return "person" if message.author_id is not None else "bot"
+
+
+def delivery_label(message: Message) -> str:
+    """What the staff see under an outbound message: its channel status and, when it failed,
+    why (e.g. WhatsApp's 24-hour window). Empty for inbound and pulled channels."""
+    status = message.delivery_status
+    if not status:
+        return ""
+    label = str(DELIVERY_LABELS.get(status, status))
+    if status == "failed":
+        errors = [d.error_message for d in message.deliveries.all() if d.error_message]
+        if errors:
+            label = f"{label}: {errors[0]}"
+    return label
+
+
+def message_row(message: Message, zone: Any) -> dict[str, Any]:
+    return {
+        "id": str(message.pk),
+        "kind": message_kind(message),
+        "author": handoff.user_display_name(message.author) if message.author_id else "",
+        "content": message.content,
+        "created_at": message.created_at.isoformat(),
+        "time": labels.time_text(message.created_at, zone),
+        "delivery_status": message.delivery_status,
+        "delivery": delivery_label(message),
+    }
+
+
+def conversation_notes(conversation: Conversation) -> list[dict[str, Any]]:
+    """Internal notes in the contract's shape ({"kind": "note", "id", "text", "author":
+    {"id", "name"}, "created_at"}), oldest first. None yet: the notes' data model and API
+    come with the inbox data part (issue 16); the page already draws them."""
+    return []
+
+
+def _holder_facts(conversation: Conversation, user: Any, zone: Any) -> dict[str, Any]:
+    holder = handoff.conversation_holder(conversation)
+    mine = holder is not None and holder.user_id == user.pk
+    return {
+        "claimed": holder is not None,
+        "holder": holder.name if holder else "",
+        "holder_is_me": mine,
+        "holder_since": holder.since.isoformat() if holder and holder.since else None,
+        "holder_since_text": labels.time_text(holder.since if holder else None, zone),
+        "claim_expires_at": holder.until.isoformat() if holder and holder.until else None,
+        "claim_expires_text": labels.time_text(holder.until if holder else None, zone),
+    }
+
+
+def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
+    """What the page shows about the conversation besides its timeline. A conversation a
+    colleague holds can be neither claimed nor answered by the viewer until the lease ends."""
+    zone = labels.tenant_zone(conversation)
+    facts = _holder_facts(conversation, user, zone)
+    waiting = handoff.conversation_waiting_since(conversation)
+    is_open = conversation.status in Conversation.OPEN_STATUSES
+    free_or_mine = not facts["claimed"] or facts["holder_is_me"]
+    escalation = conversation_escalation(conversation) or {}
+    return {
+        "id": str(conversation.pk),
+        "status": conversation.status,
+        "status_label": str(conversation.get_status_display()),
+        **facts,
+        "waiting_since": waiting.isoformat() if waiting else None,
+        "waiting_since_text": labels.time_text(waiting, zone),
+        "escalation_reason": conversation.escalation_reason,
+        "escalation_priority": conversation.escalation_priority,
+        # What the page shows: words, never the codes above.
+        "escalation": escalation,
+        "reason_label": escalation.get("reason_label", ""),
+        "priority_label": escalation.get("priority_label", ""),
+        "can_claim": is_open and not facts["claimed"],
+        # The holder whose lease ran out may still answer (replying renews it) while nobody
+        # else took it.
+        "can_reply": is_open and conversation.assigned_to_id == user.pk,
+        "can_release": is_open and free_or_mine,
+        "can_close": is_open and free_or_mine,
+    }

@@ -1,0 +1,268 @@
+// Staff inbox, one conversation: re-reads its events endpoint when InboxLive reports a change of
+// this conversation (or asks for a resync), when a colleague's lease ends, and on a slow timer;
+// acts through the REST API (session + CSRF + X-Tenant). Keys: Ctrl+Enter sends, Esc closes the
+// open panel or dialog, "u" (outside text boxes) goes back to the list. Times are written in the
+// tenant's zone (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm.
+(function () {
+  "use strict";
+  var root = document.getElementById("inbox-conversation");
+  if (!root) return;
+  var t = JSON.parse(document.getElementById("inbox-i18n").textContent);
+  var list = document.getElementById("inbox-messages");
+  var form = document.getElementById("inbox-reply-form");
+  var text = document.getElementById("inbox-reply-text");
+  var send = document.getElementById("inbox-send");
+  var errorBox = document.getElementById("inbox-error");
+  var notice = document.getElementById("inbox-notice");
+  var more = document.getElementById("inbox-more");
+  var moreToggle = document.getElementById("inbox-more-toggle");
+  var closeDialog = document.getElementById("inbox-close-dialog");
+  var buttons = {
+    claim: document.getElementById("inbox-claim"),
+    release: document.getElementById("inbox-release"),
+    close: document.getElementById("inbox-close")
+  };
+  var cursor = root.dataset.cursor || "";
+  var zone = root.dataset.timeZone || "UTC";
+  var busy = false;
+  var leaseTimer = null;
+
+  function fmt(s, values) {
+    return s.replace(/%\((\w+)\)s/g, function (_m, k) { return String(values[k]); });
+  }
+  function timeText(iso) {
+    if (!iso) return "";
+    try {
+      var parts = {};
+      new Intl.DateTimeFormat("en-GB", {
+        timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", hourCycle: "h23"
+      }).formatToParts(new Date(iso)).forEach(function (p) { parts[p.type] = p.value; });
+      return parts.day + "/" + parts.month + "/" + parts.year + " " + parts.hour + ":" + parts.minute;
+    } catch (e) { return iso; }
+  }
+  function csrf() {
+    var f = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return f ? f.value : "";
+  }
+  function showError(message) { errorBox.textContent = message; errorBox.hidden = false; }
+  function clearError() { errorBox.hidden = true; errorBox.textContent = ""; }
+  function el(tag, cls, content) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (content !== undefined) node.textContent = content;
+    return node;
+  }
+
+  function showDelivery(li, m) {
+    var span = li.querySelector(".delivery");
+    if (!span) { span = el("span", "delivery"); li.appendChild(span); }
+    span.dataset.delivery = m.delivery_status || "";
+    span.textContent = m.delivery || "";
+    span.hidden = !m.delivery;
+  }
+
+  function place(li, createdAt) {
+    // Keep time order (a note or a late message may belong before the last row).
+    var rows = list.children;
+    for (var i = rows.length - 1; i >= 0; i--) {
+      var at = rows[i].querySelector("time");
+      if (!at || at.getAttribute("datetime") <= createdAt) break;
+    }
+    list.insertBefore(li, rows[i + 1] || null);
+  }
+
+  function addMessage(m) {
+    var known = list.querySelector('[data-message-id="' + m.id + '"]');
+    if (known) { showDelivery(known, m); return; }
+    var li = el("li", "message " + m.kind);
+    li.dataset.messageId = m.id;
+    li.dataset.kind = m.kind;
+    li.appendChild(el("span", "who", t[m.kind] + (m.author ? " · " + m.author : "")));
+    var when = el("time", "", timeText(m.created_at));
+    when.setAttribute("datetime", m.created_at);
+    li.appendChild(when);
+    li.appendChild(el("span", "text", m.content));
+    showDelivery(li, m);
+    place(li, m.created_at);
+  }
+
+  function addNote(n) {
+    if (list.querySelector('[data-note-id="' + n.id + '"]')) return;
+    var li = el("li", "note");
+    li.dataset.noteId = n.id;
+    li.dataset.kind = "note";
+    li.appendChild(el("span", "who", t.note + (n.author && n.author.name ? " · " + n.author.name : "")));
+    var when = el("time", "", timeText(n.created_at));
+    when.setAttribute("datetime", n.created_at);
+    li.appendChild(when);
+    li.appendChild(el("span", "text", n.text));
+    place(li, n.created_at);
+  }
+
+  function holderText(s) {
+    if (!s.claimed) return t.unclaimed;
+    var values = {
+      name: s.holder, since: timeText(s.holder_since), until: timeText(s.claim_expires_at)
+    };
+    return fmt(s.holder_is_me ? t.holder_me : t.holder_other, values);
+  }
+
+  function watchLease(s) {
+    // A colleague's lease ends by itself: re-read then (the controls open up).
+    clearTimeout(leaseTimer);
+    if (!s.claimed || s.holder_is_me || !s.claim_expires_at) return;
+    var wait = new Date(s.claim_expires_at).getTime() - Date.now() + 1000;
+    leaseTimer = setTimeout(poll, Math.max(1000, Math.min(wait, 2147483000)));
+  }
+
+  function applyState(s) {
+    root.dataset.status = s.status;
+    root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
+    root.dataset.claimExpiresAt = s.claim_expires_at || "";
+    var status = document.getElementById("inbox-status");
+    status.textContent = s.status_label;
+    status.className = "status status-" + s.status;
+    var e = s.escalation || {};
+    document.getElementById("inbox-reason").textContent = s.reason_label || "—";
+    var detail = document.getElementById("inbox-detail");
+    detail.textContent = e.detail || "";
+    detail.hidden = !e.detail;
+    var priority = document.getElementById("inbox-priority");
+    priority.textContent = s.priority_label || "—";
+    priority.className = "priority priority-" + (s.escalation_priority || "none");
+    var by = e.trigger_label || "";
+    if (e.layer_label && e.layer_label !== by) by = by ? by + " · " + e.layer_label : e.layer_label;
+    document.getElementById("inbox-trigger").textContent = by || "—";
+    document.getElementById("inbox-summary").textContent = e.summary || "—";
+    var waiting = document.getElementById("inbox-waiting");
+    waiting.setAttribute("datetime", s.waiting_since || "");
+    waiting.textContent = timeText(s.waiting_since);
+    document.getElementById("inbox-waiting-line").hidden = !s.waiting_since;
+    var holder = document.getElementById("inbox-holder");
+    holder.dataset.claimed = s.claimed ? "true" : "false";
+    holder.dataset.mine = s.holder_is_me ? "true" : "false";
+    holder.textContent = holderText(s);
+    buttons.claim.disabled = !s.can_claim;
+    buttons.release.disabled = !s.can_release;
+    buttons.close.disabled = !s.can_close;
+    text.disabled = !s.can_reply;
+    send.disabled = !s.can_reply;
+    watchLease(s);
+  }
+
+  function poll() {
+    var url = root.dataset.eventsUrl + (cursor ? "?after=" + encodeURIComponent(cursor) : "");
+    return fetch(url, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
+      .then(function (data) {
+        data.messages.forEach(addMessage);
+        (data.notes || []).forEach(addNote);
+        if (data.cursor) cursor = data.cursor;
+        applyState(data.state);
+      });
+  }
+
+  function act(action, payload) {
+    if (busy) return Promise.resolve(false);
+    busy = true;
+    clearError();
+    return fetch(root.dataset.apiUrl + action, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "X-CSRFToken": csrf(),
+        "X-Tenant": root.dataset.tenant
+      },
+      body: JSON.stringify(payload || {})
+    })
+      .then(function (r) {
+        return r.json().catch(function () { return {}; }).then(function (data) {
+          if (!r.ok) { showError((data.error && data.error.message) || t.generic); return false; }
+          return true;
+        });
+      })
+      .catch(function () { showError(t.network); return false; })
+      .then(function (ok) {
+        busy = false;
+        return poll().catch(function () {}).then(function () { return ok; });
+      });
+  }
+
+  var done = { claim: "claimed", release: "released", close: "closed" };
+  function run(name) {
+    act(name).then(function (ok) {
+      if (ok) notice.textContent = t[done[name]];
+      if (ok && name === "claim") text.focus();
+    });
+  }
+  buttons.claim.addEventListener("click", function () { run("claim"); });
+  buttons.release.addEventListener("click", function () { run("release"); });
+  buttons.close.addEventListener("click", function () { closeDialog.showModal(); });
+  closeDialog.addEventListener("close", function () {
+    if (closeDialog.returnValue === "close") run("close");
+    closeDialog.returnValue = "";
+    buttons.close.focus();
+  });
+
+  function setMore(open) {
+    more.hidden = !open;
+    moreToggle.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+  moreToggle.addEventListener("click", function () { setMore(more.hidden); });
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var value = text.value.trim();
+    if (!value) { showError(t.empty); text.focus(); return; }
+    send.disabled = true;
+    act("reply", { text: value }).then(function (ok) {
+      if (ok) { text.value = ""; notice.textContent = t.sent; }
+      text.focus();
+    });
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    var typing = target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target === text) {
+      event.preventDefault();
+      if (!send.disabled) form.requestSubmit();
+    } else if (event.key === "Escape" && !more.hidden) {
+      setMore(false);
+      moreToggle.focus();
+    } else if (event.key === "u" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey
+               && !document.querySelector("dialog[open]")) {
+      window.location.href = root.dataset.listUrl;
+    }
+  });
+
+  document.querySelectorAll("#inbox-messages time, #inbox-holder time").forEach(function (node) {
+    var iso = node.getAttribute("datetime");
+    if (iso) node.textContent = timeText(iso);
+  });
+  if (root.dataset.claimExpiresAt && root.dataset.holderIsMe !== "true") {
+    watchLease({ claimed: true, holder_is_me: false, claim_expires_at: root.dataset.claimExpiresAt });
+  }
+
+  var id = root.dataset.conversationId;
+  if (window.InboxLive) {
+    window.InboxLive.subscribe(function (event) {
+      if (event.kind === "resync" || event.conversation_id === id) {
+        if (!busy) poll().catch(function () {});
+      }
+    });
+  }
+  // Without live events (no stream yet, or polling) the page re-reads itself every few seconds;
+  // with them, every ten times that, as a safety net.
+  var every = (parseInt(root.dataset.pollSeconds, 10) || 3) * 1000;
+  var lastPoll = Date.now();
+  setInterval(function () {
+    var live = window.InboxLive && window.InboxLive.mode() === "live";
+    if (busy || (live && Date.now() - lastPoll < every * 10)) return;
+    lastPoll = Date.now();
+    poll().catch(function () {});
+  }, every);
+})();

@@ -1,0 +1,110 @@
+"""What tells a member a customer waits: `GET /inbox/waiting` (their tenants' unheld escalated
+conversations, never another tenant's) and `GET|POST /inbox/preferences` (their own choice of
+notification and sound; bad input is a 400 JSON error). The conversation page's header reads
+as words in the tenant's zone."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.test import Client
+
+from ai_agents.models import Contact, InboxPreference
+from ai_agents.services import handoff
+from ai_agents.tests.handoff_helpers import agent_for, conversation_make
+from erp.tenancy.models import Membership
+from erp.testing.factories import MembershipFactory
+from erp.testing.fixtures import Persona
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+def test_waiting_counts_the_members_tenants_unheld_conversations_only(
+    owner: Persona, member: Persona, outsider: Persona
+) -> None:
+    ours = conversation_make(agent_for(owner.tenant), thread="ana")
+    held = conversation_make(ours.agent, thread="held")
+    conversation_make(ours.agent, thread="bot", status="active")
+    theirs = conversation_make(agent_for(outsider.tenant), thread="bob")
+    handoff.conversation_claim(held, member.user)
+
+    mine = _client(owner.user).get("/inbox/waiting").json()
+    assert mine["count"] == 1
+    [row] = mine["conversations"]
+    assert row["id"] == str(ours.pk) and row["contact"] == "Cliente ana"
+    assert row["channel_label"] == "API" and row["reason_label"] == "El cliente pidió una persona"
+    assert row["url"] == f"/inbox/{ours.pk}" and row["tenant"]["name"] == "Acme"
+    assert [
+        r["id"] for r in _client(outsider.user).get("/inbox/waiting").json()["conversations"]
+    ] == [str(theirs.pk)]
+
+    MembershipFactory.create(tenant=outsider.tenant, user=owner.user, role=Membership.Role.AGENT)
+    both = _client(owner.user).get("/inbox/waiting").json()
+    assert both["count"] == 2
+    assert {r["id"] for r in both["conversations"]} == {str(ours.pk), str(theirs.pk)}
+    assert (
+        _client(owner.user).get("/inbox/waiting", HTTP_ACCEPT="application/json").status_code == 200
+    )
+
+
+@pytest.mark.django_db
+def test_preferences_are_the_persons_own_and_bad_input_is_a_400(
+    owner: Persona, outsider: Persona
+) -> None:
+    client = _client(owner.user)
+    assert client.get("/inbox/preferences").json() == {
+        "notify_desktop": False,
+        "notify_sound": False,
+    }
+    saved = client.post(
+        "/inbox/preferences", {"notify_sound": True}, content_type="application/json"
+    )
+    assert saved.status_code == 200
+    assert saved.json() == {"notify_desktop": False, "notify_sound": True}
+    assert _client(outsider.user).get("/inbox/preferences").json()["notify_sound"] is False
+
+    for body in ("not json", "[]", "{}", '{"notify_sound": "yes"}', '{"volume": 3}'):
+        bad = client.post("/inbox/preferences", body, content_type="application/json")
+        assert bad.status_code == 400, body
+        assert bad.json()["error"]["message"], body
+    big = client.post(
+        "/inbox/preferences", '{"x": "' + "a" * 5000 + '"}', content_type="application/json"
+    )
+    assert big.status_code == 400
+    assert InboxPreference.objects.get(user=owner.user).notify_sound is True
+    anonymous = Client().post("/inbox/preferences", "{}", content_type="application/json")
+    assert anonymous.status_code == 302
+
+
+@pytest.mark.django_db
+def test_the_conversation_header_reads_as_words_in_the_tenants_zone(
+    owner: Persona, member: Persona, outsider: Persona
+) -> None:
+    owner.tenant.timezone = "Europe/Madrid"
+    owner.tenant.save()
+    conversation = conversation_make(agent_for(owner.tenant), channel="webchat", thread="w1")
+    Contact.objects.for_tenant(owner.tenant).filter(pk=conversation.contact_id).update(
+        name="", external_id="webchat:abc123"
+    )
+    handoff.conversation_claim(conversation, member.user)
+    conversation.refresh_from_db()
+
+    html = _client(owner.user).get(f"/inbox/{conversation.pk}").content.decode()
+
+    assert "Visitante web 1" in html and "webchat:abc123" not in html
+    assert "Chat web" in html and "user_request" not in html
+    visible = re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert visible.count("Atendida por") == 1
+    assert conversation.claimed_at is not None
+    since = conversation.claimed_at.astimezone(ZoneInfo("Europe/Madrid"))
+    assert f"Atendida por {member.user.email} desde {since:%d/%m/%Y %H:%M}" in html
+    assert 'id="inbox-claim" data-action="claim" disabled' in html
+    assert _client(outsider.user).get(f"/inbox/{conversation.pk}").status_code == 404
