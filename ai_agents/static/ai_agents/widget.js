@@ -20,7 +20,9 @@
  *   [data-wc=rating]    the survey after a close (shown while the state says rating_pending):
  *                       radios [data-wc=rate] 1-5 (labels of 44 px), [data-wc=rating-comment],
  *                       [data-wc=rating-send]; then [data-wc=rating-thanks] (role=status)
- *   [data-wc=input]     textarea (Enter sends, Shift+Enter new line)   [data-wc=send] button
+ *   [data-wc=input]     textarea (Enter sends, Shift+Enter new line)   [data-wc=send] button;
+ *                       Enter while the previous reply is still being stored (its words
+ *                       may all be on screen) keeps the text and sends it once that turn ends
  *   [data-wc=unread]    inside the launcher: how many replies arrived while the panel was
  *                       closed (hidden at 0; the launcher's aria-label then says it)
  * The session token lives in localStorage ("erp-webchat:<key>"), so history survives reloads;
@@ -152,6 +154,7 @@
   var timer = null, busy = false, started = null, unread = 0, newest = null;
   var lastSeen = read(store + ":seen");
   var rated = false, reported = {}, lastTypingPing = 0;
+  var queued = false; // Enter pressed while a send was in flight: the box is sent after it
 
   function read(name) { try { return localStorage.getItem(name); } catch (e) { return null; } }
   function write(name, value) {
@@ -334,6 +337,7 @@
     var replyText = reply.querySelector("[data-wc=text]");
     reply.setAttribute("data-streaming", "true"); reply.setAttribute("aria-busy", "true");
     var clientId = Date.now().toString(36) + Math.random().toString(36).slice(2, 10);
+    var failed = false; // a refused or broken send: the queued text is not sent after it
     function finish() {
       busy = false; sendBtn.disabled = false;
       reply.removeAttribute("data-streaming"); reply.setAttribute("aria-busy", "false");
@@ -351,13 +355,14 @@
         }
         setState(data);
       } else if (name === "error") {
+        failed = true;
         showError(data.code === "rate_limited" ? (texts.rate_limited || T.error).replace("{s}", data.retry_after || "") : T.error);
       }
     }
     return session().then(function () {
       return call("POST", "/messages", { text: text, client_message_id: clientId }, "text/event-stream");
     }).then(function (r) {
-      if (!r.ok) return errorText(r).then(function (msg) { input.value = text; showError(msg); });
+      if (!r.ok) { failed = true; return errorText(r).then(function (msg) { input.value = text; showError(msg); }); }
       if (!r.body || !window.TextDecoder) return r.text().then(function (all) { parseEvents(all + "\n\n", handle); });
       var reader = r.body.getReader(), decoder = new TextDecoder(), buffer = "";
       function pump() {
@@ -368,9 +373,13 @@
         });
       }
       return pump();
-    }).catch(function () { showError(T.error); }).then(function () {
+    }).catch(function () { failed = true; showError(T.error); }).then(function () {
       finish();
       return poll(); // moves the cursor past what was just shown
+    }).then(function () {
+      var next = queued && !failed && !busy ? input.value.trim() : "";
+      queued = false;
+      if (next) { input.value = ""; send(next); }
     });
   }
 
@@ -416,7 +425,8 @@
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     var text = input.value.trim();
-    if (!text || busy) return;
+    if (!text) return;
+    if (busy) { queued = true; return; } // the reply before is still being stored: sent after it
     input.value = "";
     send(text);
   });
