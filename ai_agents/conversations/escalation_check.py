@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ai_agents.conversations.no_answer import NO_ANSWER
+from ai_agents.knowledge.embeddings import cached_local_query_vector
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
 from ai_agents.rules.person_request import (
     PersonDecision,
@@ -68,6 +69,7 @@ def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | Non
         model_requested=False,
         model_reason=None,
         detect=_detect,
+        loop_vectors=cached_local_query_vector,
     )
     turn.text_triggers_clear = decision is None
     return decision

@@ -357,3 +357,17 @@ def _cache_call(method: Callable[..., Any], *args: Any) -> Any:
         _mark_cache_warned()
         log("kb.query_cache_unavailable", extra={"error": type(exc).__name__})
         return None
+
+
+def cached_local_query_vector(text: str) -> tuple[float, ...] | None:
+    """The local model's query vector of `text` when this process or the shared cache already
+    has it (an earlier message was embedded when it arrived), else None: never computed here."""
+    text = query_text(text)
+    key = query_key(LOCAL_MODEL, text)
+    found = _query_lru.get(key)
+    if found is None:
+        stored = _cache_call(cache.get, key)
+        if stored is not None:
+            found = tuple(stored)
+            _query_lru.put(key, found)
+    return found

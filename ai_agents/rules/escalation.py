@@ -57,6 +57,7 @@ from ai_agents.rules.escalation_config import (
     TriggerType,
     parse_escalation_triggers,
 )
+from ai_agents.rules.loop_semantic import VectorOf
 from ai_agents.rules.loops import loop_detail
 from ai_agents.rules.loops import similar as _similar
 from ai_agents.rules.person_request import PersonDecision, detect_person_request
@@ -150,6 +151,7 @@ def _check(
     intent: str | None,
     history: tuple[Sequence[str], Sequence[str]],
     detect: Detector,
+    loop_vectors: VectorOf | None = None,
 ) -> tuple[str, str] | None:
     """(detail, layer) of a firing trigger, or None. `history`: (earlier user texts, earlier
     assistant texts), oldest first."""
@@ -173,6 +175,7 @@ def _check(
         window=trigger.window,
         similarity=trigger.similarity,
         min_words=trigger.min_words,
+        vector_of=loop_vectors,
     )
     return (loop, "loop") if loop else None
 
@@ -194,15 +197,14 @@ def evaluate_escalation(
     assistant_texts: Sequence[str] = (),
     detect: Detector | None = None,
     skip_types: Collection[str] = (),
+    loop_vectors: VectorOf | None = None,
 ) -> EscalationDecision | None:
-    """The highest-priority firing trigger (ties: config order), or None.
-
-    `recent_user_texts` / `assistant_texts`: the earlier user / assistant messages of the
-    conversation, oldest first, WITHOUT the current one (`text`). `detect` replaces the
-    request-for-a-person detector (the eval passes one with the model loaded directly).
-    `skip_types`: trigger types not checked (already found clear on the same text and
-    history); a user_request trigger still gives `model_requested` its priority.
-    """
+    """The highest-priority firing trigger (ties: config order), or None. `recent_user_texts`
+    / `assistant_texts`: the earlier user / assistant messages, oldest first, WITHOUT the
+    current one (`text`). `detect` replaces the request-for-a-person detector (the eval passes
+    one with the model loaded directly). `skip_types`: trigger types not checked (already clear
+    on the same text and history); a user_request trigger still gives `model_requested` its
+    priority. `loop_vectors`: query vectors for the re-ask by meaning (None: not checked)."""
     best: EscalationDecision | None = None
     signals = {"sentiment": sentiment, "confidence": confidence}
     for trigger in triggers:
@@ -215,6 +217,7 @@ def evaluate_escalation(
             intent=intent,
             history=(recent_user_texts, assistant_texts),
             detect=detect or detect_person_request,
+            loop_vectors=loop_vectors,
         )
         if fired is None:
             continue

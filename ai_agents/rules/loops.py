@@ -17,6 +17,8 @@ circles is a reason to offer a person, not to keep answering.
 - the assistant's last two answers are (nearly) the same;
 - the customer asking again, in other words, what two similar answers did not take up
   (`loop_reask.reasked`);
+- with `vector_of` (query vectors): the same asked again in other words, by meaning, after
+  answers that did not take it up (`loop_semantic.reasked_by_meaning`);
 
 and `answer_repeats(answer, assistant_texts)`: a new answer (nearly) equal to the previous one.
 """
@@ -32,6 +34,7 @@ from django.utils.translation import gettext_noop
 from ai_agents.rules.detail import detail
 from ai_agents.rules.loop_markers import complaint, refocus, restated
 from ai_agents.rules.loop_reask import reasked
+from ai_agents.rules.loop_semantic import VectorOf, reasked_by_meaning
 from ai_agents.rules.text import normalize, words
 
 _EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")  # bounded: no n² scan
@@ -131,6 +134,7 @@ def loop_detail(
     window: int = 10,
     similarity: float = 0.8,
     min_words: int = 3,
+    vector_of: VectorOf | None = None,
 ) -> str | None:
     """Why this turn is a loop (see the module docstring), or None."""
     if len(words(text)) >= max(1, min_words):
@@ -153,4 +157,26 @@ def loop_detail(
         return detail(gettext_noop("el asistente dio la misma respuesta dos veces"))
     if reasked(text, recent_user_texts[-window:], assistant_texts):
         return detail(gettext_noop("el cliente vuelve a preguntar lo que no se le respondió"))
-    return None
+    return _by_meaning(text, recent_user_texts[-window:], assistant_texts, vector_of)
+
+
+def _by_meaning(
+    text: str,
+    recent_user_texts: Sequence[str],
+    assistant_texts: Sequence[str],
+    vector_of: VectorOf | None,
+) -> str | None:
+    if vector_of is None:
+        return None
+    score = reasked_by_meaning(
+        text,
+        recent_user_texts=recent_user_texts,
+        assistant_texts=assistant_texts,
+        vector_of=vector_of,
+    )
+    if score is None:
+        return None
+    return detail(
+        gettext_noop("el cliente vuelve a preguntar, con otras palabras, lo mismo (p %(p).2f)"),
+        p=score,
+    )

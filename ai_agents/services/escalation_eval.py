@@ -23,6 +23,7 @@ from typing import Any
 from ai_agents.config import escalation_defaults, intent_defaults
 from ai_agents.conversations.context import Rules, keyword_intent, rules_for
 from ai_agents.rules.escalation import evaluate_escalation
+from ai_agents.rules.loop_semantic import VectorOf
 from ai_agents.rules.person_request import PersonDecision
 
 NONE = "none"
@@ -86,9 +87,14 @@ def default_rules() -> Rules:
 
 
 def evaluate(
-    cases: Sequence[Case], rules: Rules, *, detect: Callable[[str], PersonDecision] | None = None
+    cases: Sequence[Case],
+    rules: Rules,
+    *,
+    detect: Callable[[str], PersonDecision] | None = None,
+    loop_vectors: VectorOf | None = None,
 ) -> list[Outcome]:
-    """The decision on every case, timed."""
+    """The decision on every case, timed. `loop_vectors`: the query vectors of the re-ask by
+    meaning (`loop_semantic`; None: not checked)."""
     outcomes = []
     for case in cases:
         started = time.perf_counter()
@@ -104,6 +110,7 @@ def evaluate(
             model_requested=False,
             model_reason=None,
             detect=detect,
+            loop_vectors=loop_vectors,
         )
         seconds = time.perf_counter() - started
         outcomes.append(

@@ -1,13 +1,22 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ai_agents.conversations.context import rules_for
+from ai_agents.knowledge.embeddings import cached_local_query_vector, local_query_vector
 from ai_agents.models import Agent
-from ai_agents.services.escalation_eval import default_rules, evaluate, load_cases, report
+from ai_agents.rules.loop_semantic import VectorOf
+from ai_agents.services.escalation_eval import (
+    Case,
+    default_rules,
+    evaluate,
+    load_cases,
+    report,
+)
 from erp.tenancy.scoping import all_tenants
 
 
@@ -41,7 +50,7 @@ class Command(BaseCommand):
             if agent is None:
                 raise CommandError(f"Agente desconocido: {options['agent']}")
             rules = rules_for(agent)
-        outcomes = evaluate(cases, rules)
+        outcomes = evaluate(cases, rules, loop_vectors=_vectors(cases))
         if options["misses"]:
             for o in outcomes:
                 if (o.reason != "none") != o.case.should_escalate or (
@@ -53,6 +62,15 @@ class Command(BaseCommand):
                     )
         for line in report(outcomes):
             self.stdout.write(line)
+
+
+def _vectors(cases: Sequence[Case]) -> VectorOf:
+    """The customer messages' query vectors, computed here first (the cache may be cold; in a
+    conversation each was embedded when it arrived), so the decisions are timed on cache hits."""
+    for case in cases:
+        for text in (case.message, *case.user_texts):
+            local_query_vector(text)
+    return cached_local_query_vector
 
 
 def _uuid(value: str) -> Any:

