@@ -20,6 +20,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,13 +108,13 @@ def train(data: list[Row]) -> dict[str, object]:
     return built
 
 
-def _model(built: dict[str, object]) -> ls.Model:
+def _model(built: dict[str, Any]) -> ls.Model:
     return ls.Model(
-        mean=tuple(built["mean"]),  # type: ignore[arg-type]
-        scale=tuple(built["scale"]),  # type: ignore[arg-type]
-        weights=tuple(built["weights"]),  # type: ignore[arg-type]
-        bias=float(built["bias"]),  # type: ignore[arg-type]
-        threshold=float(built["threshold"]),  # type: ignore[arg-type]
+        mean=tuple(built["mean"]),
+        scale=tuple(built["scale"]),
+        weights=tuple(built["weights"]),
+        bias=float(built["bias"]),
+        threshold=float(built["threshold"]),
     )
 
 

@@ -170,6 +170,7 @@ def test_read_by_api_key_needs_a_member(api_a: Any, conv_a: Any, member: Persona
 def test_assignment_and_notes_announce_an_event_after_commit(
     owner_client: Any, member: Persona, conv_a: Any, monkeypatch: Any, run_tasks: Any
 ) -> None:
+    from ai_agents.services import handoff
     from ai_agents.services import inbox as inbox_services
 
     seen: list[tuple[int, str, str]] = []
@@ -177,6 +178,8 @@ def test_assignment_and_notes_announce_an_event_after_commit(
     def publish(*, tenant_id: int, conversation_id: Any, kind: str) -> None:
         seen.append((tenant_id, str(conversation_id), kind))
 
+    # The assignment's event comes from the handoff service (one per change), the note's here.
+    monkeypatch.setattr(handoff, "inbox_event_publish", publish)
     monkeypatch.setattr(inbox_services, "inbox_event_publish", publish)
     with run_tasks():  # runs the on-commit callbacks
         owner_client.post(
