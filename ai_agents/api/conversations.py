@@ -18,7 +18,11 @@ from rest_framework.response import Response
 from ai_agents.api.cards import CardFieldsMixin, conversation_notes_json
 from ai_agents.api.member import MemberAPIView, StaffInputError
 from ai_agents.models import Conversation, Message
-from ai_agents.rules.delivery_labels import delivery_error_label, delivery_status_label
+from ai_agents.rules.delivery_labels import (
+    delivery_error_label,
+    delivery_status_label,
+    failure_code,
+)
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.selectors.conversations import (
     FilterError,
@@ -146,10 +150,7 @@ class MessageSerializer(serializers.ModelSerializer):
         """Why it was not delivered, in words; null unless the status is failed."""
         if obj.delivery_status != "failed":
             return None
-        codes = [d.error_code for d in obj.deliveries.all() if d.status == "failed"]
-        if not codes:
-            codes = [str(((obj.metadata or {}).get("delivery_error") or {}).get("code") or "")]
-        return delivery_error_label(codes[0])
+        return delivery_error_label(failure_code(obj.deliveries.all(), obj.metadata))
 
     def get_author(self, obj: Message) -> dict[str, Any] | None:
         """The staff member who wrote it (human handoff); null for the customer and the bot."""

@@ -54,7 +54,7 @@ def inbox_waiting(request: HttpRequest) -> JsonResponse:
             "conversations": [
                 {
                     "id": str(c.pk),
-                    "contact": labels.contact_display_name(c),
+                    "contact": labels.conversation_contact_name(c),
                     "channel_label": labels.channel_label(c.channel),
                     "reason_label": (conversation_escalation(c) or {}).get("reason_label", ""),
                     "tenant": {"id": c.tenant_id, "name": c.tenant.name},

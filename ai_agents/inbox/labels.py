@@ -1,4 +1,5 @@
-"""What the inbox pages show instead of codes: contact names, channel names, times.
+"""What the inbox pages show instead of codes: channel icons and times (names and channel labels:
+`rules.inbox_labels`).
 
 Times are shown in the tenant's zone in one format everywhere ("02/12/2026 10:05"): the server
 writes it, and `inbox.js` writes the same format for what arrives later (`data-time-zone`).
@@ -11,52 +12,23 @@ from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
-from ai_agents.models import Contact, Conversation
+from ai_agents.models import Conversation
+from ai_agents.rules.inbox_labels import CHANNELS, channel_label, contact_display_name
 
-CHANNEL_LABELS = {
-    "whatsapp": gettext_lazy("WhatsApp"),
-    "webchat": gettext_lazy("Chat web"),
-    "email": gettext_lazy("Correo electrónico"),
-    "api": gettext_lazy("API"),
-}
+__all__ = ["channel_icon", "channel_label", "conversation_contact_name", "tenant_zone", "time_text"]
+
 TIME_FORMAT = "%d/%m/%Y %H:%M"
-
-
-def channel_label(channel: str) -> str:
-    return str(CHANNEL_LABELS.get(channel, _("Otro canal")))
 
 
 def channel_icon(channel: str) -> str:
     """The icon's name under `inbox/icons/` (one per known channel, a generic one else)."""
-    return channel if channel in CHANNEL_LABELS else "other"
+    return channel if channel in CHANNELS else "other"
 
 
-def _visitor_number(contact: Contact) -> int:
-    """1 for the tenant's first anonymous web visitor, 2 for the next... (stable: by age)."""
-    return (
-        Contact.objects.for_tenant(contact.tenant_id)
-        .filter(created_at__lte=contact.created_at, external_id__startswith="webchat:")
-        .count()
-    ) or 1
-
-
-def contact_display_name(conversation: Conversation) -> str:
-    """Name, else phone, else e-mail, else "Visitante web N" (never an opaque channel id)."""
-    contact = conversation.contact
-    if contact is not None:
-        for value in (contact.name, contact.phone, contact.email):
-            if value:
-                return str(value)
-        if conversation.channel != "webchat" and contact.external_id:
-            return str(contact.external_id)
-        if conversation.channel == "webchat":
-            return _("Visitante web %(n)s") % {"n": _visitor_number(contact)}
-    if conversation.channel == "webchat" or not conversation.contact_identifier:
-        return _("Visitante web")
-    return conversation.contact_identifier
+def conversation_contact_name(conversation: Conversation) -> str:
+    """The name the inbox shows everywhere for this conversation's contact."""
+    return contact_display_name(conversation.contact, fallback_key=conversation.pk)
 
 
 def tenant_zone(conversation: Conversation) -> zoneinfo.ZoneInfo:

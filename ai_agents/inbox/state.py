@@ -7,21 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext_lazy
-
 from ai_agents.inbox import labels
 from ai_agents.models import Conversation, Message
+from ai_agents.rules.delivery_labels import delivery_text, failure_code
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
-
-DELIVERY_LABELS = {
-    "pending": gettext_lazy("Enviando…"),
-    "sent": gettext_lazy("Enviado"),
-    "delivered": gettext_lazy("Entregado"),
-    "read": gettext_lazy("Leído"),
-    "failed": gettext_lazy("No entregado"),
-    "suppressed": gettext_lazy("No enviado: la conversación la atiende una persona"),
-}
 
 
 def message_kind(message: Message) -> str:
@@ -33,15 +23,10 @@ def message_kind(message: Message) -> str:
 def delivery_label(message: Message) -> str:
     """What the staff see under an outbound message: its channel status and, when it failed,
     why (e.g. WhatsApp's 24-hour window). Empty for inbound and pulled channels."""
-    status = message.delivery_status
-    if not status:
+    if not message.delivery_status:
         return ""
-    label = str(DELIVERY_LABELS.get(status, status))
-    if status == "failed":
-        errors = [d.error_message for d in message.deliveries.all() if d.error_message]
-        if errors:
-            label = f"{label}: {errors[0]}"
-    return label
+    code = failure_code(message.deliveries.all(), message.metadata)
+    return delivery_text(message.delivery_status, code)
 
 
 def message_row(message: Message, zone: Any) -> dict[str, Any]:

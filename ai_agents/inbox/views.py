@@ -78,7 +78,7 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
     zone = labels.tenant_zone(conversation)
     context = {
         "conversation": conversation,
-        "contact_name": labels.contact_display_name(conversation),
+        "contact_name": labels.conversation_contact_name(conversation),
         "channel_label": labels.channel_label(conversation.channel),
         "channel_icon": labels.channel_icon(conversation.channel),
         "time_zone": str(zone),

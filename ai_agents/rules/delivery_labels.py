@@ -5,6 +5,9 @@ reads as a generic reason."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -66,6 +69,23 @@ def delivery_error_label(code: str) -> str:
     if code.startswith("smtp_"):
         return _("El servidor de correo no aceptó el mensaje por ahora")
     return _("El canal no pudo entregar el mensaje")
+
+
+def failure_code(deliveries: Iterable[Any], metadata: Mapping[str, Any] | None) -> str:
+    """The code of a failed message's first failed delivery row (else the one the engine put in
+    its metadata when no row was written)."""
+    codes = [d.error_code for d in deliveries if d.status == "failed"]
+    if codes:
+        return str(codes[0])
+    return str(((metadata or {}).get("delivery_error") or {}).get("code") or "")
+
+
+def delivery_text(status: str, error_code: str = "") -> str:
+    """Status and, when it failed, why, in one line: "No entregado: <reason in words>"."""
+    label = delivery_status_label(status)
+    if status == "failed":
+        label = f"{label}: {delivery_error_label(error_code)}"
+    return label
 
 
 def status_moves_forward(current: str, new: str) -> bool:

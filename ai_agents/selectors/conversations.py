@@ -135,7 +135,7 @@ def conversation_filters_parse(
     return ConversationFilters(
         tenant_ids=_tenants(params, tenant_ids),
         tab=_choice(params, "tab", TABS),
-        status=_choice(params, "status", Conversation.Status.values),
+        status=_choice(params, "status", (*Conversation.Status.values, "all")).replace("all", ""),
         channel=_choice(params, "channel", CHANNELS),
         agent=_uuid(params, "agent"),
         assigned=_assigned(params),

@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from ai_agents.models import Contact, InboxPreference
+from ai_agents.rules.inbox_labels import contact_display_name
 from ai_agents.services import handoff
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.models import Membership
@@ -99,7 +100,10 @@ def test_the_conversation_header_reads_as_words_in_the_tenants_zone(
 
     html = _client(owner.user).get(f"/inbox/{conversation.pk}").content.decode()
 
-    assert "Visitante web 1" in html and "webchat:abc123" not in html
+    visitor = contact_display_name(conversation.contact, fallback_key=conversation.pk)
+    assert visitor.startswith("Visitante web ") and "webchat:abc123" not in html
+    assert visitor in html
+    assert visitor in _client(member.user).get("/inbox/?tab=mine").content.decode()
     assert "Chat web" in html and "user_request" not in html
     visible = re.sub(r"<script.*?</script>", "", html, flags=re.S)
     assert visible.count("Atendida por") == 1

@@ -110,6 +110,8 @@ def test_waiting_tab_sorted_by_waiting_time(owner: Persona, owner_client: Any) -
 def test_filters(owner_client: Any, owner: Persona, world: Any) -> None:
     a_bot = world["a_bot"]
     assert _ids(owner_client.get(URL, {"status": "closed"})) == {str(world["a_closed"].pk)}
+    every = {str(world[k].pk) for k in ("a_waiting", "a_bot", "a_closed")}
+    assert _ids(owner_client.get(URL, {"status": "all"})) == every == _ids(owner_client.get(URL))
     assert _ids(owner_client.get(URL, {"channel": "whatsapp"})) == set()
     assert len(_ids(owner_client.get(URL, {"agent": str(a_bot.agent_id)}))) == 3
     assert _ids(owner_client.get(URL, {"contact": str(a_bot.contact_id)})) == {str(a_bot.pk)}

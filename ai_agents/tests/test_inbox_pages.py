@@ -183,7 +183,7 @@ def test_staff_see_whether_an_outbound_message_was_delivered_and_why_not(
             channel="whatsapp",
             status="failed",
             error_code="outside_24h_window",
-            error_message="Han pasado más de 24 horas desde el último mensaje del cliente.",
+            error_message="(#131047) Re-engagement message",
         )
     client = _client(owner)
 
@@ -192,6 +192,7 @@ def test_staff_see_whether_an_outbound_message_was_delivered_and_why_not(
 
     assert 'data-delivery="failed"' in page
     assert "No entregado: Han pasado más de 24 horas" in page
+    assert "Re-engagement" not in page  # the provider's own text is never shown, only words
     [row] = [m for m in events["messages"] if m["kind"] == "bot"]
     assert row["delivery"].startswith("No entregado: Han pasado más de 24 horas")
     [customer] = [m for m in events["messages"] if m["kind"] == "customer"]
