@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import BooleanField, Exists, OuterRef, Q
@@ -36,15 +37,40 @@ def phone_digits_of(text: str) -> str:
 
 
 def conversation_search_condition(text: str, *, tenant_ids: Iterable[int]) -> Q:
-    """The WHERE condition on conversations for the search `text` (already bounded)."""
+    """The WHERE condition on conversations for the search `text` (already bounded), for a
+    list that stops after a page of cards."""
     ids = list(tenant_ids)
     query = SearchQuery(text, config=TS_CONFIG, search_type="plain")
-    contact_match = Q(search_vector=query)
+    contacts = Contact.objects.filter(
+        _contact_match(text, query), tenant_id__in=ids, id=OuterRef("contact_id")
+    )
+    return _messages_match(text, query, ids) | Q(Exists(contacts))
+
+
+def conversation_search_sets(text: str, *, tenant_ids: Iterable[int]) -> Q:
+    """The same matches as sets found once through the GIN and trigram indexes: suits a count
+    over a whole tab (the list's condition probes conversation by conversation)."""
+    ids = list(tenant_ids)
+    query = SearchQuery(text, config=TS_CONFIG, search_type="plain")
+    messages = _searched_messages(query).filter(tenant_id__in=ids).values("conversation_id")
+    contacts = Contact.objects.filter(_contact_match(text, query), tenant_id__in=ids).values("id")
+    return Q(pk__in=messages) | Q(contact_id__in=contacts)
+
+
+def _contact_match(text: str, query: SearchQuery) -> Q:
+    """The contact's name or e-mail as words, or its phone by digits."""
+    match = Q(search_vector=query)
     digits = phone_digits_of(text)
     if digits:
-        contact_match |= Q(phone_digits__contains=digits)
-    contacts = Contact.objects.filter(contact_match, tenant_id__in=ids, id=OuterRef("contact_id"))
-    return _messages_match(text, query, ids) | Q(Exists(contacts))
+        match |= Q(phone_digits__contains=digits)
+    return match
+
+
+def _searched_messages(query: SearchQuery) -> Any:
+    """Customer and bot/staff messages matching `query` (never system rows)."""
+    return Message._base_manager.filter(
+        search_vector=query, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
+    )
 
 
 def _messages_match(text: str, query: SearchQuery, ids: list[int]) -> Q:
@@ -63,12 +89,7 @@ def _messages_match(text: str, query: SearchQuery, ids: list[int]) -> Q:
         # No tenant test in the subquery: its messages are tied to a conversation row already
         # limited to `ids` (and row-level security holds); a tenant test would offer the
         # planner the tenant's index, walking every message of the tenant.
-        messages = Message._base_manager.filter(
-            conversation_id=OuterRef("pk"),
-            search_vector=query,
-            role__in=[Message.Role.USER, Message.Role.ASSISTANT],
-        )
-        return Q(Exists(messages))
+        return Q(Exists(_searched_messages(query).filter(conversation_id=OuterRef("pk"))))
     # OFFSET 0 keeps PostgreSQL from turning the EXISTS into a hashed set: one probe a row,
     # through the conversation's messages; `(... @@ ...) IS TRUE` keeps it from also looking
     # the word up in the GIN index at every probe.

@@ -17,14 +17,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, Q, QuerySet
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
-from ai_agents.models import Agent, Contact, Conversation, Message
-from ai_agents.models.knowledge import TS_CONFIG
-from ai_agents.selectors.conversation_search import phone_digits_of
+from ai_agents.models import Agent, Conversation
+from ai_agents.selectors.conversation_search import conversation_search_sets
 from ai_agents.selectors.conversations import (
     TABS,
     ConversationFilters,
@@ -92,32 +90,13 @@ def inbox_filters_parse(
     return filters if filters.tab else replace(filters, tab=DEFAULT_TAB)
 
 
-def _search_ids(text: str, tenant_ids: tuple[int, ...]) -> Q:
-    """The conversations the search `text` matches, as sets found once through the GIN and
-    trigram indexes (the list's own condition probes conversation by conversation, which suits
-    a page that stops after 25 cards, not a count over a whole tab). Same matches: a customer or
-    bot/staff message, or the contact's name, e-mail or phone digits."""
-    query = SearchQuery(text, config=TS_CONFIG, search_type="plain")
-    messages = Message.objects.filter(
-        tenant_id__in=tenant_ids,
-        search_vector=query,
-        role__in=[Message.Role.USER, Message.Role.ASSISTANT],
-    ).values("conversation_id")
-    contact_match = Q(search_vector=query)
-    digits = phone_digits_of(text)
-    if digits:
-        contact_match |= Q(phone_digits__contains=digits)
-    contacts = Contact.objects.filter(contact_match, tenant_id__in=tenant_ids).values("id")
-    return Q(pk__in=messages) | Q(contact_id__in=contacts)
-
-
 def inbox_tab_counts(*, filters: ConversationFilters, user_id: int | None) -> dict[str, int]:
     """How many conversations each tab holds under the same filters and search: one query,
     the search's matches found once, each tab a hashed set of ids."""
     unsearched = replace(filters, q="")
     rows = Conversation.objects.filter(tenant_id__in=filters.tenant_ids)
     if filters.q:
-        rows = rows.filter(_search_ids(filters.q, filters.tenant_ids))
+        rows = rows.filter(conversation_search_sets(filters.q, tenant_ids=filters.tenant_ids))
     tabs = {
         tab: conversation_list(filters=replace(unsearched, tab=tab), user_id=user_id).values("pk")
         for tab in TABS

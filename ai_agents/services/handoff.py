@@ -27,7 +27,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, HandoffSettings, Message
 from ai_agents.services import customer_notice
-from ai_agents.services.inbox_events import inbox_event_publish
+from ai_agents.services.inbox_events import conversation_changed
 from erp.celery import enqueue
 
 logger = logging.getLogger(__name__)
@@ -215,12 +215,6 @@ def _free_or_mine(user: Any, now: datetime) -> Q:
     )
 
 
-def _publish(conversation: Conversation, kind: str) -> None:
-    inbox_event_publish(
-        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
-    )
-
-
 def conversation_claim(conversation: Conversation, user: Any) -> Conversation:
     """Takes the conversation for `user` until now + the tenant's lease. An active one becomes
     escalated (a person may take over from the bot at any time). Raises ConversationClaimed
@@ -341,7 +335,7 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
             # The task sends on pushing channels (WhatsApp, e-mail) and returns at once for the
             # web chat, whose page reads the stored message like the REST API's clients do.
             transaction.on_commit(lambda: enqueue("ai_agents.handoff_reply_deliver", message_id))
-        _publish(conversation, "message")
+        conversation_changed(conversation, "message")
     logger.info(
         "handoff.replied",
         extra={"conversation_id": str(conversation.pk), "message_id": message_id},
@@ -414,7 +408,7 @@ def _customer_side(conversation: Conversation, event: str, kind: str) -> None:
         customer_notice.customer_notice_post(conversation=conversation, event=event)
     except Exception:
         logger.exception("handoff.customer_notice_failed", extra={"event": event})
-    _publish(conversation, kind)
+    conversation_changed(conversation, kind)
 
 
 # --- notifications -------------------------------------------------------------------------

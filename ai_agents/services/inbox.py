@@ -9,23 +9,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, ConversationNote, ConversationRead
 from ai_agents.models.inbox import NOTE_MAX_CHARS
 from ai_agents.services.handoff import InvalidReply, conversation_take
-from ai_agents.services.inbox_events import inbox_event_publish
+from ai_agents.services.inbox_events import conversation_changed
 
 logger = logging.getLogger(__name__)
-
-
-def _publish(conversation: Conversation, kind: str) -> None:
-    tenant_id, conversation_id = conversation.tenant_id, conversation.pk
-    transaction.on_commit(
-        lambda: inbox_event_publish(tenant_id=tenant_id, conversation_id=conversation_id, kind=kind)
-    )
 
 
 def conversation_read_mark(*, conversation: Conversation, user: Any) -> None:
@@ -79,5 +71,5 @@ def conversation_note_add(
         author=author,
         text=clean,
     )
-    _publish(conversation, "note")
+    conversation_changed(conversation, "note")
     return note

@@ -70,6 +70,13 @@ def _send(tenant_id: int, conversation_id: str, kind: str) -> None:
         )
 
 
+def conversation_changed(conversation: Any, kind: str) -> None:
+    """`inbox_event_publish` for a conversation at hand."""
+    inbox_event_publish(
+        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind=kind
+    )
+
+
 def inbox_event_publish(*, tenant_id: int, conversation_id: Any, kind: str) -> None:
     """Tells the tenant's open inbox pages that `conversation_id` changed (`kind`), after the
     current transaction commits (at once outside one). Never raises."""
