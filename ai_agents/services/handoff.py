@@ -28,6 +28,7 @@ from django.utils.translation import gettext as _
 from ai_agents.models import Conversation, HandoffSettings, Message
 from ai_agents.services import customer_notice
 from ai_agents.services.inbox_events import conversation_changed
+from erp.api.errors import ServiceError
 from erp.celery import enqueue
 
 logger = logging.getLogger(__name__)
@@ -39,16 +40,11 @@ TAKEOVER_REASON = "staff_takeover"
 PRIORITY_ORDER = {"urgent": 0, "high": 1, "medium": 2, "low": 3, "": 4}
 
 
-class HandoffError(Exception):
+class HandoffError(ServiceError):
     """Base of the handoff errors; `code` and `status` are what the REST API answers."""
 
     code = "handoff_error"
     status = 400
-
-    def __init__(self, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.extra = extra
 
 
 class ConversationClaimed(HandoffError):

@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from ai_agents.models import Conversation, Message
 from ai_agents.services import customer_notice
 from ai_agents.services.inbox_events import inbox_event_publish
+from erp.api.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +36,9 @@ COMMENT_WINDOW = timedelta(minutes=10)
 _BARE_NUMBER = re.compile(r"^\s*([1-5])\s*(?:/\s*5)?\s*[.!⭐★]*\s*$")
 
 
-class RatingError(Exception):
+class RatingError(ServiceError):
     code = "validation_error"
     status = 400
-
-    def __init__(self, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.extra = extra
 
 
 class AlreadyRated(RatingError):

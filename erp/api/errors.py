@@ -43,6 +43,19 @@ _CODES = {
 }
 
 
+class ServiceError(Exception):
+    """A refusal a service raises in words: the API answers `status` with `code`, `message`
+    and `extra` as the error body (subclasses set `code` and `status`)."""
+
+    code = "bad_request"
+    status = 400
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
 def wants_json(request: HttpRequest) -> bool:
     return request.path.startswith(JSON_PREFIXES)
 
