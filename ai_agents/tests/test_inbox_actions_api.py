@@ -170,17 +170,15 @@ def test_read_by_api_key_needs_a_member(api_a: Any, conv_a: Any, member: Persona
 def test_assignment_and_notes_announce_an_event_after_commit(
     owner_client: Any, member: Persona, conv_a: Any, monkeypatch: Any, run_tasks: Any
 ) -> None:
-    from ai_agents.services import handoff
-    from ai_agents.services import inbox as inbox_services
+    from ai_agents.services import inbox_events
 
     seen: list[tuple[int, str, str]] = []
 
-    def publish(*, tenant_id: int, conversation_id: Any, kind: str) -> None:
-        seen.append((tenant_id, str(conversation_id), kind))
+    def send(tenant_id: int, conversation_id: str, kind: str) -> None:
+        seen.append((tenant_id, conversation_id, kind))
 
-    # The assignment's event comes from the handoff service (one per change), the note's here.
-    monkeypatch.setattr(handoff, "inbox_event_publish", publish)
-    monkeypatch.setattr(inbox_services, "inbox_event_publish", publish)
+    # What reaches the stream once the transaction commits: one event per change.
+    monkeypatch.setattr(inbox_events, "_send", send)
     with run_tasks():  # runs the on-commit callbacks
         owner_client.post(
             f"{URL}/{conv_a.pk}/assign", {"staff_email": member.user.email}, format="json"
