@@ -34,7 +34,7 @@ def test_owner_uploads_several_files_and_sees_progress(
 
     with run_tasks():
         response = client.post(
-            f"/admin/ai_agents/knowledgebase/{kb.pk}/upload/",
+            f"/admin/ai_agents/knowledgebase/{kb.pk}/add/upload/",
             {
                 "files": [
                     SimpleUploadedFile("a.md", b"# Horario\n\nAbrimos a las 8.", "text/markdown"),
@@ -69,8 +69,59 @@ def test_outsider_cannot_see_or_upload(outsider: Any, kb: KnowledgeBase) -> None
     assert client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/status/").status_code == 404
     assert client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/change/").status_code == 404
     response = client.post(
-        f"/admin/ai_agents/knowledgebase/{kb.pk}/upload/",
+        f"/admin/ai_agents/knowledgebase/{kb.pk}/add/upload/",
         {"files": [SimpleUploadedFile("x.txt", b"intruso", "text/plain")]},
     )
     assert response.status_code == 404
+    assert Document.objects.unscoped().count() == 0
+
+
+def _messages_after(client: Client, kb: KnowledgeBase, source: str, data: dict[str, Any]) -> str:
+    response = client.post(
+        f"/admin/ai_agents/knowledgebase/{kb.pk}/add/{source}/", data, follow=True
+    )
+    assert response.status_code == 200
+    assert response.redirect_chain[0][0] == f"/admin/ai_agents/knowledgebase/{kb.pk}/change/"
+    return " | ".join(str(m) for m in response.context["messages"])
+
+
+def test_bad_url_or_text_is_a_message_on_the_page(owner: Any, kb: KnowledgeBase) -> None:
+    client = _login(owner)
+    said = _messages_after(client, kb, "url", {"url": "no es una dirección"})
+    assert said == "Dirección (URL): Introduzca una URL válida."
+    said = _messages_after(client, kb, "url", {"url": "http://127.0.0.1:9/secreto"})
+    assert said == (
+        "http://127.0.0.1:9/secreto: La dirección no está permitida: solo se admiten "
+        "direcciones públicas."
+    )
+    said = _messages_after(client, kb, "text", {"title": "Vacío", "text": "   \n"})
+    assert said == "Vacío: El documento está vacío."
+    said = _messages_after(client, kb, "text", {"title": "", "text": "Hola"})
+    assert said == "Título: Este campo es requerido."
+    said = _messages_after(client, kb, "upload", {})
+    assert said == "Elija al menos un archivo."
+    response = client.post(f"/admin/ai_agents/knowledgebase/{kb.pk}/add/otra/", {})
+    assert response.status_code == 404
+    assert Document.objects.for_tenant(kb.tenant).count() == 0
+
+
+def test_pasted_text_becomes_a_document(owner: Any, kb: KnowledgeBase, run_tasks: Any) -> None:
+    client = _login(owner)
+    text = "# Envíos\n\nEnviamos a toda la ciudad en 24 horas."
+    with run_tasks():
+        said = _messages_after(client, kb, "text", {"title": "Envíos", "text": text})
+    assert said == "Envíos: en cola."
+    document = Document.objects.for_tenant(kb.tenant).get()
+    assert (document.title, document.source, document.status) == ("Envíos", "text", "ready")
+    assert bytes(document.data).decode() == text
+
+
+def test_outsider_cannot_import_or_paste(outsider: Any, kb: KnowledgeBase) -> None:
+    client = _login(outsider)
+    for source, data in (
+        ("url", {"url": "https://example.com/"}),
+        ("text", {"title": "x", "text": "y"}),
+    ):
+        response = client.post(f"/admin/ai_agents/knowledgebase/{kb.pk}/add/{source}/", data)
+        assert response.status_code == 404
     assert Document.objects.unscoped().count() == 0
