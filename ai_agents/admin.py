@@ -1,5 +1,5 @@
-"""Admin: knowledge bases with multi-file upload, URL import, pasted text and live progress; documents with re-index,
-delete and a chunk preview. Writes go through the knowledge services."""
+"""Admin: knowledge bases with multi-file upload, URL import, pasted text and live progress;
+documents with re-index, delete and a chunk preview. Writes go through the knowledge services."""
 
 from __future__ import annotations
 
