@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 
 from erp.tenancy.models import Membership, Tenant
 from erp.tenancy.services import tenant_create, user_create
@@ -36,7 +37,7 @@ def demo_load() -> DemoLogin:
     tenant, _ = tenant_create(
         slug=DEMO_SLUG, name=DEMO_NAME, timezone_name="America/Mexico_City", language="es"
     )
-    user = get_user_model().objects.filter(username=DEMO_EMAIL).first()
+    user: AbstractBaseUser | None = get_user_model().objects.filter(username=DEMO_EMAIL).first()
     if user is None:
         role = Membership.Role.OWNER
         user = user_create(email=DEMO_EMAIL, tenant=tenant, role=role, password=DEMO_PASSWORD)
