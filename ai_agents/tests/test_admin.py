@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -11,6 +12,30 @@ from ai_agents.services.knowledge import knowledge_base_create
 from erp.tenancy.models import Tenant
 
 pytestmark = pytest.mark.django_db
+
+
+class _FormNesting(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.nested: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "form":
+            name = dict(attrs).get("id") or "?"
+            if self.open:
+                self.nested.append(f"{name} inside {self.open[-1]}")
+            self.open.append(name)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form" and self.open:
+            self.open.pop()
+
+
+def _nested_forms(html: str) -> list[str]:
+    parser = _FormNesting()
+    parser.feed(html)
+    return parser.nested
 
 
 def _login(persona: Any) -> Client:
@@ -30,7 +55,9 @@ def test_owner_uploads_several_files_and_sees_progress(
     client = _login(owner)
     page = client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/change/")
     assert page.status_code == 200
-    assert b"kb-upload-form" in page.content
+    assert _nested_forms(page.content.decode()) == []  # browsers drop a form inside a form
+    for form_id in ("kb-upload-form", "kb-url-form", "kb-text-form"):
+        assert f'<form class="kb-source" id="{form_id}"' in page.content.decode()
 
     with run_tasks():
         response = client.post(
