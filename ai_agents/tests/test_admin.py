@@ -152,3 +152,29 @@ def test_outsider_cannot_import_or_paste(outsider: Any, kb: KnowledgeBase) -> No
         response = client.post(f"/admin/ai_agents/knowledgebase/{kb.pk}/add/{source}/", data)
         assert response.status_code == 404
     assert Document.objects.unscoped().count() == 0
+
+
+def test_member_of_both_tenants_adds_to_each_base_under_its_tenant(
+    owner: Any, outsider: Any, kb: KnowledgeBase
+) -> None:
+    from erp.testing.factories import MembershipFactory
+
+    theirs = knowledge_base_create(tenant=outsider.tenant, name="Ayuda")
+    MembershipFactory.create(tenant=outsider.tenant, user=owner.user)
+    client = _login(owner)
+    for base, title in ((kb, "De Acme"), (theirs, "De Globex")):
+        said = _messages_after(client, base, "text", {"title": title, "text": f"Texto {title}."})
+        assert said == f"{title}: en cola."
+    rows = Document.objects.unscoped().values_list("tenant__slug", "knowledge_base_id", "title")
+    assert sorted(rows) == [("acme", kb.pk, "De Acme"), ("globex", theirs.pk, "De Globex")]
+
+
+def test_agent_role_may_read_but_not_add(member: Any, kb: KnowledgeBase) -> None:
+    client = _login(member)
+    page = client.get(f"/admin/ai_agents/knowledgebase/{kb.pk}/change/").content.decode()
+    assert 'id="kb-doc-rows"' in page and 'id="kb-text-form"' not in page
+    response = client.post(
+        f"/admin/ai_agents/knowledgebase/{kb.pk}/add/text/", {"title": "x", "text": "y"}
+    )
+    assert response.status_code == 403
+    assert Document.objects.unscoped().count() == 0

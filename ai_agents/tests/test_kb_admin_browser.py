@@ -119,3 +119,44 @@ def test_upload_import_and_paste_in_a_real_browser(
         assert axe_check(page) == []
     finally:
         context.close()
+
+
+def test_the_three_forms_on_a_phone_in_english(
+    browser: Any, asgi_server: str, owner: Persona, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    kb = knowledge_base_create(tenant=owner.tenant, name="Ayuda")
+    phone = context_new(
+        browser,
+        base_url=asgi_server,
+        locale="en-US",
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+    )
+    try:
+        page = phone.new_page()
+        admin_login(page, owner, f"/admin/ai_agents/knowledgebase/{kb.pk}/change/")
+        sources = page.locator("#kb-documents .kb-sources")
+        for heading in ("Upload files", "Import from a URL", "Paste text"):
+            expect(sources.get_by_role("heading", name=heading)).to_be_visible()
+        page.fill("#kb-text-title", "Returns")
+        page.fill("#kb-text-text", "Returns within 30 days.")
+        page.get_by_role("button", name="Add text").click()
+        _said(page, "Returns: queued.")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        targets = page.locator(
+            "#kb-documents :is(a, button, input:not([type=hidden]), textarea)"
+        ).evaluate_all(
+            "els => els.filter(e => e.offsetParent !== null)"
+            ".map(e => [e.getBoundingClientRect().height, getComputedStyle(e).fontSize, e.id])"
+        )
+        assert [t for t in targets if t[0] < 44] == []
+        fonts = [font for _height, font, _id in targets if _id]  # the form fields
+        assert set(fonts) == {"16px"}
+        page.screenshot(path=str(tmp_path / "kb_admin_phone_en.png"), full_page=True)
+        assert axe_check(page) == []
+    finally:
+        phone.close()
