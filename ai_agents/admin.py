@@ -1,5 +1,5 @@
-"""Admin: knowledge bases with multi-file upload and live progress; documents with re-index,
-delete and a chunk preview. Writes go through the knowledge services."""
+"""Admin: knowledge bases with multi-file upload, URL import, pasted text and live progress;
+documents with re-index, delete and a chunk preview. Writes go through the knowledge services."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from ai_agents import admin_kb_sources as kb_sources
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
@@ -61,9 +62,9 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
     def get_urls(self) -> list[Any]:
         own = [
             path(
-                "<path:object_id>/upload/",
-                self.admin_site.admin_view(require_POST(self.upload_view)),
-                name="ai_agents_knowledgebase_upload",
+                "<path:object_id>/add/<str:source>/",
+                self.admin_site.admin_view(require_POST(self.add_documents_view)),
+                name="ai_agents_knowledgebase_add_documents",
             ),
             path(
                 "<path:object_id>/status/",
@@ -79,30 +80,16 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
             raise Http404
         return kb
 
-    def upload_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def add_documents_view(self, request: HttpRequest, object_id: str, source: str) -> HttpResponse:
+        """Files (`upload`), a web address (`url`) or a pasted text (`text`)."""
         kb = self._kb(request, object_id)
+        add = kb_sources.SOURCES.get(source)
+        if add is None:
+            raise Http404
         if not self.has_change_permission(request, kb):  # decided by the role in kb's tenant
             raise PermissionDenied
-        files = request.FILES.getlist("files")
-        if not files:
-            messages.error(request, _("Elija al menos un archivo."))
-        for upload in files:
-            try:
-                added = services.document_add(
-                    kb=kb,
-                    data=upload.read(),
-                    filename=upload.name or "",
-                    mime_type=upload.content_type,
-                )
-            except services.KnowledgeError as exc:
-                messages.error(request, f"{upload.name}: {exc}")
-                continue
-            if added.created:
-                messages.success(request, _("%(name)s: en cola.") % {"name": upload.name})
-            else:
-                messages.info(request, _("%(name)s: ya estaba en la base.") % {"name": upload.name})
-        url = reverse("admin:ai_agents_knowledgebase_change", args=[kb.pk])
-        return HttpResponseRedirect(url)
+        add(request, kb)
+        return HttpResponseRedirect(reverse("admin:ai_agents_knowledgebase_change", args=[kb.pk]))
 
     def status_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
         kb = self._kb(request, object_id)
@@ -118,7 +105,12 @@ class KnowledgeBaseAdmin(TenantOwnedAdmin):
         if kb is not None:
             documents = Document.objects.for_tenant(kb.tenant_id).filter(knowledge_base=kb)
             extra["kb_documents"] = documents.defer("data").order_by("-created_at")[:200]
-            extra["kb_upload_url"] = reverse("admin:ai_agents_knowledgebase_upload", args=[kb.pk])
+            extra["kb_add_urls"] = {
+                source: reverse("admin:ai_agents_knowledgebase_add_documents", args=[kb.pk, source])
+                for source in kb_sources.SOURCES
+            }
+            extra["kb_url_form"] = kb_sources.UrlImportForm(auto_id="kb-url-%s")
+            extra["kb_text_form"] = kb_sources.PasteTextForm(auto_id="kb-text-%s")
             extra["kb_status_url"] = reverse("admin:ai_agents_knowledgebase_status", args=[kb.pk])
             extra["kb_can_upload"] = self.has_change_permission(request, kb)
         return super().change_view(request, object_id, form_url, extra)

@@ -14,7 +14,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("ai_agents.start.urls")),  # the staff start page (name "home")
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),

@@ -4,8 +4,7 @@ import logging
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
-from django.shortcuts import redirect
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from erp.db_outage import database_up, is_outage_error, outage_suspected
@@ -42,7 +41,3 @@ def _database_ok() -> bool:
             outage_suspected()
         logger.warning("healthz_database_failed", exc_info=True)
         return False
-
-
-def home(request: HttpRequest) -> HttpResponseRedirect:
-    return redirect("admin:index")

@@ -29,6 +29,7 @@ from ai_agents.knowledge.parsers import DocumentError, parse_document
 from ai_agents.knowledge.spaces import INDEXED_SPACES, LOCAL_DIMENSIONS, LOCAL_MODEL
 from ai_agents.models import Chunk, Document, KnowledgeBase
 from erp.celery import enqueue
+from erp.db import connection_release
 from erp.http.client import HttpClient
 from erp.http.errors import HttpBlockedDestination, HttpError, HttpResponseTooLarge
 from erp.llm.errors import LlmError
@@ -248,6 +249,7 @@ def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> Do
     and adds it like an upload, with source `url`."""
     client = HttpClient(guard=True, timeout=URL_FETCH_TIMEOUT_SECONDS)
     client.follow_redirects = True
+    connection_release()  # the site may take up to the timeout: no connection held meanwhile
     try:
         response = client.get(url, max_bytes=settings.UPLOAD_MAX_BYTES)
     except HttpResponseTooLarge:

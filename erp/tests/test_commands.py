@@ -86,3 +86,17 @@ def test_demo_load_is_idempotent_and_login_opens_admin(client):
     assert Tenant.objects.filter(slug="demo").count() == 1
     assert client.login(username="demo@example.com", password="demo1234")
     assert client.get("/admin/").status_code == 200
+
+
+def test_demo_load_keeps_a_password_changed_by_its_owner(client):
+    run("demo_load")
+    user = get_user_model().objects.get(username="demo@example.com")
+    user.set_password("una-clave-propia-9")
+    user.save()
+
+    again = run("demo_load")  # what every `make run` does
+
+    assert again == "demo@example.com / (contraseña cambiada; se conserva)"
+    assert client.login(username="demo@example.com", password="una-clave-propia-9")
+    assert not client.login(username="demo@example.com", password="demo1234")
+    assert Membership.objects.unscoped().get(user=user).role == "owner"

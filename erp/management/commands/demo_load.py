@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext as _
 
 from erp.demo import demo_load
 
@@ -12,4 +13,5 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         login = demo_load()
-        self.stdout.write(f"{login.email} / {login.password}")
+        password = login.password or _("(contraseña cambiada; se conserva)")
+        self.stdout.write(f"{login.email} / {password}")
