@@ -129,8 +129,8 @@
   var closeBtn = el("button", { "data-wc": "close", "class": "x", type: "button", "aria-label": T.close }, "×");
   head.append(avatar, title, closeBtn);
   var stateEl = el("p", { "data-wc": "state", "class": "state", "data-state": "bot", hidden: "" });
-  var log = el("ol", { "data-wc": "log", "class": "log", role: "log", "aria-live": "polite", "aria-relevant": "additions", "aria-labelledby": "wc-title" });
-  var greet = el("li", { "data-wc": "greeting", "class": "msg greet", hidden: "" });
+  var log = el("div", { "data-wc": "log", "class": "log", role: "log", "aria-live": "polite", "aria-relevant": "additions", "aria-labelledby": "wc-title" });
+  var greet = el("div", { "data-wc": "greeting", "class": "msg greet", hidden: "" });
   log.appendChild(greet);
   var errorEl = el("p", { "data-wc": "error", "class": "err", role: "alert", hidden: "" });
   var form = el("form", { novalidate: "" });
@@ -252,14 +252,14 @@
 
   function bubble(msg) {
     if (msg.notice) { // what a person did (took over, handed back, closed): not a bot answer
-      var ev = el("li", { "data-wc": "event", "class": "event", "data-notice": msg.notice, "data-id": msg.id || "" }, msg.text || "");
+      var ev = el("div", { "data-wc": "event", "class": "event", "data-notice": msg.notice, "data-id": msg.id || "" }, msg.text || "");
       if (msg.id) seen[msg.id] = true;
       log.appendChild(ev);
       log.scrollTop = log.scrollHeight;
       return ev;
     }
     var human = !!msg.human;
-    var li = el("li", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
+    var li = el("div", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
     var who = msg.role === "user" ? t("you") : human ? (msg.author_name || t("person")) : t("bot");
     li.append(el("span", { "data-wc": "author", "class": "who" }, who), el("span", { "data-wc": "text", "class": "txt" }, msg.text || ""));
     if (msg.id) seen[msg.id] = true;
@@ -292,7 +292,7 @@
   }
 
   function note(text) {
-    log.appendChild(el("li", { "data-wc": "note", "class": "note" }, text));
+    log.appendChild(el("div", { "data-wc": "note", "class": "note" }, text));
     log.scrollTop = log.scrollHeight;
   }
 
