@@ -146,6 +146,21 @@ def test_config_defaults_and_refusals(binding: ChannelBinding) -> None:
     assert client.post(f"/api/webchat/{binding.token}/config").status_code == 405
 
 
+@pytest.mark.django_db
+def test_config_is_limited_per_address(
+    binding: ChannelBinding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agents.channels.webchat import visitor as webchat
+
+    monkeypatch.setattr(webchat, "IP_CONFIGS", (2, 60))
+    client = Client(HTTP_ORIGIN=ORIGIN)
+    url = f"/api/webchat/{binding.token}/config"
+    assert [client.get(url).status_code for _ in range(2)] == [200, 200]
+    limited = client.get(url)
+    assert limited.status_code == 429 and int(limited["Retry-After"]) > 0
+    assert limited.json()["error"]["code"] == "rate_limited"
+
+
 # --- the settings: channels API -----------------------------------------------------------
 
 

@@ -201,3 +201,36 @@ def test_demo_page_snippet_wraps_on_a_phone(
     expect(page.get_by_role("button", name=launcher)).to_be_visible()
     assert axe_check(page) == []
     context.close()
+
+
+def test_admin_preview_follows_the_fields(
+    browser: Any, asgi_server: str, webchat_binding: ChannelBinding, owner: Persona
+) -> None:
+    from playwright.sync_api import expect
+
+    context = context_new(browser)
+    page = context.new_page()
+    admin_login(
+        page,
+        owner,
+        f"/admin/ai_agents/channelbinding/{webchat_binding.pk}/change/",
+        base=asgi_server,
+    )
+    preview = page.locator("[data-look-preview]")
+    expect(preview.locator("[data-look-title]")).to_have_text("Lucía")
+    expect(preview.locator("[data-look-launcher]")).to_have_text("Abrir el chat")
+
+    page.fill("#id_look_color", "#ffd400")
+    page.fill("#id_look_title", "<b>Tienda</b>")
+    page.fill("#id_look_launcher_text", "¿Hablamos?")
+    page.select_option("#id_look_position", "bottom-left")
+    head = preview.locator("[data-look-head]")
+    expect(head).to_have_css("background-color", "rgb(255, 212, 0)")
+    expect(head).to_have_css("color", "rgb(0, 0, 0)")
+    expect(preview.locator("[data-look-title]")).to_have_text("<b>Tienda</b>")
+    assert preview.locator("b").count() == 0
+    expect(preview.locator("[data-look-launcher]")).to_have_text("¿Hablamos?")
+    expect(preview.locator("[data-look-row]")).to_have_css("justify-content", "flex-start")
+    page.fill("#id_look_title", "")
+    expect(preview.locator("[data-look-title]")).to_have_text("Lucía")  # empty: the default
+    context.close()
