@@ -267,6 +267,20 @@ def test_admin_labels_in_english(client: Any, owner: Persona, binding: ChannelBi
 
 
 @pytest.mark.django_db
+def test_the_agent_role_reads_the_look_without_changing_it(
+    client: Any, member: Persona, binding: ChannelBinding
+) -> None:
+    binding.appearance = appearance_clean(LOOK)
+    binding.save()
+    client.force_login(member.user)
+    url = f"/admin/ai_agents/channelbinding/{binding.pk}/change/"
+    page = client.get(url)
+    assert page.status_code == 200 and "data-look-preview" in page.content.decode()
+    assert client.post(url, _admin_form(binding, title="Otro")).status_code == 403
+    assert _fresh(binding).appearance == appearance_clean(LOOK)
+
+
+@pytest.mark.django_db
 def test_admin_of_another_tenant_cannot_see_or_change_the_look(
     client: Any, owner: Persona, outsider: Persona, binding: ChannelBinding
 ) -> None:
