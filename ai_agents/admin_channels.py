@@ -14,13 +14,18 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from ai_agents.channels.webchat import appearance as look
+from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding
 from ai_agents.services import channels as services
 from erp.tenancy.admin_base import TenantOwnedAdmin
 from erp.tenancy.admin_secrets import SecretFieldsAdminMixin, WriteOnlyInput
 
+_EMPTY: dict[str, Any] = {"allowed_origins": [], "whatsapp_template": {}, "appearance": {}}
 _request: ContextVar[HttpRequest | None] = ContextVar("channel_admin_request", default=None)
 
 
@@ -42,6 +47,60 @@ class ChannelBindingForm(forms.ModelForm):
         ),
     )
 
+    look_color = forms.CharField(
+        label=_("color principal"),
+        required=False,
+        initial=look.DEFAULT_COLOR,
+        widget=forms.TextInput(attrs={"type": "color"}),
+        help_text=_(
+            "Botón, cabecera y botón de enviar. El color del texto encima (blanco o negro) se "
+            "elige solo para que se lea bien."
+        ),
+    )
+    look_title = forms.CharField(
+        label=_("título"),
+        required=False,
+        max_length=look.TEXT_MAX["title"],
+        help_text=_("Vacío: el nombre del agente."),
+    )
+    look_greeting = forms.CharField(
+        label=_("saludo"),
+        required=False,
+        max_length=look.TEXT_MAX["greeting"],
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_(
+            "Primera burbuja del asistente al abrir el chat (no se guarda como mensaje). "
+            "Vacío: el saludo por defecto, en el idioma del visitante."
+        ),
+    )
+    look_launcher_text = forms.CharField(
+        label=_("texto del botón"),
+        required=False,
+        max_length=look.TEXT_MAX["launcher_text"],
+        help_text=_("Vacío: «Abrir el chat», en el idioma del visitante."),
+    )
+    look_position = forms.ChoiceField(
+        label=_("posición"),
+        choices=[
+            ("bottom-right", _("abajo a la derecha")),
+            ("bottom-left", _("abajo a la izquierda")),
+        ],
+        initial="bottom-right",
+        required=False,
+    )
+    look_avatar_url = forms.CharField(
+        label=_("avatar (URL https)"),
+        required=False,
+        max_length=look.AVATAR_URL_MAX,
+        help_text=_(
+            "Imagen cuadrada en https, p. ej. https://tienda.es/logo.png. Si su web tiene CSP, "
+            "añada ese host a img-src. Vacío: sin avatar."
+        ),
+    )
+
+    class Media:
+        js = ["ai_agents/webchat_look_preview.js"]
+
     class Meta:
         model = ChannelBinding
         # The admin adds tenant and agent with querysets limited to the user's tenants.
@@ -62,6 +121,10 @@ class ChannelBindingForm(forms.ModelForm):
             if "type" in self.fields:
                 self.fields["type"].disabled = True
             self.initial["allowed_origins"] = "\n".join(self.instance.allowed_origins or [])
+            stored = self.instance.appearance if isinstance(self.instance.appearance, dict) else {}
+            for key in look.KEYS:
+                if stored.get(key):
+                    self.initial[f"look_{key}"] = stored[key]
         self.initial.pop("access_token", None)
 
     def clean(self) -> dict[str, Any]:
@@ -74,6 +137,7 @@ class ChannelBindingForm(forms.ModelForm):
             data["access_token"] = self.instance.access_token or ""
         origins = [line.strip() for line in (data.get("allowed_origins") or "").splitlines()]
         data["allowed_origins"] = [o for o in origins if o]
+        data["appearance"] = {key: data.get(f"look_{key}") or "" for key in look.KEYS}
         probe = ChannelBinding(
             pk=self.instance.pk,
             tenant_id=self.instance.tenant_id,
@@ -83,27 +147,30 @@ class ChannelBindingForm(forms.ModelForm):
         try:
             for field in services.ALL_TYPE_FIELDS:
                 if field not in services.TYPE_FIELDS[kind]:
-                    data[field] = (
-                        []
-                        if field == "allowed_origins"
-                        else ({} if field == "whatsapp_template" else "")
-                    )
+                    data[field] = _EMPTY.get(field, "")
                 elif data.get(field) not in (None, "", [], {}):
                     data[field] = services.CLEANERS[field](data[field])
                 setattr(probe, field, data.get(field))
             services.channel_check(probe)
         except ValidationError as exc:
             self._errors_add(exc)
+        # Not a form field of its own (the look_* fields make it): set here for save().
+        self.instance.appearance = data.get("appearance") or {}
         agent, tenant = data.get("agent"), data.get("tenant")
         if agent is not None and tenant is not None and agent.tenant_id != tenant.pk:
             self.add_error("agent", _("El agente es de otra empresa."))
         return data
 
     def _errors_add(self, exc: ValidationError) -> None:
-        for field, messages in exc.message_dict.items():
-            target = field if field in self.fields else None
-            for message in messages:
-                self.add_error(target, message)
+        if not hasattr(exc, "error_dict"):
+            self.add_error(None, exc)
+            return
+        for field, errors in exc.error_dict.items():
+            for error in errors:
+                # An appearance error is coded with its key: shown on that look_* field.
+                target = f"look_{error.code}" if field == "appearance" else field
+                for message in error.messages:
+                    self.add_error(target if target in self.fields else None, message)
 
 
 class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
@@ -112,7 +179,14 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
     list_display = ["__str__", "type", "agent", "is_active", "created_at"]
     list_filter = ["type", "is_active"]
     search_fields = ["name", "phone_number_id", "address"]
-    readonly_fields = ["token", "webhook_url", "embed_snippet", "created_at", "updated_at"]
+    readonly_fields = [
+        "token",
+        "webhook_url",
+        "embed_snippet",
+        "look_preview",
+        "created_at",
+        "updated_at",
+    ]
     fieldsets = [
         (None, {"fields": ["tenant", "agent", "type", "name", "is_active"]}),
         (
@@ -121,6 +195,20 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         ),
         (_("Correo electrónico"), {"fields": ["address", "webhook_url"]}),
         (_("Chat web"), {"fields": ["allowed_origins", "embed_snippet"]}),
+        (
+            _("Apariencia del chat web"),
+            {
+                "fields": [
+                    "look_color",
+                    "look_title",
+                    "look_greeting",
+                    "look_launcher_text",
+                    "look_position",
+                    "look_avatar_url",
+                    "look_preview",
+                ]
+            },
+        ),
         (_("Registro"), {"fields": ["token", "created_at", "updated_at"]}),
     ]
 
@@ -161,6 +249,10 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
             return "—"
         return _absolute(reverse("webhook-email", args=[obj.token]))
 
+    @admin.display(description=_("vista previa"))
+    def look_preview(self, obj: ChannelBinding | None) -> str:
+        return look_preview_html(obj)
+
     @admin.display(description=_("código para insertar el chat"))
     def embed_snippet(self, obj: ChannelBinding) -> str:
         if obj._state.adding or obj.type != ChannelBinding.Type.WEBCHAT:
@@ -168,6 +260,46 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         src = _absolute("/widget.js")
         snippet = f'<script src="{src}" data-key="{obj.token}"></script>'
         return format_html("<code>{}</code>", snippet)
+
+
+def look_preview_html(obj: ChannelBinding | None) -> str:
+    """The launcher, header and greeting as the widget draws them, from the saved values; a
+    script (webchat_look_preview.js) follows the fields as they are edited. Escaped: the
+    owner's texts are text here as in the widget."""
+    agent_name = obj.agent.name if obj is not None and obj.agent_id else _("Asistente")
+    stored = obj.appearance if obj is not None and isinstance(obj.appearance, dict) else {}
+    lang = webchat.language_pick(get_language() or "")
+    defaults = webchat.widget_texts(lang, str(agent_name))
+    shown = webchat.widget_texts(lang, str(agent_name), own=stored)
+    public = look.appearance_public(stored)
+    return format_html(
+        '<div class="wc-look-preview" data-look-preview data-title="{}" data-greeting="{}"'
+        ' data-open="{}" data-position="{}">'
+        '<div data-look-head style="display:flex;align-items:center;gap:8px;padding:10px 12px;'
+        'background:{};color:{};border-radius:8px 8px 0 0;max-width:340px">'
+        '<img data-look-avatar alt="" src="{}" width="32" height="32" referrerpolicy="no-referrer"'
+        ' style="border-radius:50%;object-fit:cover;background:#fff"{}>'
+        "<strong data-look-title>{}</strong></div>"
+        '<p data-look-greeting style="max-width:300px;margin:8px 0;padding:8px 10px;'
+        'border-radius:10px;background:#eef1f5;color:#1b1f24;white-space:pre-wrap">{}</p>'
+        '<div style="display:flex;max-width:340px;justify-content:{}" data-look-row>'
+        '<span data-look-launcher style="display:inline-block;border-radius:28px;'
+        'padding:12px 18px;background:{};color:{}">{}</span></div></div>',
+        defaults["title"],
+        defaults["greeting"],
+        defaults["open"],
+        public["position"],
+        public["color"],
+        public["text_color"],
+        public["avatar_url"],
+        "" if public["avatar_url"] else mark_safe(" hidden"),
+        shown["title"],
+        shown["greeting"],
+        "flex-start" if public["position"] == "bottom-left" else "flex-end",
+        public["color"],
+        public["text_color"],
+        shown["open"],
+    )
 
 
 def _absolute(path: str) -> str:

@@ -43,6 +43,13 @@ class ChannelInputSerializer(serializers.Serializer):
     allowed_origins = serializers.JSONField(
         required=False, help_text=_('Lista de orígenes, p. ej. ["https://tienda.es"].')
     )
+    appearance = serializers.JSONField(
+        required=False,
+        help_text=_(
+            "Solo chat web: color, title, greeting, launcher_text, position "
+            "(bottom-right|bottom-left), avatar_url (https). Vacío: valores por defecto."
+        ),
+    )
 
 
 class ChannelSerializer(serializers.Serializer):
@@ -67,6 +74,7 @@ class ChannelSerializer(serializers.Serializer):
     allowed_origins = serializers.ListField(
         child=serializers.CharField(), required=False, help_text=_("Solo chat web.")
     )
+    appearance = serializers.JSONField(required=False, help_text=_("Solo chat web."))
     public_key = serializers.CharField(required=False, help_text=_("Solo chat web."))
     embed_snippet = serializers.CharField(required=False, help_text=_("Solo chat web."))
     created_at = serializers.DateTimeField()
@@ -91,6 +99,7 @@ def channel_representation(binding: ChannelBinding, request: HttpRequest) -> dic
             data["webhook_url"] = email_webhook_url(binding, request)
     elif binding.type == ChannelBinding.Type.WEBCHAT:
         data["allowed_origins"] = list(binding.allowed_origins or [])
+        data["appearance"] = dict(binding.appearance or {})
         data["public_key"] = binding.token
         data["embed_snippet"] = webchat_snippet(binding, request)
     data["created_at"] = binding.created_at.isoformat().replace("+00:00", "Z")

@@ -50,6 +50,9 @@ class ChannelBinding(TenantOwnedModel):
     # E-mail inbound webhook path token, or the web chat public key.
     token = models.CharField(_("token"), max_length=64, unique=True, default=new_channel_token)
     allowed_origins = models.JSONField(_("orígenes permitidos"), default=list, blank=True)
+    # Web chat look (ai_agents/channels/webchat/appearance.py): color, title, greeting,
+    # launcher_text, position, avatar_url; a missing key is the default.
+    appearance = models.JSONField(_("apariencia del chat web"), default=dict, blank=True)
     is_active = models.BooleanField(_("activo"), default=True)
     created_at = models.DateTimeField(_("creado"), auto_now_add=True)
     updated_at = models.DateTimeField(_("actualizado"), auto_now=True)

@@ -16,6 +16,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from ai_agents.channels.webchat.appearance import appearance_clean
 from ai_agents.channels.webchat.origins import OriginInvalid, origin_pattern_clean
 from ai_agents.models import Agent, ChannelBinding
 from erp.tenancy.models import Tenant
@@ -25,7 +26,7 @@ COMMON_FIELDS = ("agent", "name", "is_active")
 TYPE_FIELDS: dict[str, tuple[str, ...]] = {
     ChannelBinding.Type.WHATSAPP: ("phone_number_id", "access_token", "whatsapp_template"),
     ChannelBinding.Type.EMAIL: ("address",),
-    ChannelBinding.Type.WEBCHAT: ("allowed_origins",),
+    ChannelBinding.Type.WEBCHAT: ("allowed_origins", "appearance"),
 }
 ALL_TYPE_FIELDS = frozenset(f for fields in TYPE_FIELDS.values() for f in fields)
 MAX_ORIGINS = 50
@@ -240,4 +241,5 @@ CLEANERS = {
     "whatsapp_template": clean_whatsapp_template,
     "address": clean_address,
     "allowed_origins": clean_allowed_origins,
+    "appearance": appearance_clean,
 }

@@ -32,9 +32,14 @@ def axe_check(page: Any) -> list[str]:
     for violation in axe_violations(page):
         if violation.get("impact") not in BLOCKING:
             continue
-        targets = [", ".join(node.get("target", [])) for node in violation.get("nodes", [])]
+        targets = [_selector(node.get("target", [])) for node in violation.get("nodes", [])]
         found.append(
             f"{violation['id']} ({violation['impact']}): {violation['help']}"
             f" ({len(targets)} nodes: {'; '.join(targets[:3])})"
         )
     return found
+
+
+def _selector(target: list[Any]) -> str:
+    """axe's target: a list of selectors; inside a shadow root, a list of lists (host first)."""
+    return ", ".join(" >> ".join(t) if isinstance(t, list) else str(t) for t in target)

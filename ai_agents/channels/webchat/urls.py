@@ -6,6 +6,7 @@ from ai_agents.channels.webchat import views
 
 urlpatterns = [
     path("widget.js", views.widget_js, name="webchat-widget"),
+    path("api/webchat/<str:key>/config", views.config_view, name="webchat-config"),
     path("api/webchat/<str:key>/sessions", views.session_view, name="webchat-sessions"),
     path("api/webchat/<str:key>/messages", views.messages_view, name="webchat-messages"),
     path("api/webchat/<str:key>/typing", views.typing_view, name="webchat-typing"),

@@ -1,6 +1,7 @@
 """HTTP surface of the web chat: `/widget.js`, the public `/api/webchat/{key}/...` endpoints
 (CORS for the binding's allowed origins only) and the staff demo page `/webchat/demo`.
 
+    GET  /api/webchat/{key}/config?lang=   -> {"lang", "texts", "appearance", ...} (no session)
     POST /api/webchat/{key}/sessions   {"token"?, "lang"?} -> {"token", "lang", "texts", ...}
     GET  /api/webchat/{key}/messages?after=<iso>   header X-Webchat-Token -> history + state
     POST /api/webchat/{key}/messages   {"text", "client_message_id"?} -> SSE (token, citations,
@@ -33,6 +34,7 @@ from django.views.decorators.http import require_GET, require_safe
 
 from ai_agents.api import sse
 from ai_agents.channels.webchat import visitor as webchat
+from ai_agents.channels.webchat.appearance import appearance_public
 from ai_agents.models import ChannelBinding
 from ai_agents.services import rating
 from ai_agents.services.typing import customer_typing_mark
@@ -43,9 +45,10 @@ WIDGET_PATH = Path(__file__).resolve().parents[2] / "static" / "ai_agents" / "wi
 TOKEN_HEADER = "X-Webchat-Token"
 # Pages embed the unversioned /widget.js: a day fresh, a week stale while revalidating (ETag).
 WIDGET_CACHE = "public, max-age=86400, stale-while-revalidate=604800"
+CONFIG_CACHE = "public, max-age=60"
 DEMO_CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src 'self' https:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
 # HttpResponseBase: a message POST may answer with a stream (StreamingHttpResponse).
@@ -201,14 +204,37 @@ def session_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
     return JsonResponse(
         {
             "token": token,
-            "lang": lang,
-            "agent": {"name": binding.agent.name},
-            "texts": webchat.widget_texts(lang, binding.agent.name),
-            "max_chars": webchat.TEXT_MAX_CHARS,
-            "poll_interval_ms": webchat.POLL_INTERVAL_MS,
+            **_widget_config(binding, lang),
             **webchat.conversation_state(session),
         }
     )
+
+
+@webchat_endpoint("GET")
+def config_view(request: HttpRequest, binding: ChannelBinding) -> HttpResponse:
+    """`?lang=`: the look and the texts, before any session (the launcher shows on page load;
+    a session starts only when the visitor opens the chat)."""
+    limited = webchat.limit_hit("ip-config", _client_ip(request), webchat.IP_CONFIGS)
+    if not limited.allowed:
+        return _limited(limited)
+    response = JsonResponse(
+        _widget_config(binding, webchat.language_pick(request.GET.get("lang", "")))
+    )
+    # Short: an owner's change shows within a minute (Vary: Origin is added by the decorator).
+    response["Cache-Control"] = CONFIG_CACHE
+    return response
+
+
+def _widget_config(binding: ChannelBinding, lang: str) -> dict[str, Any]:
+    own = binding.appearance if isinstance(binding.appearance, dict) else {}
+    return {
+        "lang": lang,
+        "agent": {"name": binding.agent.name},
+        "texts": webchat.widget_texts(lang, binding.agent.name, own=own),
+        "appearance": appearance_public(own),
+        "max_chars": webchat.TEXT_MAX_CHARS,
+        "poll_interval_ms": webchat.POLL_INTERVAL_MS,
+    }
 
 
 @webchat_endpoint("GET", "POST")

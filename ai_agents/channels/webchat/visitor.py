@@ -45,6 +45,7 @@ LANGUAGES = ("es", "en")
 VISITOR_MESSAGES = (12, 60)
 IP_MESSAGES = (60, 60)
 IP_SESSIONS = (30, 600)
+IP_CONFIGS = (120, 60)  # one per page view (browsers cache it a minute)
 VISITOR_READS = (60, 60)
 VISITOR_TYPING = (30, 60)  # the widget pings every 3 s at most while the visitor types
 
@@ -291,14 +292,20 @@ def language_pick(requested: str) -> str:
     return code if code in LANGUAGES else "es"
 
 
-def widget_texts(lang: str, agent_name: str) -> dict[str, str]:
-    """Every string the widget shows, in the visitor's language (Spanish source strings)."""
+def widget_texts(
+    lang: str, agent_name: str, *, own: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Every string the widget shows, in the visitor's language (Spanish source strings).
+    `own`: the binding's appearance; its title, greeting and launcher text (written by the
+    owner in one language) replace the defaults."""
+    own = own or {}
     with override(lang):
         return {
-            "open": _("Abrir el chat"),
+            "open": own.get("launcher_text") or _("Abrir el chat"),
             "close": _("Cerrar el chat"),
-            "title": agent_name,
-            "greeting": _("¡Hola! Soy %(name)s. ¿En qué puedo ayudarle?") % {"name": agent_name},
+            "title": own.get("title") or agent_name,
+            "greeting": own.get("greeting")
+            or _("¡Hola! Soy %(name)s. ¿En qué puedo ayudarle?") % {"name": agent_name},
             "input_label": _("Escriba su mensaje"),
             "placeholder": _("Escriba su mensaje…"),
             "send": _("Enviar"),

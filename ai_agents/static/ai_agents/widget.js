@@ -1,14 +1,19 @@
 /* Web chat widget, no dependencies. On a page of an allowed origin:
  *   <script src="https://HOST/widget.js" data-key="PUBLIC_KEY" async></script>
  * Options: data-lang="es|en" (else navigator.language), data-open="true".
- * CSP: script-src HOST; connect-src HOST. No inline script or style, no eval (the styles are a
- * constructed stylesheet adopted by the shadow root).
+ * CSP: script-src HOST; connect-src HOST (and img-src for an avatar's host). No inline script or
+ * style, no eval (the styles are a constructed stylesheet adopted by the shadow root).
+ * Look: GET /config on load gives the binding's colour (its text colour chosen for contrast),
+ * title, greeting, launcher text, position (host data-position=bottom-right|bottom-left) and
+ * avatar. Host data-open while the panel is open; under 480 px wide the panel is full-screen.
  *
  * Stable DOM for tests (open shadow root of <div data-erp-webchat> at the end of <body>):
  *   [data-wc=launcher]  button (aria-expanded)      [data-wc=panel]   role=dialog, hidden when closed
- *   [data-wc=title]     agent name                  [data-wc=close]   close button
+ *   [data-wc=title]     title (else agent name)     [data-wc=close]   close button (44 px)
+ *   [data-wc=avatar]    the binding's avatar (img, hidden without one)
  *   [data-wc=state]     data-state=bot|waiting|human ("Le atiende una persona" when human)
- *   [data-wc=greeting]  greeting (not a message)    [data-wc=error]   role=alert
+ *   [data-wc=greeting]  greeting, a bot bubble that is not a stored message
+ *   [data-wc=error]     role=alert
  *   [data-wc=log]       role=log, aria-live=polite; holds [data-wc=message] items:
  *                       data-role=user|assistant, data-human=true|false, data-id (message id,
  *                       "" until stored), data-streaming=true while tokens arrive; inside them
@@ -53,17 +58,20 @@
 
   var CSS = [
     ":host{all:initial;position:fixed;right:16px;bottom:16px;z-index:2147483000;font:15px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1b1f24}",
+    ":host([data-position=bottom-left]){right:auto;left:16px}",
     "*{box-sizing:border-box}",
     "[hidden]{display:none!important}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     "button,textarea{font:inherit}",
     "button:focus-visible,textarea:focus-visible{outline:3px solid #f5a623;outline-offset:2px}",
     ".badge{display:inline-block;min-width:20px;margin-left:8px;padding:0 6px;border-radius:10px;background:#c62828;color:#fff;font-size:12px;line-height:20px;text-align:center}",
-    ".launcher{display:block;margin-left:auto;border:0;border-radius:28px;padding:12px 18px;background:#1f5fbf;color:#fff;cursor:pointer;box-shadow:0 2px 10px rgba(0,0,0,.25)}",
+    ".launcher{display:block;margin-left:auto;min-height:44px;min-width:44px;border:0;border-radius:28px;padding:12px 18px;background:var(--wc-primary,#1f5fbf);color:var(--wc-on-primary,#fff);cursor:pointer;box-shadow:0 2px 10px rgba(0,0,0,.25)}",
+    ":host([data-position=bottom-left]) .launcher{margin-left:0;margin-right:auto}",
     ".panel{display:flex;flex-direction:column;width:min(370px,calc(100vw - 32px));height:min(540px,calc(100vh - 100px));margin-bottom:10px;background:#fff;border:1px solid #c9ced6;border-radius:12px;box-shadow:0 6px 24px rgba(0,0,0,.22);overflow:hidden}",
-    ".head{display:flex;align-items:center;gap:8px;padding:10px 12px;background:#1f5fbf;color:#fff}",
+    ".head{display:flex;align-items:center;gap:8px;padding:10px 12px;background:var(--wc-primary,#1f5fbf);color:var(--wc-on-primary,#fff)}",
+    ".avatar{width:32px;height:32px;border-radius:50%;object-fit:cover;background:#fff;flex:none}",
     ".head h2{flex:1;margin:0;font-size:16px}",
-    ".x{border:0;background:transparent;color:#fff;font-size:22px;line-height:1;cursor:pointer;padding:2px 8px;border-radius:6px}",
+    ".x{min-width:44px;min-height:44px;border:0;background:transparent;color:inherit;font-size:24px;line-height:1;cursor:pointer;padding:0;border-radius:6px}",
     ".state{margin:0;padding:6px 12px;background:#fff4d6;color:#5b4200;font-size:13px}",
     ".log{flex:1;overflow-y:auto;margin:0;padding:12px;list-style:none;display:flex;flex-direction:column;gap:8px}",
     ".msg{max-width:85%;padding:8px 10px;border-radius:10px;background:#eef1f5;align-self:flex-start}",
@@ -71,11 +79,12 @@
     ".msg[data-human=true]{background:#e3f4e6}",
     ".who{display:block;font-size:12px;color:#555e6b}",
     ".txt{white-space:pre-wrap;overflow-wrap:anywhere}",
-    ".note,.greet{align-self:center;font-size:13px;color:#555e6b;text-align:center}",
+    ".note{align-self:center;font-size:13px;color:#555e6b;text-align:center}",
+    ".greet{white-space:pre-wrap;overflow-wrap:anywhere}",
     ".err{margin:0;padding:6px 12px;color:#8a1c1c;background:#fdecec;font-size:13px}",
     "form{display:flex;gap:8px;padding:10px;border-top:1px solid #e1e4e8}",
-    "textarea{flex:1;resize:none;height:44px;padding:8px;border:1px solid #9aa3ae;border-radius:8px;color:inherit}",
-    ".send{border:0;border-radius:8px;padding:0 14px;background:#1f5fbf;color:#fff;cursor:pointer}",
+    "textarea{flex:1;resize:none;height:44px;padding:8px;border:1px solid #9aa3ae;border-radius:8px;color:inherit;font-size:16px}",
+    ".send{min-height:44px;min-width:44px;border:0;border-radius:8px;padding:0 14px;background:var(--wc-primary,#1f5fbf);color:var(--wc-on-primary,#fff);cursor:pointer}",
     ".send:disabled{opacity:.6;cursor:default}",
     ".event{align-self:stretch;margin:2px 0;padding:6px 10px;border-left:4px solid #8a5a00;background:#fff8e6;color:#4a3500;font-size:13px;white-space:pre-wrap}",
     ".typing{margin:0;padding:4px 12px;color:#555e6b;font-size:13px;font-style:italic}",
@@ -85,12 +94,14 @@
     ".stars{display:flex;gap:6px}",
     ".stars input{position:absolute;opacity:0;width:1px;height:1px}",
     ".stars label{display:flex;align-items:center;justify-content:center;min-width:44px;min-height:44px;border:1px solid #9aa3ae;border-radius:8px;background:#fff;cursor:pointer;font-weight:600}",
-    ".stars input:checked+label{background:#1f5fbf;border-color:#1f5fbf;color:#fff}",
+    ".stars input:checked+label{background:var(--wc-primary,#1f5fbf);border-color:var(--wc-primary,#1f5fbf);color:var(--wc-on-primary,#fff)}",
     ".stars input:focus-visible+label{outline:3px solid #f5a623;outline-offset:2px}",
     ".scale{margin:4px 0 8px;font-size:12px;color:#555e6b}",
     ".rating textarea{display:block;width:100%;height:60px;margin:4px 0 8px}",
     ".rating .send{min-height:44px}",
-    ".thanks{margin:0;padding:8px 12px;background:#e3f4e6;color:#1d4d27;font-size:14px}"
+    ".thanks{margin:0;padding:8px 12px;background:#e3f4e6;color:#1d4d27;font-size:14px}",
+    // Phones: the open chat takes the whole screen (the launcher hides under it).
+    "@media (max-width:480px){.panel{position:fixed;inset:0;width:100%;height:100%;margin:0;border:0;border-radius:0;box-shadow:none}:host([data-open]) .launcher{display:none}}"
   ].join("\n");
 
   function el(tag, attrs, text) {
@@ -113,11 +124,13 @@
   var panel = el("div", { "data-wc": "panel", "class": "panel", role: "dialog", "aria-modal": "false", "aria-labelledby": "wc-title", id: "wc-panel", hidden: "" });
   var head = el("div", { "class": "head" });
   var title = el("h2", { "data-wc": "title", id: "wc-title" }, T.title);
+  var avatar = el("img", { "data-wc": "avatar", "class": "avatar", alt: "", referrerpolicy: "no-referrer", hidden: "" });
+  avatar.addEventListener("error", function () { avatar.hidden = true; });
   var closeBtn = el("button", { "data-wc": "close", "class": "x", type: "button", "aria-label": T.close }, "×");
-  head.append(title, closeBtn);
+  head.append(avatar, title, closeBtn);
   var stateEl = el("p", { "data-wc": "state", "class": "state", "data-state": "bot", hidden: "" });
-  var log = el("ol", { "data-wc": "log", "class": "log", role: "log", "aria-live": "polite", "aria-relevant": "additions", "aria-labelledby": "wc-title" });
-  var greet = el("li", { "data-wc": "greeting", "class": "greet", hidden: "" });
+  var log = el("div", { "data-wc": "log", "class": "log", role: "log", "aria-live": "polite", "aria-relevant": "additions", "aria-labelledby": "wc-title" });
+  var greet = el("div", { "data-wc": "greeting", "class": "msg greet", hidden: "" });
   log.appendChild(greet);
   var errorEl = el("p", { "data-wc": "error", "class": "err", role: "alert", hidden: "" });
   var form = el("form", { novalidate: "" });
@@ -189,18 +202,33 @@
       return r.json();
     }).then(function (data) {
       token = data.token; write(store, token);
-      texts = data.texts || texts; pollMs = data.poll_interval_ms || pollMs;
-      title.textContent = t("title"); launcherLabel.textContent = panel.hidden ? t("open") : t("close"); sendBtn.textContent = t("send");
-      label.textContent = t("input_label"); input.placeholder = t("placeholder");
-      closeBtn.setAttribute("aria-label", t("close"));
-      if (data.max_chars) input.setAttribute("maxlength", String(data.max_chars));
-      greet.textContent = t("greeting"); greet.hidden = !greet.textContent;
-      ratingTexts();
+      configure(data);
       setState(data);
       return data;
     });
     started.catch(function (e) { started = null; showError(e.message || t("unavailable")); });
     return started;
+  }
+
+  // The texts and look from /config (on load) or /sessions; the owner's texts only ever go
+  // through textContent, the colours only as validated hex.
+  function configure(data) {
+    texts = data.texts || texts; pollMs = data.poll_interval_ms || pollMs;
+    title.textContent = t("title"); launcherLabel.textContent = panel.hidden ? t("open") : t("close"); sendBtn.textContent = t("send");
+    label.textContent = t("input_label"); input.placeholder = t("placeholder");
+    closeBtn.setAttribute("aria-label", t("close"));
+    if (data.max_chars) input.setAttribute("maxlength", String(data.max_chars));
+    greet.textContent = t("greeting"); greet.hidden = !greet.textContent;
+    ratingTexts(); unreadShow();
+    var look = data.appearance || {}, hex = /^#[0-9a-f]{6}$/i;
+    if (hex.test(look.color || "") && hex.test(look.text_color || "")) {
+      host.style.setProperty("--wc-primary", look.color);
+      host.style.setProperty("--wc-on-primary", look.text_color);
+    }
+    host.setAttribute("data-position", look.position === "bottom-left" ? "bottom-left" : "bottom-right");
+    var url = /^https:\/\//.test(look.avatar_url || "") ? look.avatar_url : "";
+    if (url && avatar.getAttribute("src") !== url) avatar.src = url;
+    avatar.hidden = !url;
   }
 
   function setState(data) {
@@ -224,14 +252,14 @@
 
   function bubble(msg) {
     if (msg.notice) { // what a person did (took over, handed back, closed): not a bot answer
-      var ev = el("li", { "data-wc": "event", "class": "event", "data-notice": msg.notice, "data-id": msg.id || "" }, msg.text || "");
+      var ev = el("div", { "data-wc": "event", "class": "event", "data-notice": msg.notice, "data-id": msg.id || "" }, msg.text || "");
       if (msg.id) seen[msg.id] = true;
       log.appendChild(ev);
       log.scrollTop = log.scrollHeight;
       return ev;
     }
     var human = !!msg.human;
-    var li = el("li", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
+    var li = el("div", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
     var who = msg.role === "user" ? t("you") : human ? (msg.author_name || t("person")) : t("bot");
     li.append(el("span", { "data-wc": "author", "class": "who" }, who), el("span", { "data-wc": "text", "class": "txt" }, msg.text || ""));
     if (msg.id) seen[msg.id] = true;
@@ -264,7 +292,7 @@
   }
 
   function note(text) {
-    log.appendChild(el("li", { "data-wc": "note", "class": "note" }, text));
+    log.appendChild(el("div", { "data-wc": "note", "class": "note" }, text));
     log.scrollTop = log.scrollHeight;
   }
 
@@ -304,6 +332,7 @@
 
   function open(focus) {
     panel.hidden = false; launcher.setAttribute("aria-expanded", "true"); launcherLabel.textContent = t("close");
+    host.setAttribute("data-open", "");
     write(store + ":open", "1");
     unread = 0; unreadShow(); seenMark();
     if (focus) input.focus(); // not when reopening after a reload: the page keeps its focus
@@ -312,6 +341,7 @@
 
   function close() {
     panel.hidden = true; launcher.setAttribute("aria-expanded", "false"); launcherLabel.textContent = t("open");
+    host.removeAttribute("data-open");
     write(store + ":open", null);
     launcher.focus();
     schedule(); // slower, while the visitor has a session
@@ -436,5 +466,11 @@
     if (read(store + ":open") || script.getAttribute("data-open") === "true") open(false);
     else if (token) poll().then(schedule); // a returning visitor: replies while away
   }
-  if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
+  // The look first (a simple CORS GET, no session): the launcher appears once, as configured;
+  // if the config cannot be had, with the defaults.
+  var configured = fetch(api + "/config?lang=" + lang, { mode: "cors", credentials: "omit" }).then(function (r) {
+    return r.ok ? r.json().then(configure) : null;
+  }).catch(function () { /* defaults */ });
+  function start() { configured.then(mount); }
+  if (document.body) start(); else document.addEventListener("DOMContentLoaded", start);
 })();
