@@ -78,9 +78,8 @@
       var at = rows[i].querySelector("time");
       if (!at || at.getAttribute("datetime") <= createdAt) break;
     }
-    var atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
     list.insertBefore(li, rows[i + 1] || null);
-    if (atEnd) list.scrollTop = list.scrollHeight;
+    if (stick) list.scrollTop = list.scrollHeight;
   }
 
   function addMessage(m) {
@@ -310,7 +309,17 @@
     var iso = node.getAttribute("datetime");
     if (iso) node.textContent = timeText(iso);
   });
+  // The timeline scrolls by itself; it opens at the newest message and stays there while the
+  // reader is at the end (new messages, panels that open and shrink it), not while they read
+  // older ones.
+  var stick = true;
   list.scrollTop = list.scrollHeight;
+  list.addEventListener("scroll", function () {
+    stick = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  });
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () { if (stick) list.scrollTop = list.scrollHeight; }).observe(list);
+  }
   if (root.dataset.claimExpiresAt && root.dataset.holderIsMe !== "true") {
     watchLease({ claimed: true, holder_is_me: false, claim_expires_at: root.dataset.claimExpiresAt });
   }
