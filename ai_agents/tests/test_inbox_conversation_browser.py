@@ -97,7 +97,8 @@ def test_the_owner_assigns_to_the_agent_whose_open_page_turns_theirs_live(
     assert fresh(conversation).assigned_to_id == member.user.pk
     with tenant_scope(owner.tenant):
         reply = Message.objects.get(author__isnull=False)
-    assert (reply.author_id, reply.content) == (member.user.pk, "Hola María, me la han pasado a mí.")
+    assert reply.author_id == member.user.pk
+    assert reply.content == "Hola María, me la han pasado a mí."
 
 
 def test_a_note_written_in_the_page_stays_with_the_team(

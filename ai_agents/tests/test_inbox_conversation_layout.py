@@ -40,28 +40,48 @@ WORDS = {
 }
 
 FACTS_JS = """() => {
-  const inView = e => { const r = e.getBoundingClientRect();
-    return r.height > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth; };
+  const inView = e => {
+    const r = e.getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.left >= 0
+      && r.bottom <= innerHeight && r.right <= innerWidth;
+  };
+  const shownIn = list => {
+    const box = list.getBoundingClientRect();
+    const top = Math.max(box.top, 0) - 1, bottom = Math.min(box.bottom, innerHeight) + 1;
+    return [...list.children].filter(li => {
+      const r = li.getBoundingClientRect();
+      return r.top >= top && r.bottom <= bottom;
+    }).length;
+  };
   const list = document.querySelector('#inbox-messages');
-  const box = list && list.getBoundingClientRect();
-  const shown = list ? [...list.children].filter(li => { const r = li.getBoundingClientRect();
-    return r.top >= Math.max(box.top, 0) - 1 && r.bottom <= Math.min(box.bottom, innerHeight) + 1; }).length : 0;
-  const targets = [...document.querySelectorAll(
-      'main button, a.back, header button, header select, main select, summary, .composer-mode label, .card-open')]
-    .filter(e => e.offsetParent !== null).map(e => [e, e.getBoundingClientRect()]);
-  const small = targets.filter(([e, r]) => r.height < 44 || r.width < 44).map(([e]) => e.id || e.textContent.trim());
-  const fonts = [...document.querySelectorAll('main input:not([type=checkbox]):not([type=radio]), main select, main textarea')]
+  const targets = [...document.querySelectorAll('main button, a.back, header button, '
+      + 'header select, main select, summary, .composer-mode label, .card-open')]
+    .filter(e => e.offsetParent !== null);
+  const small = targets.filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.height < 44 || r.width < 44;
+  }).map(e => e.id || e.textContent.trim());
+  const fonts = [...document.querySelectorAll('main input:not([type=checkbox]):not([type=radio]),'
+      + ' main select, main textarea')]
     .filter(e => e.offsetParent !== null).map(e => parseFloat(getComputedStyle(e).fontSize));
-  const ids = ['inbox-back', 'inbox-claim', 'inbox-assign-toggle', 'inbox-reply-text', 'inbox-send',
-               'inbox-mode-note', 'inbox-q', 'inbox-filter-panel'];
   const visible = {};
-  ids.forEach(id => { const e = document.getElementById(id);
-    if (e) visible[id] = inView(e.type === 'radio' ? e.closest('label') : (e.tagName === 'DETAILS' ? e.querySelector('summary') : e)); });
-  const card = document.querySelector('.inbox-card');
-  const wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1)
+  ['inbox-back', 'inbox-claim', 'inbox-assign-toggle', 'inbox-reply-text', 'inbox-send',
+   'inbox-mode-note', 'inbox-q', 'inbox-filter-panel'].forEach(id => {
+    let e = document.getElementById(id);
+    if (!e) return;
+    if (e.type === 'radio') e = e.closest('label');
+    if (e.tagName === 'DETAILS') e = e.querySelector('summary');
+    visible[id] = inView(e);
+  });
+  const card = document.querySelector('.inbox-card .card-open');
+  const wide = [...document.querySelectorAll('body *')]
+    .filter(e => e.getBoundingClientRect().right > innerWidth + 1)
     .slice(0, 6).map(e => e.tagName + '#' + e.id + '.' + e.className);
-  return { overflow: document.documentElement.scrollWidth - innerWidth, shown, small, wide,
-           min_font: Math.min(16, ...fonts), visible, first_card: card ? inView(card.querySelector('.card-open')) : null };
+  return {
+    overflow: document.documentElement.scrollWidth - innerWidth, wide, small, visible,
+    shown: list ? shownIn(list) : 0, min_font: Math.min(16, ...fonts),
+    first_card: card ? inView(card) : null,
+  };
 }"""
 
 
@@ -89,7 +109,7 @@ def _long_conversation(owner: Persona) -> Conversation:
     return conversation
 
 
-def _open(browser: Any, base: str, persona: Persona, language: str, size: dict[str, int]) -> Any:
+def _open(browser: Any, base: str, persona: Persona, *, language: str, size: dict[str, int]) -> Any:
     context = context_new(browser, base_url=base, viewport=size)
     context.add_cookies([{"name": "django_language", "value": language, "url": base}])
     page = context.new_page()
@@ -164,7 +184,7 @@ def test_phone_and_laptop_layouts_of_the_new_states_pass_axe(
     conversation = _long_conversation(owner)
     path = f"/inbox/{conversation.pk}"
     for size_name, size in (("phone", PHONE), ("laptop", LAPTOP)):
-        page = _open(browser, asgi_server, owner, language, size)
+        page = _open(browser, asgi_server, owner, language=language, size=size)
         try:
             if size_name == "phone":
                 _phone_list(page, tmp_path, language)
@@ -185,7 +205,7 @@ def test_phone_and_laptop_layouts_of_the_new_states_pass_axe(
         )
     for size_name, size in (("phone", PHONE), ("laptop", LAPTOP)):
         for persona, who in ((member, "agent"), (owner, "owner")):
-            page = _open(browser, asgi_server, persona, language, size)
+            page = _open(browser, asgi_server, persona, language=language, size=size)
             try:
                 page.goto(path)
                 expect(page.locator("#inbox-send")).to_be_enabled(enabled=who == "agent")
