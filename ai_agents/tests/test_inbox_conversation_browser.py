@@ -4,7 +4,8 @@
   page says it is theirs without a reload and the agent replies; the owner's page shows who
   holds it, with the reply box closed;
 - an internal note written in the page shows in note style, for a colleague too (live), and
-  the web chat customer never sees it;
+  the web chat customer never sees it; on WhatsApp the Graph API receives the reply written
+  right after it, never the note;
 - "/" + shortcut in the composer opens the canned replies (keyboard listbox); Enter inserts
   the reply with the contact's and the staff member's names; the customer receives it.
 The phone layout and axe checks of these states are in `test_inbox_conversation_layout.py`.
@@ -12,17 +13,21 @@ The phone layout and axe checks of these states are in `test_inbox_conversation_
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from django.test import Client
 from playwright.sync_api import expect
 
 from ai_agents.models import ChannelBinding, Contact, Conversation, ConversationNote, Message
 from ai_agents.services.canned_replies import canned_reply_create
 from ai_agents.tests.channels.webchat.support import ORIGIN, Visitor, respond, webchat_binding
+from ai_agents.tests.channels.whatsapp.support import Line
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make, fresh
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.browser import BROWSER_TEST, admin_login, context_new
 from erp.testing.fake_google import FakeGoogle
+from erp.testing.fake_graph import FakeGraph
 from erp.testing.fixtures import Persona
 
 pytestmark = BROWSER_TEST
@@ -136,6 +141,55 @@ def test_a_note_written_in_the_page_stays_with_the_team(
     texts = customer_texts(visitor)
     assert texts and all("descuento" not in text for text in texts)
     assert "descuento" not in visitor.history().content.decode()
+
+
+def _note_then_reply(page: Any, reply: str) -> None:
+    """Claim, save NOTE in note mode, then send `reply` in reply mode, all in the page."""
+    page.locator("#inbox-claim").click()
+    expect(page.locator("#inbox-holder")).to_have_attribute("data-mine", "true")
+    page.locator("#inbox-mode-note").check()
+    page.locator("#inbox-reply-text").fill(NOTE)
+    page.locator("#inbox-send").click()
+    expect(page.locator('#inbox-messages li[data-kind="note"]')).to_contain_text(NOTE)
+    page.locator("#inbox-mode-reply").check()
+    expect(page.locator("#inbox-reply-form")).to_have_attribute("data-mode", "reply")
+    page.locator("#inbox-reply-text").fill(reply)
+    page.locator("#inbox-send").click()
+    expect(page.locator('#inbox-messages li[data-kind="person"]')).to_contain_text(reply)
+
+
+def _bodies(fake_graph: FakeGraph, since: int) -> list[Any]:
+    return [sent.get("text", {}).get("body") for sent in fake_graph.sent[since:]]
+
+
+def test_a_note_on_whatsapp_never_reaches_the_graph_api(
+    browser: Any,
+    asgi_server: str,
+    client: Client,
+    wa_binding: ChannelBinding,
+    owner: Persona,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    from erp.celery import app
+
+    Line(client, owner.tenant, fake_google, fake_graph, run_tasks).customer_writes("Hola.")
+    conversation = Conversation.objects.for_tenant(owner.tenant).get()
+    before = len(fake_graph.sent)
+    page = staff_page(browser, asgi_server, owner, f"/inbox/{conversation.pk}")
+    previous, app.conf.task_always_eager = app.conf.task_always_eager, True  # as a worker would
+    try:
+        _note_then_reply(page, "Le ayudo yo.")
+        deadline = time.monotonic() + 10
+        while "Le ayudo yo." not in _bodies(fake_graph, before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        app.conf.task_always_eager = previous
+        page.context.close()
+
+    assert "Le ayudo yo." in _bodies(fake_graph, before)
+    assert all("descuento" not in str(request.json()) for request in fake_graph.requests)
 
 
 def test_a_canned_reply_goes_out_with_the_names_filled_in(
