@@ -2,8 +2,8 @@
 and as the agent the owner assigned the conversation to, in Debian's Chromium under uvicorn:
 
 - the list: search, the "Filtros" toggle (closed) and the first card fit the first screen;
-- a long conversation: back, Reclamar, Asignar, the composer and its send button are on the
-  first screen with at least five messages of the timeline; every target is >= 44 px, the
+- a long conversation: back, Reclamar, Asignar, Detalles, the composer and its send button are
+  on the first screen with at least five messages of the timeline; every target is >= 44 px, the
   inputs 16 px; the facts are behind "Detalles";
 - axe-core finds no serious or critical issue in the new states: the assign picker open, the
   note mode, the canned replies list open, the conversation held by a colleague / by oneself.
@@ -66,7 +66,7 @@ FACTS_JS = """() => {
     .filter(e => e.offsetParent !== null).map(e => parseFloat(getComputedStyle(e).fontSize));
   const visible = {};
   ['inbox-back', 'inbox-claim', 'inbox-assign-toggle', 'inbox-reply-text', 'inbox-send',
-   'inbox-mode-note', 'inbox-q', 'inbox-filter-panel'].forEach(id => {
+   'inbox-mode-note', 'inbox-more-toggle', 'inbox-q', 'inbox-filter-panel'].forEach(id => {
     let e = document.getElementById(id);
     if (!e) return;
     if (e.type === 'radio') e = e.closest('label');
@@ -140,6 +140,7 @@ def _phone_conversation(page: Any, shots: Path, language: str) -> None:
     assert facts["small"] == [], facts
     assert facts["shown"] >= 5, facts
     assert all(facts["visible"][k] for k in ("inbox-back", "inbox-claim", "inbox-send")), facts
+    assert facts["visible"]["inbox-more-toggle"], facts  # the facts are behind it
     assert all(
         facts["visible"][k] for k in ("inbox-assign-toggle", "inbox-reply-text", "inbox-mode-note")
     ), facts
