@@ -1,5 +1,6 @@
 """What the conversation page shows, as data: the header's facts, who holds it and what the
-viewer may do, and the timeline rows (messages; internal notes once the data model has them).
+viewer may do, the teammates it can be assigned to, and the timeline rows (messages and
+internal notes).
 
 The same dictionaries feed the first render (template) and the page's updates (`events`)."""
 
@@ -7,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ai_agents.api.cards import note_json
 from ai_agents.inbox import labels
-from ai_agents.models import Conversation, Message
+from ai_agents.models import Conversation, ConversationNote, Message
 from ai_agents.rules.delivery_labels import delivery_text, failure_code
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
+from erp.tenancy.models import Membership
 
 
 def message_kind(message: Message) -> str:
@@ -44,9 +47,36 @@ def message_row(message: Message, zone: Any) -> dict[str, Any]:
 
 def conversation_notes(conversation: Conversation) -> list[dict[str, Any]]:
     """Internal notes in the contract's shape ({"kind": "note", "id", "text", "author":
-    {"id", "name"}, "created_at"}), oldest first. None yet: the notes' data model and API
-    come with the inbox data part (issue 16); the page already draws them."""
-    return []
+    {"id", "name"}, "created_at"}), oldest first. `created_at` in UTC like the messages' rows:
+    the page orders the timeline by comparing these strings."""
+    notes = (
+        ConversationNote.objects.for_tenant(conversation.tenant_id)
+        .filter(conversation_id=conversation.pk)
+        .select_related("author")
+        .order_by("created_at", "id")
+    )
+    return [{**note_json(n), "created_at": n.created_at.isoformat()} for n in notes]
+
+
+def conversation_teammates(conversation: Conversation, user: Any) -> list[dict[str, Any]]:
+    """Whom the conversation can be assigned to: the active staff members of ITS tenant (the
+    assign endpoint accepts exactly these), the viewer first."""
+    members = (
+        Membership.objects.for_tenant(conversation.tenant_id)
+        .filter(user__is_active=True, user__is_staff=True)
+        .select_related("user")
+        .order_by("user__first_name", "user__last_name", "user__email", "user_id")
+    )
+    people = [
+        {
+            "email": m.user.email,
+            "name": handoff.user_display_name(m.user),
+            "is_me": m.user_id == user.pk,
+        }
+        for m in members
+        if m.user.email
+    ]
+    return sorted(people, key=lambda p: not p["is_me"])
 
 
 def _holder_facts(conversation: Conversation, user: Any, zone: Any) -> dict[str, Any]:
@@ -86,6 +116,8 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "reason_label": escalation.get("reason_label", ""),
         "priority_label": escalation.get("priority_label", ""),
         "can_claim": is_open and not facts["claimed"],
+        # Giving it to a teammate: allowed while nobody else's lease runs (as a claim).
+        "can_assign": is_open and free_or_mine,
         # The holder whose lease ran out may still answer (replying renews it) while nobody
         # else took it.
         "can_reply": is_open and conversation.assigned_to_id == user.pk,

@@ -1,10 +1,13 @@
 """Staff inbox pages (Django session; tenant staff with a membership).
 
 `/inbox/`, `/inbox/contacts/<id>`  the list and contact pages (`list_views.py`)
-`/inbox/<id>`                 one conversation: messages, claim / release / close, reply form
+`/inbox/<id>`                 one conversation: messages and internal notes, claim / assign /
+                              release / close, the reply and note composer ("/" + shortcut
+                              inserts a canned reply)
 `/inbox/<id>/events?after=`   what changed (state + messages since `after`), polled by the page
 
-Actions go through the REST endpoints (`/api/v1/conversations/{id}/claim|reply|release|close`)
+Actions go through the REST endpoints (`/api/v1/conversations/{id}/claim|assign|reply|notes|
+release|close`, `/api/v1/canned-replies` and `.../render`)
 with the session, CSRF token and `X-Tenant`, so the page and integrations share one code path.
 Opening a conversation renews the viewer's own lease; polling does not (a forgotten tab must
 not keep a conversation forever).
@@ -26,7 +29,12 @@ from django.views.decorators.http import require_GET
 
 from ai_agents.inbox import labels
 from ai_agents.inbox.alerts import alerts_texts
-from ai_agents.inbox.state import conversation_notes, conversation_state, message_row
+from ai_agents.inbox.state import (
+    conversation_notes,
+    conversation_state,
+    conversation_teammates,
+    message_row,
+)
 from ai_agents.models import Conversation, Message
 from ai_agents.services import handoff
 from ai_agents.services.inbox import conversation_read_mark
@@ -83,6 +91,7 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
         "channel_icon": labels.channel_icon(conversation.channel),
         "time_zone": str(zone),
         "state": conversation_state(conversation, request.user),
+        "teammates": conversation_teammates(conversation, request.user),
         "timeline": _timeline([message_row(m, zone) for m in messages], conversation),
         "cursor": messages[-1].created_at.isoformat() if messages else "",
         "poll_seconds": POLL_SECONDS,
@@ -148,4 +157,19 @@ def _page_texts() -> dict[str, str]:
         "claimed": _("Conversación reclamada."),
         "released": _("Devuelta al bot."),
         "closed": _("Conversación cerrada."),
+        "assigned": _("Conversación asignada a %(name)s."),
+        "assigned_to_me": _("Asignada a usted: ya puede responder."),
+        "note_saved": _("Nota interna guardada."),
+        "note_empty": _("Escriba el texto de la nota."),
+        "reply_hint": _(
+            "Reclame la conversación para responder. Ctrl+Intro envía; «/» inserta una "
+            "respuesta guardada; Esc cierra paneles; «u» vuelve a la bandeja."
+        ),
+        "note_hint": _("Solo el equipo ve las notas internas: el cliente nunca las recibe."),
+        "reply_label": _("Su respuesta"),
+        "note_label": _("Nota interna (solo para el equipo)"),
+        "send_reply": _("Responder"),
+        "send_note": _("Guardar nota"),
+        "canned_none": _("Ninguna respuesta guardada empieza así."),
+        "canned_count": _("%(n)s respuestas guardadas: flechas para elegir, Intro para insertar."),
     }

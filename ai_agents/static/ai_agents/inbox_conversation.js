@@ -1,6 +1,7 @@
 // Staff inbox, one conversation: re-reads its events endpoint when InboxLive reports a change of
 // this conversation (or asks for a resync), when a colleague's lease ends, and on a slow timer;
-// acts through the REST API (session + CSRF + X-Tenant). Keys: Ctrl+Enter sends, Esc closes the
+// acts through the REST API (session + CSRF + X-Tenant): claim, assign to a teammate, release,
+// close, reply, internal note (the composer's "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the
 // open panel or dialog, "u" (outside text boxes) goes back to the list. Times are written in the
 // tenant's zone (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm.
 (function () {
@@ -17,8 +18,11 @@
   var more = document.getElementById("inbox-more");
   var moreToggle = document.getElementById("inbox-more-toggle");
   var closeDialog = document.getElementById("inbox-close-dialog");
+  var assignPanel = document.getElementById("inbox-assign");
+  var assignee = document.getElementById("inbox-assignee");
   var buttons = {
     claim: document.getElementById("inbox-claim"),
+    assign: document.getElementById("inbox-assign-toggle"),
     release: document.getElementById("inbox-release"),
     close: document.getElementById("inbox-close")
   };
@@ -26,6 +30,11 @@
   var zone = root.dataset.timeZone || "UTC";
   var busy = false;
   var leaseTimer = null;
+  var mode = "reply";
+  var canReply = root.dataset.canReply === "true";
+  // Set while this page's own claim or assignment is on its way: only a colleague's assignment
+  // announces "Asignada a usted".
+  var taking = false;
 
   function fmt(s, values) {
     return s.replace(/%\((\w+)\)s/g, function (_m, k) { return String(values[k]); });
@@ -70,6 +79,7 @@
       if (!at || at.getAttribute("datetime") <= createdAt) break;
     }
     list.insertBefore(li, rows[i + 1] || null);
+    if (stick) list.scrollTop = list.scrollHeight;
   }
 
   function addMessage(m) {
@@ -118,7 +128,6 @@
 
   function applyState(s) {
     root.dataset.status = s.status;
-    root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
     root.dataset.claimExpiresAt = s.claim_expires_at || "";
     var status = document.getElementById("inbox-status");
     status.textContent = s.status_label;
@@ -143,11 +152,18 @@
     holder.dataset.claimed = s.claimed ? "true" : "false";
     holder.dataset.mine = s.holder_is_me ? "true" : "false";
     holder.textContent = holderText(s);
+    if (s.holder_is_me && root.dataset.holderIsMe !== "true" && !taking) {
+      notice.textContent = t.assigned_to_me;
+    }
+    root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
     buttons.claim.disabled = !s.can_claim;
+    buttons.assign.disabled = !s.can_assign;
+    if (!s.can_assign) setAssign(false);
     buttons.release.disabled = !s.can_release;
     buttons.close.disabled = !s.can_close;
-    text.disabled = !s.can_reply;
-    send.disabled = !s.can_reply;
+    canReply = s.can_reply;
+    root.dataset.canReply = canReply ? "true" : "false";
+    applyMode();
     watchLease(s);
   }
 
@@ -193,11 +209,55 @@
 
   var done = { claim: "claimed", release: "released", close: "closed" };
   function run(name) {
+    taking = name === "claim";
     act(name).then(function (ok) {
+      taking = false;
       if (ok) notice.textContent = t[done[name]];
       if (ok && name === "claim") text.focus();
     });
   }
+
+  // Notes may be written in any state (closed too); replies only by the holder.
+  function applyMode() {
+    var note = mode === "note";
+    form.dataset.mode = mode;
+    document.getElementById("inbox-reply-label").textContent = note ? t.note_label : t.reply_label;
+    document.getElementById("inbox-reply-hint").textContent = note ? t.note_hint : t.reply_hint;
+    send.textContent = note ? t.send_note : t.send_reply;
+    text.disabled = !note && !canReply;
+    send.disabled = !note && !canReply;
+  }
+  form.querySelectorAll("input[name=mode]").forEach(function (radio) {
+    radio.addEventListener("change", function () {
+      if (!radio.checked) return;
+      mode = radio.value;
+      clearError();
+      applyMode();
+      if (!text.disabled) text.focus();
+    });
+  });
+
+  function setAssign(open) {
+    assignPanel.hidden = !open;
+    buttons.assign.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+  buttons.assign.addEventListener("click", function () {
+    setAssign(assignPanel.hidden);
+    if (!assignPanel.hidden) assignee.focus();
+  });
+  assignPanel.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var option = assignee.options[assignee.selectedIndex];
+    if (!option) return;
+    taking = option.dataset.me === "true";
+    act("assign", { staff_email: option.value }).then(function (ok) {
+      taking = false;
+      if (!ok) return;
+      notice.textContent = fmt(t.assigned, { name: option.textContent });
+      setAssign(false);
+      buttons.assign.focus();
+    });
+  });
   buttons.claim.addEventListener("click", function () { run("claim"); });
   buttons.release.addEventListener("click", function () { run("release"); });
   buttons.close.addEventListener("click", function () { closeDialog.showModal(); });
@@ -209,6 +269,7 @@
 
   function setMore(open) {
     more.hidden = !open;
+    root.dataset.details = open ? "open" : "closed";
     moreToggle.setAttribute("aria-expanded", open ? "true" : "false");
   }
   moreToggle.addEventListener("click", function () { setMore(more.hidden); });
@@ -216,10 +277,12 @@
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     var value = text.value.trim();
-    if (!value) { showError(t.empty); text.focus(); return; }
+    var note = mode === "note";
+    if (!value) { showError(note ? t.note_empty : t.empty); text.focus(); return; }
     send.disabled = true;
-    act("reply", { text: value }).then(function (ok) {
-      if (ok) { text.value = ""; notice.textContent = t.sent; }
+    act(note ? "notes" : "reply", { text: value }).then(function (ok) {
+      if (ok) { text.value = ""; notice.textContent = note ? t.note_saved : t.sent; }
+      applyMode();
       text.focus();
     });
   });
@@ -230,6 +293,9 @@
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target === text) {
       event.preventDefault();
       if (!send.disabled) form.requestSubmit();
+    } else if (event.key === "Escape" && !assignPanel.hidden) {
+      setAssign(false);
+      buttons.assign.focus();
     } else if (event.key === "Escape" && !more.hidden) {
       setMore(false);
       moreToggle.focus();
@@ -243,6 +309,17 @@
     var iso = node.getAttribute("datetime");
     if (iso) node.textContent = timeText(iso);
   });
+  // The timeline scrolls by itself; it opens at the newest message and stays there while the
+  // reader is at the end (new messages, panels that open and shrink it), not while they read
+  // older ones.
+  var stick = true;
+  list.scrollTop = list.scrollHeight;
+  list.addEventListener("scroll", function () {
+    stick = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  });
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () { if (stick) list.scrollTop = list.scrollHeight; }).observe(list);
+  }
   if (root.dataset.claimExpiresAt && root.dataset.holderIsMe !== "true") {
     watchLease({ claimed: true, holder_is_me: false, claim_expires_at: root.dataset.claimExpiresAt });
   }
