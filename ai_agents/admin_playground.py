@@ -34,7 +34,6 @@ def playground_labels() -> dict[str, str]:
         "no_answer": _("Dice que no lo sabe."),
         "you": _("Cliente"),
         "agent": _("Agente"),
-        "busy": _("Probando…"),
         "running": _("Ejecutando…"),
         "generic": _("No se pudo completar. Inténtelo de nuevo."),
         "network": _("Sin conexión con el servidor."),
