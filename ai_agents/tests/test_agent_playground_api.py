@@ -144,3 +144,38 @@ def test_two_tenants_each_agent_only_under_its_own(
         theirs = both.post(url, {"text": "hola"}, format="json", HTTP_X_TENANT=other)
         assert theirs.status_code == 404
     assert _stored(tenant_a) == (0, 0) and _stored(tenant_b) == (0, 0)
+
+
+def test_tools_that_change_data_are_not_run_and_reads_are(
+    api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
+) -> None:
+    kb = shipping_kb(tenant_a)
+    agent_id = create_agent(
+        api_a,
+        provider="google",
+        knowledge_bases=[str(kb.pk)],
+        tools_enabled=["session_variable_set", "knowledge_search"],
+    )
+    fake_google.push(
+        fake_google.reply_json(
+            {"action": "session_variable_set", "variable": "pedido", "value": "A-17"}
+        ),
+        fake_google.reply_json({"action": "knowledge_search", "query": "horario"}),
+        fake_google.reply_json({"action": "respond", "answer": "Abrimos de 8:00 a 20:00."}),
+    )
+    body = api_a.post(
+        f"/api/v1/agents/{agent_id}/test",
+        {"text": "Mi pedido es A-17, ¿qué horario?"},
+        format="json",
+    ).json()
+
+    assert body["reply"] == "Abrimos de 8:00 a 20:00."
+    skipped, searched = body["tool_calls"]
+    assert (skipped["tool"], skipped["skipped"]) == ("session_variable_set", True)
+    assert searched["tool"] == "knowledge_search" and searched["ok"] and "skipped" not in searched
+    assert "20:00" in searched["result"]
+    assert "no se ejecutó" in str(fake_google.generate_requests[1]["contents"])
+    assert body["usage"]["calls"] == 3
+    assert _stored(tenant_a) == (0, 0)
+    tools = UsageLog.objects.unscoped().filter(tenant=tenant_a, provider="tool")
+    assert [(r.model, r.operation) for r in tools] == [("knowledge_search", "playground")]

@@ -79,7 +79,9 @@ def test_run_all_shows_what_changed_and_the_command_gates_on_regressions(
     assert code == 1
     assert "REGRESIÓN" in table and "Quiero un reembolso" in table
     assert Conversation.objects.unscoped().count() == 0
-    assert cake["id"] in {r["id"] for r in AgentTestRun.objects.unscoped().first().results}
+    last = AgentTestRun.objects.unscoped().order_by("-ran_at").first()
+    assert last is not None
+    assert cake["id"] in {r["id"] for r in last.results}
 
 
 def test_edit_delete_and_bad_input(api_a: Any, tenant_a: Tenant, member_client: Any) -> None:
