@@ -16,8 +16,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -48,6 +48,30 @@ class CanTestAgents(HasTenant):
             return False
         membership = getattr(request._request, "membership", None)
         return membership is None or bool(membership.can_manage)  # None: an API key
+
+
+PlaygroundRequest = inline_serializer(
+    "AgentPlaygroundRequest",
+    {
+        "text": serializers.CharField(max_length=TEXT_MAX_CHARS),
+        "history": serializers.ListField(
+            child=inline_serializer(
+                "AgentPlaygroundTurn",
+                {"role": serializers.ChoiceField(HISTORY_ROLES), "text": serializers.CharField()},
+            ),
+            required=False,
+            max_length=HISTORY_MAX_ITEMS,
+        ),
+    },
+)
+CaseWrite = inline_serializer(
+    "AgentTestCaseWrite",
+    {
+        "question": serializers.CharField(),
+        "expectation": serializers.ChoiceField(AgentTestCase.Expectation.values),
+        "expected_text": serializers.CharField(required=False, allow_blank=True),
+    },
+)
 
 
 def playground_input(data: Any) -> tuple[str, list[HistoryTurn]]:
@@ -85,7 +109,7 @@ def playground_input(data: Any) -> tuple[str, list[HistoryTurn]]:
 class AgentPlaygroundView(TenantGenericAPIView):
     permission_classes = [CanTestAgents]
 
-    @extend_schema(request=None, responses={200: None})
+    @extend_schema(request=PlaygroundRequest, responses={200: None})
     def post(self, request: Request, agent_id: Any) -> Response:
         agent = access_agent(self.tenant, agent_id)
         text, history = playground_input(request.data)
@@ -144,7 +168,7 @@ class AgentTestListView(TenantGenericAPIView):
             }
         )
 
-    @extend_schema(request=None, responses={201: None})
+    @extend_schema(request=CaseWrite, responses={201: None})
     def post(self, request: Request, agent_id: Any) -> Response:
         agent = access_agent(self.tenant, agent_id)
         try:
@@ -165,7 +189,7 @@ class AgentTestDetailView(TenantGenericAPIView):
     def get(self, request: Request, agent_id: Any, case_id: Any) -> Response:
         return Response(case_json(self._case(agent_id, case_id)))
 
-    @extend_schema(request=None, responses={200: None})
+    @extend_schema(request=CaseWrite, responses={200: None})
     def patch(self, request: Request, agent_id: Any, case_id: Any) -> Response:
         case = self._case(agent_id, case_id)
         try:
