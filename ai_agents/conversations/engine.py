@@ -3,7 +3,8 @@
 Every message is stored first (`ai_agents.conversations.inbound`), then answered by the run
 that holds its conversation's TURN, a lease on the conversation row (`turn_token`,
 `turn_expires_at`): one run at a time per conversation, messages in arrival order, different
-conversations in parallel. Each message goes through three phases over one `Turn`:
+conversations in parallel. Each message goes through three phases over one `Turn` (the work
+of phases 1-2 on the turn is in `phases.py`, which the playground runs too):
 
 1. read (short): renew the turn, re-read the conversation (a person may have claimed or closed
    it), the contact, the history and the knowledge bases: one round trip;

@@ -158,3 +158,44 @@ def test_command_refuses_an_unknown_agent() -> None:
         call_command("agent_test", "not-an-id")
     with pytest.raises(CommandError, match="Agente desconocido"):
         call_command("agent_test", "00000000-0000-0000-0000-000000000000")
+
+
+def test_a_new_document_or_prompt_is_named_among_the_changes(api_a: Any, tenant_a: Tenant) -> None:
+    from ai_agents.models import KnowledgeBase
+    from ai_agents.services.knowledge import document_add, document_ingest
+    from erp.tenancy.scoping import tenant_scope
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+    api_a.post(f"/api/v1/agents/{agent_id}/tests/run")
+    with tenant_scope(tenant_a):
+        kb = KnowledgeBase.objects.get()
+        added = document_add(
+            kb=kb, data=b"# Devoluciones\n\n30 dias.", filename="dev.md", enqueue=False
+        )
+        document_ingest(document=added.document)
+    api_a.patch(f"/api/v1/agents/{agent_id}", {"system_prompt": "Eres Lucía."}, format="json")
+    run = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    assert run["changes"]["config"] == ["prompt", "documents"]
+    assert run["changes"]["cases"] == [] and run["changes"]["first_run"] is False
+
+
+def test_the_admin_page_is_for_the_agents_tenant_owner_or_admin(
+    api_a: Any, tenant_a: Tenant, owner: Any, member: Any, outsider: Any
+) -> None:
+    from django.test import Client
+
+    agent_id = create_agent(api_a, provider="offline")
+    url = f"/admin/ai_agents/agent/{agent_id}/playground/"
+    statuses = {}
+    for name, persona in (("owner", owner), ("member", member), ("outsider", outsider)):
+        client = Client()
+        client.force_login(persona.user)
+        statuses[name] = client.get(url).status_code
+    assert statuses == {"owner": 200, "member": 403, "outsider": 404}
+    client = Client()
+    client.force_login(owner.user)
+    page = client.get(url).content.decode()
+    assert f'data-api-url="/api/v1/agents/{agent_id}"' in page and 'data-tenant="acme"' in page
+    change = client.get(f"/admin/ai_agents/agent/{agent_id}/change/").content.decode()
+    assert url in change  # the link from the agent's page
