@@ -42,6 +42,7 @@ def playground_labels() -> dict[str, str]:
         "first_run": _("Primera ejecución."),
         "cases_changed": _("Pruebas que cambiaron de resultado: %(n)s."),
         "replies_changed": _("Respuestas distintas de la vez anterior: %(n)s."),
+        "reply_changed": _("La respuesta cambió desde la vez anterior."),
         "summary": _("%(passed)s pasan, %(failed)s fallan, %(regressions)s regresiones."),
         "prompt": _("instrucciones"),
         "settings": _("ajustes"),

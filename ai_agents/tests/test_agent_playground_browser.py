@@ -1,6 +1,7 @@
 """The "Probar agente" page in Debian's Chromium (Playwright): reached from the agent's admin
 page, it shows the reply, the passages with their scores and a fired keyword trigger; a saved
-test is added and "Ejecutar todas" shows its result and the run's summary; English; a phone
+test is added and "Ejecutar todas" shows its result, then, once the documents are removed,
+the regression and what changed; English; a phone
 (390x844: 44 px targets, 16 px fields); axe-core finds no serious issue; another tenant's
 owner gets 404."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ai_agents.services.agents import agent_create
+from ai_agents.services.agents import agent_create, agent_update
 from ai_agents.tests.conversations.support import FAST, shipping_kb
 from ai_agents.tests.test_agent_playground_api import REFUND
 from erp.tenancy.scoping import tenant_scope
@@ -82,6 +83,17 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         expect(page.locator("#pg-run-summary")).to_contain_text("Primera ejecución.")
         expect(page.locator("#pg-cases .pg-passed")).to_have_text("pasa")
         assert axe_check(page) == []
+
+        # The business drops its documents: the run says what changed and the case fails.
+        agent_update(agent=agent, data={"knowledge_bases": []})
+        page.click("#pg-run")
+        summary = page.locator("#pg-run-summary")
+        expect(summary).to_contain_text("0 pasan, 1 fallan, 1 regresiones.")
+        expect(summary).to_contain_text("Cambió desde la ejecución anterior: documentos.")
+        expect(summary).to_contain_text("Pruebas que cambiaron de resultado: 1.")
+        expect(page.locator("#pg-cases .pg-regression")).to_have_text("regresión")
+        expect(page.locator("#pg-cases")).to_contain_text("La respuesta no contiene «4,95».")
+        expect(page.locator("#pg-cases .pg-changed")).to_have_count(1)
     finally:
         context.close()
 

@@ -138,6 +138,7 @@
     if (result && result.regression) cell.appendChild(el("span", "pg-regression", t.regression));
     else cell.appendChild(state(c.last_passed));
     if (result && result.why) cell.appendChild(el("div", "", result.why));
+    if (result && result.reply_changed) cell.appendChild(el("div", "pg-changed", t.reply_changed));
     if (c.last_reply) cell.appendChild(el("div", "pg-passage-text", c.last_reply));
     tr.appendChild(cell);
     var actions = el("td");
