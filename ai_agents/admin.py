@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from ai_agents import admin_kb_sources as kb_sources
+from ai_agents.admin_playground import AgentPlaygroundMixin
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
@@ -175,7 +176,7 @@ class DocumentAdmin(TenantOwnedAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(TenantOwnedAdmin):
+class AgentAdmin(AgentPlaygroundMixin, TenantOwnedAdmin):
     """Agent configuration; `Agent.clean` validates the JSON blocks and names the bad key."""
 
     list_display = ["name", "provider", "model", "is_active", "updated_at"]

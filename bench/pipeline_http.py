@@ -168,7 +168,7 @@ def fixture() -> dict[str, Any]:
 
 def _instrument() -> None:
     """Time the Google provider (the model wait) and the pipeline's steps from inside."""
-    from ai_agents.conversations import engine, model, store
+    from ai_agents.conversations import engine, model, phases, store
     from erp.llm.providers.google import GoogleProvider
 
     original = GoogleProvider.generate
@@ -194,14 +194,9 @@ def _instrument() -> None:
 
         setattr(module, name, wrapper)
 
-    for name in (
-        "message_receive",
-        "history_load",
-        "turn_system_prompt",
-        "retrieve",
-        "build_request",
-    ):
-        timed(engine, name, name)  # the engine calls the names it imported
+    timed(engine, "message_receive", "message_receive")  # each calls the names it imported
+    for name in ("history_load", "turn_system_prompt", "retrieve", "build_request"):
+        timed(phases, name, name)
     timed(store, "turn_next", "turn_next")
     timed(model, "llm_call", "llm_call")
     timed(model, "tool_run", "tool_run")

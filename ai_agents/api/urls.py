@@ -130,3 +130,28 @@ urlpatterns += [
         name="channel-detail",
     ),
 ]
+
+from ai_agents.api import agent_tests as agent_test_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "agents/<str:agent_id>/test",
+        agent_test_views.AgentPlaygroundView.as_view(),
+        name="agent-playground",
+    ),
+    path(
+        "agents/<str:agent_id>/tests",
+        agent_test_views.AgentTestListView.as_view(),
+        name="agent-test-list",
+    ),
+    path(
+        "agents/<str:agent_id>/tests/run",
+        agent_test_views.AgentTestRunView.as_view(),
+        name="agent-test-run",
+    ),
+    path(
+        "agents/<str:agent_id>/tests/<str:case_id>",
+        agent_test_views.AgentTestDetailView.as_view(),
+        name="agent-test-detail",
+    ),
+]

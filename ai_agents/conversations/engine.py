@@ -3,7 +3,8 @@
 Every message is stored first (`ai_agents.conversations.inbound`), then answered by the run
 that holds its conversation's TURN, a lease on the conversation row (`turn_token`,
 `turn_expires_at`): one run at a time per conversation, messages in arrival order, different
-conversations in parallel. Each message goes through three phases over one `Turn`:
+conversations in parallel. Each message goes through three phases over one `Turn` (the work
+of phases 1-2 on the turn is in `phases.py`, which the playground runs too):
 
 1. read (short): renew the turn, re-read the conversation (a person may have claimed or closed
    it), the contact, the history and the knowledge bases: one round trip;
@@ -31,49 +32,32 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from django.utils.translation import gettext_lazy
-
 from ai_agents.conversations import store
-from ai_agents.conversations.actions import ActionSet
 from ai_agents.conversations.attempts import attempts_exhausted
-from ai_agents.conversations.context import (
-    build_request,
-    final_intent,
-    history_load,
-    keyword_intent,
-    rules_for,
-)
-from ai_agents.conversations.escalation_check import early_escalation, model_escalation
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.known_thread import Prepared
 from ai_agents.conversations.manual_inbox import manual_inbox_escalation
-from ai_agents.conversations.model import RequestMaker, converse, number_field
 from ai_agents.conversations.offer import offer_answered
+from ai_agents.conversations.phases import (
+    bound_input,
+    call_context,
+    early_triggers,
+    limit_notice,
+    model_phase,
+)
 from ai_agents.conversations.record import result_now, turn_record
-from ai_agents.conversations.retrieval import retrieval_prefetch, retrieve
-from ai_agents.conversations.session import turn_system_prompt
+from ai_agents.conversations.retrieval import retrieval_prefetch
 from ai_agents.conversations.store import conversation_load
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
-from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.rules.input_bound import input_bound
 from erp import ratelimit
 from erp.db import connection_release
-from erp.llm.gateway import CallContext
-from erp.llm.types import LlmRequest, LlmResult
-from erp.llm.types import Message as LlmMessage
 from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
 
-RATE_LIMIT_NOTICE = gettext_lazy(
-    "Está enviando mensajes muy rápido. Espere un momento y le respondo."
-)
-# Told to the model (after the kept part) when a customer message was cut to its channel's limit.
-INPUT_CUT_NOTE = gettext_lazy(
-    "[Mensaje recortado: tenía %(chars)s caracteres; se muestran los primeros %(kept)s.]"
-)
 # A turn outlives the message it is taken for by this much: the model call and the tools are
 # bounded by the agent's total_timeout_ms, the writes after them take milliseconds.
 TURN_MARGIN_S = 10.0
@@ -246,7 +230,7 @@ def _answer(turn: Turn) -> TurnResult:
     with rows.survive_rollback(), rows.deferred_writes(anywhere=True):
         if not _decided_without_model(turn):
             connection_release()  # phase 2 holds no connection: the pool serves other turns
-            _model(turn)
+            model_phase(turn, usage=call_context(turn))
         return turn_record(turn)
 
 
@@ -273,7 +257,7 @@ def _decided_without_model(turn: Turn) -> bool:
         return True  # a human has it: the bot stays silent, no model call
     if attempts_exhausted(turn):
         return True  # failed too often (ai_agents/conversations/attempts.py): a person takes it
-    _bound_input(turn)
+    bound_input(turn)
     limited = ratelimit.hit(
         f"conv-msgs:{conversation.pk}",
         limit=int(agent.processing["messages_per_minute"]),
@@ -281,147 +265,9 @@ def _decided_without_model(turn: Turn) -> bool:
     )
     if not limited.allowed:
         # RN-4: stored, no model call, at most one polite notice per window.
-        _limit_notice(
-            turn, f"conv-msgs:{conversation.pk}", {"retry_after_s": limited.retry_after_s}
-        )
+        limit_notice(turn, f"conv-msgs:{conversation.pk}", {"retry_after_s": limited.retry_after_s})
         return True
-    return _early_triggers(turn) or offer_answered(turn)  # the no-information offer's answer
-
-
-def _bound_input(turn: Turn) -> None:
-    """Everything after works on the message cut to its channel's limit (stored whole)."""
-    text, full_length = input_bound(turn.message.content, turn.conversation.channel)
-    turn.text = turn.prompt_text = text
-    if full_length is not None:
-        turn.meta["input_truncated"] = {"chars": full_length, "kept": len(text)}
-        turn.prompt_text = f"{text}\n{INPUT_CUT_NOTE % {'chars': full_length, 'kept': len(text)}}"
-
-
-def _limit_notice(turn: Turn, key: str, limited: dict[str, Any]) -> None:
-    turn.meta["rate_limited"] = limited
-    if ratelimit.notice_once(key, limited["retry_after_s"]):
-        turn.reply_text = str(RATE_LIMIT_NOTICE)
-
-
-def _early_triggers(turn: Turn) -> bool:
-    """History, then the triggers that need no model (keywords, loops, the customer asking
-    for a person)."""
-    turn.rules = rules = rules_for(turn.agent)
-    turn.history, turn.recent = history_load(
-        conversation=turn.conversation,
-        config=turn.agent.history,
-        before=turn.message.created_at,
-        found=turn.history_found,
-    )
-    turn.keyword = early = keyword_intent(turn.text, rules)
-    if early:
-        turn.meta["intent_detected"] = early.intent
-    turn.escalation = early_escalation(turn, early.intent if early else None)
-    turn.timer.mark("triggers")
-    if turn.escalation is not None:
-        turn.reply_text = turn.escalation.message or turn.agent.escalation_message
-        return True
-    return False
-
-
-def _model(turn: Turn) -> None:
-    """Phase 2, without a transaction or a connection of its own: context, retrieval, the
-    tenant's token budget, then the model and its tools."""
-    agent = turn.agent
-    system = turn_system_prompt(turn)
-    turn.timer.mark("context")
-    usage = _call_context(turn)
-    turn.retrieval = retrieve(
-        agent=agent,
-        query=turn.text,
-        processing=agent.processing,
-        knowledge_bases=turn.knowledge_bases,
-        usage=usage,
-    )
-    turn.timer.mark("retrieve")
-    estimate = estimate_tokens(system) + estimate_tokens(turn.prompt_text)
-    estimate += sum(estimate_tokens(t.content) for t in turn.history)
-    estimate += sum(estimate_tokens(h.content) for h in turn.retrieval.hits)
-    budget = ratelimit.hit(
-        f"tenant-tokens:{agent.tenant_id}",
-        limit=int(agent.processing["tokens_per_minute"]),
-        window_s=60,
-        amount=max(0, estimate),
-    )
-    if not budget.allowed:
-        # The tenant's tokens per minute are spent: stored, no model call, one notice.
-        limited = {"retry_after_s": budget.retry_after_s, "scope": "tenant_tokens"}
-        _limit_notice(turn, f"tenant-tokens:{turn.conversation.pk}", limited)
-        return
-    answered = converse(turn, request_for=_request_maker(turn, system), usage=usage)
-    if answered is None:
-        return  # the model failed: the fallback (or an escalation) is set
-    difference = turn.spent.input_tokens + turn.spent.output_tokens - estimate
-    if difference:  # the window corrected with real usage
-        ratelimit.add(f"tenant-tokens:{turn.agent.tenant_id}", amount=difference, window_s=60)
-    _decide(turn, *answered)
-
-
-def _request_maker(turn: Turn, system: str) -> RequestMaker:
-    """The model request for this turn with the actions offered and the tool rounds so far."""
-
-    def request_for(offered: ActionSet, exchange: list[LlmMessage]) -> LlmRequest:
-        return build_request(
-            agent=turn.agent,
-            system=system,
-            history=turn.history,
-            text=turn.prompt_text,
-            hits=turn.retrieval.hits,
-            processing=turn.agent.processing,
-            actions=offered,
-            exchange=exchange,
-            rules=turn.rules,
-        )
-
-    return request_for
-
-
-def _call_context(turn: Turn) -> CallContext:
-    return CallContext(
-        tenant=turn.agent.tenant,
-        agent_id=turn.agent.pk,
-        conversation_id=turn.conversation.pk,
-        message_id=turn.message.pk,
-    )
-
-
-def _decide(turn: Turn, result: LlmResult, parsed: Any) -> None:
-    """The model's answer, or an escalation its sentiment, intent, confidence or own request
-    triggers."""
-    rules = turn.rules or rules_for(turn.agent)
-    sentiment = number_field(parsed, "sentiment", -1, 1)
-    confidence = number_field(parsed, "confidence", 0, 1)
-    llm_intent = parsed.fields.get("intent")
-    intent = final_intent(
-        turn.text,
-        rules,
-        keyword=turn.keyword,
-        llm_intent=llm_intent if isinstance(llm_intent, str) else None,
-        llm_confidence=confidence,
-    )
-    turn.meta.update(
-        model_used=result.model,
-        provider=result.provider,
-        intent_detected=intent,
-        sentiment=sentiment,
-        confidence=confidence,
-        action=parsed.name,
-        broken_output=parsed.broken,
-    )
-    turn.rules = rules
-    signals = {"sentiment": sentiment, "intent": intent, "confidence": confidence}
-    turn.escalation = model_escalation(turn, parsed=parsed, signals=signals)
-    if turn.escalation is not None:
-        turn.reply_text = turn.escalation.message or turn.agent.escalation_message
-    elif parsed.broken and parsed.raw.lstrip().startswith("{"):
-        turn.reply_text = turn.agent.fallback_message  # never show the customer raw JSON
-    else:
-        turn.reply_text = parsed.answer or turn.agent.fallback_message
+    return early_triggers(turn) or offer_answered(turn)  # the no-information offer's answer
 
 
 __all__ = [

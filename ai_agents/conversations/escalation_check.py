@@ -57,7 +57,7 @@ TEXT_TRIGGERS = frozenset({"keyword", "user_request", "loop_detection"})
 
 def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | None:
     """The triggers that need no model, on the turn's text and history."""
-    assert turn.rules is not None  # set by the engine's _early_triggers
+    assert turn.rules is not None  # set by phases.early_triggers
     decision = evaluate_escalation(
         turn.rules.triggers,
         text=turn.text,

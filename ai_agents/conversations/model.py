@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from ai_agents.conversations.actions import BASE_ACTIONS, COMMON_FIELDS, ActionSet, actions_for
 from ai_agents.conversations.no_answer import note_outcome
@@ -20,6 +20,7 @@ from ai_agents.rules.escalation import EscalationDecision, FailureKind, failure_
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
 from ai_agents.tools.http_tool import execute_http_tool
+from ai_agents.tools.names import CONTACT_GET, KNOWLEDGE_SEARCH
 from ai_agents.tools.registry import registry
 from erp.llm.actions import (
     ParsedAction,
@@ -28,11 +29,21 @@ from erp.llm.actions import (
 )
 from erp.llm.errors import LlmError, NoCredits, Timeout, Unavailable
 from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate, llm_stream
+from erp.llm.models import Operation
 from erp.llm.types import LlmRequest, LlmResult
 from erp.llm.types import Message as LlmMessage
 from erp.llm.usage import usage_record
 
 logger = logging.getLogger(__name__)
+
+LLM_REQUEST = Operation.LLM_REQUEST.value
+# The playground runs only the tools that read: the knowledge search, reading the contact (it
+# has none) and GET HTTP tools; the others would change a customer's data or another system
+# for a test. The model is told the skipped one was not run, and goes on.
+PLAYGROUND_READ_ONLY = frozenset({KNOWLEDGE_SEARCH, CONTACT_GET})
+PLAYGROUND_SKIPPED = gettext_lazy(
+    "[Prueba: esta herramienta cambia datos y no se ejecutó; continúe como si se hubiera hecho.]"
+)
 
 
 def retry_policy(processing: Mapping[str, Any], *, remaining_s: float) -> RetryPolicy:
@@ -132,7 +143,8 @@ def tool_run(
             found.extend(result.data or [])
     usage_record(
         tenant=agent.tenant,
-        operation="tool_execution",
+        # A playground run's rows all carry its operation (never counted as a customer's).
+        operation="tool_execution" if context.operation == LLM_REQUEST else context.operation,
         provider="tool",
         model=parsed.name,
         latency_ms=result.duration_ms,
@@ -249,20 +261,44 @@ def _tool_loop(
         turn.spent.add(result)
         if parsed.name not in offered.tool_names:
             return result, parsed
-        call = tool_run(
-            parsed=parsed,
-            agent=agent,
-            conversation=turn.conversation,
-            contact=turn.contact,
-            context=usage,
-            processing=processing,
-            actions=offered,
-            found=found,
-        )
+        if turn.playground and not playground_runs(parsed.name, offered):
+            call = _tool_skipped(parsed)
+        else:
+            call = tool_run(
+                parsed=parsed,
+                agent=agent,
+                conversation=turn.conversation,
+                contact=turn.contact,
+                context=usage,
+                processing=processing,
+                actions=offered,
+                found=found,
+            )
         tool_calls.append(call)
         exchange.append(LlmMessage(role="assistant", content=parsed.raw or result.text))
         content = call["result"] if call["ok"] else f"ERROR: {call['error']}"
         exchange.append(LlmMessage(role="tool", content=content, name=parsed.name))
+
+
+def playground_runs(name: str, actions: ActionSet) -> bool:
+    """Whether the playground runs this tool (see PLAYGROUND_READ_ONLY)."""
+    http_tool = actions.http_tools.get(name)
+    if http_tool is not None:
+        return str(http_tool.method).upper() == "GET"
+    return name in PLAYGROUND_READ_ONLY
+
+
+def _tool_skipped(parsed: ParsedAction) -> dict[str, Any]:
+    args = {k: v for k, v in parsed.args.items() if v is not None}
+    return {
+        "tool": parsed.name,
+        "arguments": args,
+        "ok": True,
+        "skipped": True,
+        "result": str(PLAYGROUND_SKIPPED),
+        "error": None,
+        "duration_ms": 0,
+    }
 
 
 def _tools_ms(tool_calls: list[dict[str, Any]]) -> dict[str, int]:

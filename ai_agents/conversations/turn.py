@@ -115,6 +115,7 @@ class Turn:
     text_triggers_clear: bool = False
     pending_after: bool = False  # phase 3 gave the turn back and saw another message waiting
     model_failed: bool | None = None  # the model call failed (True) or answered (False)
+    playground: bool = False  # a test run: nothing stored, tools that change data not run
 
 
 @dataclass(frozen=True)

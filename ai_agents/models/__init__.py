@@ -1,3 +1,4 @@
+from ai_agents.models.agent_tests import AgentTestCase, AgentTestRun
 from ai_agents.models.agents import Agent, Contact, Conversation, Message
 from ai_agents.models.channels import ChannelBinding, Delivery, HandoffSettings
 from ai_agents.models.inbox import (
@@ -11,6 +12,8 @@ from ai_agents.models.tools import HttpTool
 
 __all__ = [
     "Agent",
+    "AgentTestCase",
+    "AgentTestRun",
     "CannedReply",
     "ChannelBinding",
     "Chunk",

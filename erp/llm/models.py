@@ -20,6 +20,7 @@ class Operation(models.TextChoices):
     LLM_REQUEST = "llm_request", _("petición al modelo")
     EMBEDDING = "embedding", _("embeddings")
     TOOL_EXECUTION = "tool_execution", _("ejecución de herramienta")
+    PLAYGROUND = "playground", _("prueba del agente")
 
 
 class UsageLog(TenantOwnedModel):

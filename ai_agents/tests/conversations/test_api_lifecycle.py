@@ -147,7 +147,7 @@ def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
     """RN-6: an unexpected error after the model call keeps the usage row (and its debit) of
     the tokens the model spent; the message stays stored, unanswered, and the conversation's
     turn is given back (nothing of the failed answer is written)."""
-    from ai_agents.conversations import engine
+    from ai_agents.conversations import phases
 
     agent_id = create_agent(api_a)
     push_answer(fake_google, "Hola.")
@@ -155,7 +155,7 @@ def test_tokens_spent_are_recorded_even_when_the_message_fails_after_the_model(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug after the model call")
 
-    monkeypatch.setattr(engine, "number_field", broken)
+    monkeypatch.setattr(phases, "number_field", broken)
     failed = send_message(api_a, agent_id, "Hola")
     assert failed.status_code == 500 and failed.json()["error"]["code"]
 

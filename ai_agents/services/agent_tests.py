@@ -1,0 +1,239 @@
+"""Saved tests of an agent: a question and what its answer must do (contain a text, pass to a
+person, say it does not know). "Ejecutar todas" runs each through the playground
+(ai_agents/services/playground.py), keeps its result on the case and records the run with
+what changed since the one before: the configuration parts (prompt, settings, documents) and
+the cases whose result changed. A regression is a case that passed last time and fails now.
+
+No transaction is held during a run: each question waits for the model; the results are
+written together at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from ai_agents.models import Agent, AgentTestCase, AgentTestRun, Document
+from ai_agents.models.agent_tests import (
+    CASES_PER_AGENT_MAX,
+    EXPECTED_MAX_CHARS,
+    QUESTION_MAX_CHARS,
+)
+from ai_agents.rules.text import normalize
+from ai_agents.services.playground import PlaygroundResult, agent_playground
+from erp.tenancy.scoping import acts_for
+
+Expectation = AgentTestCase.Expectation
+# The agent's fields each part of the digest covers (what "what changed" names).
+PROMPT_FIELDS = ("system_prompt", "fallback_message", "escalation_message")
+SETTINGS_FIELDS = (
+    "provider",
+    "model",
+    "temperature",
+    "max_output_tokens",
+    "tools_enabled",
+    "history_config",
+    "intent_detection",
+    "escalation_triggers",
+    "processing_config",
+    "is_active",
+)
+
+
+class AgentTestInvalid(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def agent_test_clean(data: Mapping[str, Any]) -> dict[str, str]:
+    """The case's values as stored, or AgentTestInvalid naming the field."""
+    question, kind = data.get("question"), data.get("expectation")
+    expected = data.get("expected_text", "")
+    if not isinstance(question, str) or not question.strip() or len(question) > QUESTION_MAX_CHARS:
+        raise AgentTestInvalid(
+            "question",
+            _("Escriba la pregunta, de hasta %(n)s caracteres.") % {"n": QUESTION_MAX_CHARS},
+        )
+    if kind not in Expectation.values:
+        raise AgentTestInvalid(
+            "expectation",
+            _("Lo esperado es uno de: %(v)s.") % {"v": ", ".join(Expectation.values)},
+        )
+    if not isinstance(expected, str) or len(expected) > EXPECTED_MAX_CHARS:
+        raise AgentTestInvalid(
+            "expected_text",
+            _("El texto esperado admite hasta %(n)s caracteres.") % {"n": EXPECTED_MAX_CHARS},
+        )
+    if kind == Expectation.CONTAINS and not normalize(expected):
+        raise AgentTestInvalid(
+            "expected_text", _("Escriba el texto que la respuesta debe contener.")
+        )
+    return {
+        "question": question.strip(),
+        "expectation": str(kind),
+        "expected_text": expected.strip(),
+    }
+
+
+@acts_for("agent")
+def agent_test_create(*, agent: Agent, data: Mapping[str, Any]) -> AgentTestCase:
+    values = agent_test_clean(data)
+    if (
+        AgentTestCase.objects.for_tenant(agent.tenant_id).filter(agent=agent).count()
+        >= CASES_PER_AGENT_MAX
+    ):
+        raise AgentTestInvalid(
+            "question",
+            _("Un agente admite como máximo %(n)s pruebas.") % {"n": CASES_PER_AGENT_MAX},
+        )
+    return AgentTestCase.objects.create(tenant_id=agent.tenant_id, agent=agent, **values)
+
+
+@acts_for("case")
+def agent_test_update(*, case: AgentTestCase, data: Mapping[str, Any]) -> AgentTestCase:
+    current = {k: getattr(case, k) for k in ("question", "expectation", "expected_text")}
+    values = agent_test_clean({**current, **data})
+    for name, value in values.items():
+        setattr(case, name, value)
+    case.save(update_fields=list(values))
+    return case
+
+
+@acts_for("case")
+def agent_test_delete(*, case: AgentTestCase) -> None:
+    case.delete()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    why: str  # in words, empty when it passed
+
+
+def case_judge(case: AgentTestCase, result: PlaygroundResult) -> Verdict:
+    if result.error is not None:
+        return Verdict(False, result.error)
+    if case.expectation == Expectation.ESCALATES:
+        ok = result.escalation is not None
+        return Verdict(ok, "" if ok else _("No pasó a una persona."))
+    if case.expectation == Expectation.NO_ANSWER:
+        ok = result.no_answer
+        return Verdict(ok, "" if ok else _("No dijo que no lo sabe."))
+    ok = normalize(case.expected_text) in normalize(result.reply)
+    return Verdict(
+        ok, "" if ok else _("La respuesta no contiene «%(t)s».") % {"t": case.expected_text}
+    )
+
+
+def agent_config_digest(*, agent: Agent) -> dict[str, str]:
+    """A digest per part of what the answers depend on: prompt, settings, documents (the
+    knowledge bases linked and the content of their documents)."""
+    links = Agent.knowledge_bases.through.objects.filter(agent_id=agent.pk)
+    kb_ids = sorted(str(pk) for pk in links.values_list("knowledgebase_id", flat=True))
+    documents = sorted(
+        Document.objects.for_tenant(agent.tenant_id)
+        .filter(knowledge_base_id__in=kb_ids)
+        .values_list("knowledge_base_id", "content_hash", "status")
+    )
+    return {
+        "prompt": _digest([getattr(agent, f) for f in PROMPT_FIELDS]),
+        "settings": _digest([getattr(agent, f) for f in SETTINGS_FIELDS]),
+        "documents": _digest([kb_ids, [[str(k), h, s] for k, h, s in documents]]),
+    }
+
+
+def _digest(value: Any) -> str:
+    raw = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+@acts_for("agent")
+def agent_tests_run(*, agent: Agent) -> AgentTestRun:
+    """Runs every saved case of the agent; returns the run recorded."""
+    cases = list(
+        AgentTestCase.objects.for_tenant(agent.tenant_id)
+        .filter(agent=agent)
+        .order_by("created_at", "id")
+    )
+    digest = agent_config_digest(agent=agent)
+    previous = (
+        AgentTestRun.objects.for_tenant(agent.tenant_id)
+        .filter(agent=agent)
+        .order_by("-ran_at")
+        .first()
+    )
+    results = []
+    for case in cases:
+        outcome = agent_playground(agent=agent, text=case.question)
+        verdict = case_judge(case, outcome)
+        results.append(_case_result(case, outcome, verdict))
+    return _run_store(agent=agent, cases=cases, results=results, digest=digest, previous=previous)
+
+
+def _case_result(
+    case: AgentTestCase, outcome: PlaygroundResult, verdict: Verdict
+) -> dict[str, Any]:
+    return {
+        "id": str(case.pk),
+        "question": case.question,
+        "expectation": case.expectation,
+        "expected_text": case.expected_text,
+        "passed": verdict.passed,
+        "why": verdict.why,
+        "reply": outcome.reply,
+        "escalated": outcome.escalation is not None,
+        "before": case.last_passed,  # None: never run
+        "regression": case.last_passed is True and not verdict.passed,
+        "reply_changed": case.last_run_at is not None and case.last_reply != outcome.reply,
+    }
+
+
+def _run_store(
+    *,
+    agent: Agent,
+    cases: list[AgentTestCase],
+    results: list[dict[str, Any]],
+    digest: dict[str, str],
+    previous: AgentTestRun | None,
+) -> AgentTestRun:
+    now = timezone.now()
+    changed_parts = (
+        []
+        if previous is None
+        else [p for p in digest if previous.config_digest.get(p) != digest[p]]
+    )
+    changes = {
+        "config": changed_parts,
+        "cases": [
+            r["id"] for r in results if r["before"] is not None and r["before"] != r["passed"]
+        ],
+        "replies": [r["id"] for r in results if r["reply_changed"]],
+        "first_run": previous is None,
+    }
+    with transaction.atomic():
+        for case, result in zip(cases, results, strict=True):
+            case.last_passed, case.last_reply, case.last_run_at = (
+                result["passed"],
+                result["reply"],
+                now,
+            )
+            case.save(update_fields=["last_passed", "last_reply", "last_run_at"])
+        return AgentTestRun.objects.create(
+            tenant_id=agent.tenant_id,
+            agent=agent,
+            passed=sum(1 for r in results if r["passed"]),
+            failed=sum(1 for r in results if not r["passed"]),
+            regressions=sum(1 for r in results if r["regression"]),
+            config_digest=digest,
+            changes=changes,
+            results=results,
+        )

@@ -1,0 +1,201 @@
+"""Saved tests of an agent through `/api/v1/agents/{id}/tests` and `manage.py agent_test`:
+create, edit, delete, "Ejecutar todas" with what changed since the last run (a settings change
+turns a passing case into a regression), the command's table and exit code, bad input named,
+and two tenants (the outsider gets 404 and changes nothing; a member of both sees each
+agent's tests only under its tenant)."""
+
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from ai_agents.models import AgentTestCase, AgentTestRun, Conversation
+from ai_agents.tests.conversations.support import create_agent
+from ai_agents.tests.test_agent_playground_api import REFUND, offline_agent
+from erp.tenancy.models import Membership, Tenant
+from erp.testing.factories import MembershipFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+PRICE = {"question": "¿Cuánto cuesta el envío?", "expectation": "contains", "expected_text": "4,95"}
+REFUND_CASE = {"question": "Quiero un reembolso", "expectation": "escalates"}
+CAKE = {"question": "¿Hacen pasteles de boda de chocolate?", "expectation": "no_answer"}
+
+
+def _add(api: Any, agent_id: str, case: dict[str, Any]) -> dict[str, Any]:
+    response = api.post(f"/api/v1/agents/{agent_id}/tests", case, format="json")
+    assert response.status_code == 201, response.content
+    return dict(response.json())
+
+
+def _command(agent_id: str, *options: str) -> tuple[int, str]:
+    out = StringIO()
+    try:
+        call_command("agent_test", agent_id, *options, stdout=out)
+    except SystemExit as exit_:
+        return int(exit_.code or 0), out.getvalue()
+    return 0, out.getvalue()
+
+
+def test_run_all_shows_what_changed_and_the_command_gates_on_regressions(
+    api_a: Any, tenant_a: Tenant
+) -> None:
+    agent_id = offline_agent(api_a, tenant_a)
+    price, refund, cake = (_add(api_a, agent_id, c) for c in (PRICE, REFUND_CASE, CAKE))
+    assert refund["expectation_label"] == "pasa a una persona"
+    assert price["last_passed"] is None
+
+    first = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    assert (first["passed"], first["failed"], first["regressions"]) == (3, 0, 0)
+    assert first["changes"]["first_run"] is True
+
+    # The business drops its refund trigger: that case now fails, a regression.
+    patched = api_a.patch(f"/api/v1/agents/{agent_id}", {"escalation_triggers": []}, format="json")
+    assert patched.status_code == 200
+    second = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    assert (second["passed"], second["failed"], second["regressions"]) == (2, 1, 1)
+    assert second["changes"]["config"] == ["settings"]
+    assert second["changes"]["cases"] == [refund["id"]]
+    failed = next(r for r in second["results"] if r["id"] == refund["id"])
+    assert failed["why"] == "No pasó a una persona."
+    assert failed["before"] is True and failed["regression"] is True
+    listed = api_a.get(f"/api/v1/agents/{agent_id}/tests").json()
+    assert [c["last_passed"] for c in listed["results"]] == [True, False, True]
+    assert listed["last_run"]["id"] == second["id"]
+
+    code, table = _command(agent_id)  # failed last time too: no longer a regression
+    assert code == 0
+    assert "1 fallan, 0 regresiones (3 pruebas)" in table
+    assert _command(agent_id, "--strict")[0] == 1
+
+    api_a.patch(f"/api/v1/agents/{agent_id}", {"escalation_triggers": [REFUND]}, format="json")
+    assert _command(agent_id)[0] == 0
+    api_a.patch(f"/api/v1/agents/{agent_id}", {"escalation_triggers": []}, format="json")
+    code, table = _command(agent_id)
+    assert code == 1
+    assert "REGRESIÓN" in table and "Quiero un reembolso" in table
+    assert Conversation.objects.unscoped().count() == 0
+    last = AgentTestRun.objects.unscoped().order_by("-ran_at").first()
+    assert last is not None
+    assert cake["id"] in {r["id"] for r in last.results}
+
+
+def test_edit_delete_and_bad_input(api_a: Any, tenant_a: Tenant, member_client: Any) -> None:
+    agent_id = create_agent(api_a, provider="offline")
+    url = f"/api/v1/agents/{agent_id}/tests"
+    case = _add(api_a, agent_id, PRICE)
+
+    edited = api_a.patch(f"{url}/{case['id']}", {"expected_text": "48 horas"}, format="json")
+    assert edited.status_code == 200
+    assert edited.json()["expected_text"] == "48 horas"
+    assert edited.json()["question"] == PRICE["question"]
+
+    bad = [
+        ({**PRICE, "expectation": "maybe"}, "expectation"),
+        ({**PRICE, "expected_text": " "}, "expected_text"),
+        ({**PRICE, "question": ""}, "question"),
+        ({**PRICE, "question": "x" * 4001}, "question"),
+    ]
+    for payload, field in bad:
+        response = api_a.post(url, payload, format="json")
+        assert response.status_code == 400, payload
+        assert response.json()["error"]["field"] == field
+    assert api_a.patch(f"{url}/{case['id']}", {"expectation": 3}, format="json").status_code == 400
+    assert api_a.get(f"{url}/not-a-uuid").status_code == 404
+    assert member_client.get(url).status_code == 403
+    assert member_client.post(f"{url}/run").status_code == 403
+
+    assert api_a.delete(f"{url}/{case['id']}").status_code == 204
+    assert AgentTestCase.objects.unscoped().count() == 0
+
+
+def test_two_tenants_see_each_agents_tests_only_under_their_own(
+    api_a: Any, api_b: Any, tenant_a: Tenant, tenant_b: Tenant
+) -> None:
+    agent_a = offline_agent(api_a, tenant_a)
+    agent_b = create_agent(api_b, provider="offline")
+    case_a = _add(api_a, agent_a, PRICE)
+    case_b = _add(api_b, agent_b, CAKE)
+
+    base = f"/api/v1/agents/{agent_a}/tests"
+    assert api_b.get(base).status_code == 404
+    assert api_b.post(base, CAKE, format="json").status_code == 404
+    assert api_b.post(f"{base}/run").status_code == 404
+    assert api_b.delete(f"{base}/{case_a['id']}").status_code == 404
+    assert (
+        api_b.patch(f"{base}/{case_a['id']}", {"question": "x"}, format="json").status_code == 404
+    )
+    # B's own agent with A's case id: still 404.
+    assert api_b.get(f"/api/v1/agents/{agent_b}/tests/{case_a['id']}").status_code == 404
+    assert AgentTestCase.objects.unscoped().get(pk=case_a["id"]).question == PRICE["question"]
+    assert AgentTestRun.objects.unscoped().count() == 0
+
+    user: Any = UserFactory(username="both@x.test")
+    MembershipFactory.create(tenant=tenant_a, user=user, role=Membership.Role.OWNER)
+    MembershipFactory.create(tenant=tenant_b, user=user, role=Membership.Role.ADMIN)
+    both = APIClient()
+    both.force_login(user)
+    for agent_id, case, own, other in (
+        (agent_a, case_a, "acme", "globex"),
+        (agent_b, case_b, "globex", "acme"),
+    ):
+        url = f"/api/v1/agents/{agent_id}/tests"
+        mine = both.get(url, HTTP_X_TENANT=own).json()
+        assert [c["id"] for c in mine["results"]] == [case["id"]]
+        assert both.get(url, HTTP_X_TENANT=other).status_code == 404
+        assert both.post(f"{url}/run", HTTP_X_TENANT=other).status_code == 404
+    assert AgentTestRun.objects.unscoped().count() == 0
+
+
+def test_command_refuses_an_unknown_agent() -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="Agente desconocido"):
+        call_command("agent_test", "not-an-id")
+    with pytest.raises(CommandError, match="Agente desconocido"):
+        call_command("agent_test", "00000000-0000-0000-0000-000000000000")
+
+
+def test_a_new_document_or_prompt_is_named_among_the_changes(api_a: Any, tenant_a: Tenant) -> None:
+    from ai_agents.models import KnowledgeBase
+    from ai_agents.services.knowledge import document_add, document_ingest
+    from erp.tenancy.scoping import tenant_scope
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+    api_a.post(f"/api/v1/agents/{agent_id}/tests/run")
+    with tenant_scope(tenant_a):
+        kb = KnowledgeBase.objects.get()
+        added = document_add(
+            kb=kb, data=b"# Devoluciones\n\n30 dias.", filename="dev.md", enqueue=False
+        )
+        document_ingest(document=added.document)
+    api_a.patch(f"/api/v1/agents/{agent_id}", {"system_prompt": "Eres Lucía."}, format="json")
+    run = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    assert run["changes"]["config"] == ["prompt", "documents"]
+    assert run["changes"]["cases"] == [] and run["changes"]["first_run"] is False
+
+
+def test_the_admin_page_is_for_the_agents_tenant_owner_or_admin(
+    api_a: Any, tenant_a: Tenant, owner: Any, member: Any, outsider: Any
+) -> None:
+    from django.test import Client
+
+    agent_id = create_agent(api_a, provider="offline")
+    url = f"/admin/ai_agents/agent/{agent_id}/playground/"
+    statuses = {}
+    for name, persona in (("owner", owner), ("member", member), ("outsider", outsider)):
+        client = Client()
+        client.force_login(persona.user)
+        statuses[name] = client.get(url).status_code
+    assert statuses == {"owner": 200, "member": 403, "outsider": 404}
+    client = Client()
+    client.force_login(owner.user)
+    page = client.get(url).content.decode()
+    assert f'data-api-url="/api/v1/agents/{agent_id}"' in page and 'data-tenant="acme"' in page
+    change = client.get(f"/admin/ai_agents/agent/{agent_id}/change/").content.decode()
+    assert url in change  # the link from the agent's page
