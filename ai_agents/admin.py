@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from ai_agents.admin_agent import AgentModelAdminMixin
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
@@ -183,8 +184,9 @@ class DocumentAdmin(TenantOwnedAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(TenantOwnedAdmin):
-    """Agent configuration; `Agent.clean` validates the JSON blocks and names the bad key."""
+class AgentAdmin(AgentModelAdminMixin, TenantOwnedAdmin):
+    """Agent configuration: widgets over the JSON blocks (`Agent.clean` validates them and names
+    the bad key) and the model settings panel (`ai_agents.admin_agent`)."""
 
     list_display = ["name", "provider", "model", "is_active", "updated_at"]
     search_fields = ["name", "description"]
