@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from ai_agents.admin_agent import AgentModelAdminMixin
+from ai_agents.admin_agent_form import AgentForm
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
@@ -187,6 +188,8 @@ class DocumentAdmin(TenantOwnedAdmin):
 class AgentAdmin(AgentModelAdminMixin, TenantOwnedAdmin):
     """Agent configuration: widgets over the JSON blocks (`Agent.clean` validates them and names
     the bad key) and the model settings panel (`ai_agents.admin_agent`)."""
+
+    form = AgentForm
 
     list_display = ["name", "provider", "model", "is_active", "updated_at"]
     search_fields = ["name", "description"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.messages.storage.base import BaseStorage
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -21,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ai_agents.admin_agent_form import AgentForm, agent_fieldsets
+from ai_agents.admin_agent_form import agent_fieldsets
 from ai_agents.models import Agent
 from ai_agents.selectors.agent_model import agent_model_status
 from ai_agents.services.agent_model import agent_model_ping
@@ -32,7 +33,8 @@ def _warn_once(request: HttpRequest, text: str) -> None:
     """A warning, unless the same one is already waiting (the save's, after a redirect)."""
     storage = messages.get_messages(request)
     present = any(str(m) == text for m in storage)
-    storage.used = False  # reading them above must not drop them
+    if isinstance(storage, BaseStorage):
+        storage.used = False  # reading them above must not drop them
     if not present:
         messages.warning(request, text)
 
@@ -50,8 +52,6 @@ def _status_html(agent: Agent | None, ping_url: str) -> SafeString:
 
 class AgentModelAdminMixin:
     """For `AgentAdmin`: the widgets form, the grouped fields, the model panel and its ping."""
-
-    form = AgentForm
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = list(super().get_readonly_fields(request, obj))  # type: ignore[misc]  # a mixin of ModelAdmin

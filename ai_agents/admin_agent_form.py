@@ -27,11 +27,11 @@ def _f(key: str, label: Any, kind: str, help_: Any = "", **extra: Any) -> dict[s
     return {"key": key, "label": label, "kind": kind, "help": help_, **extra}
 
 
-def _int(key: str, label: Any, low: int, high: int, help_: Any = "") -> dict[str, Any]:
+def _int(key: str, label: Any, low: int, high: int, *, help_: Any = "") -> dict[str, Any]:
     return _f(key, label, "int", help_, min=low, max=high, step=1)
 
 
-def _num(key: str, label: Any, low: float, high: float, step: float) -> dict[str, Any]:
+def _num(key: str, label: Any, low: float, high: float, *, step: float) -> dict[str, Any]:
     return _f(key, label, "number", min=low, max=high, step=step)
 
 
@@ -74,14 +74,14 @@ def history_spec() -> dict[str, Any]:
                 _("Qué hacer con los mensajes que no caben en el contexto del modelo."),
                 choices=_choices(HISTORY_STRATEGIES, STRATEGY_LABELS),
             ),
-            _int("max_messages", _("Mensajes enviados al modelo"), 2, 200, _("De 2 a 200.")),
-            _int("max_tokens", _("Tokens de historial"), 100, 200000, _("De 100 a 200 000.")),
+            _int("max_messages", _("Mensajes enviados al modelo"), 2, 200, help_=_("De 2 a 200.")),
+            _int("max_tokens", _("Tokens de historial"), 100, 200000, help_=_("De 100 a 200 000.")),
             _int(
                 "summarize_after",
                 _("Resumir a partir de (mensajes)"),
                 2,
                 1000,
-                _("Con «resumir» o «automático»."),
+                help_=_("Con «resumir» o «automático»."),
             ),
             _f(
                 "summary_prompt",
@@ -96,20 +96,20 @@ def history_spec() -> dict[str, Any]:
 def processing_spec() -> dict[str, Any]:
     ms = _("milisegundos")
     fields = [
-        _int("llm_timeout_ms", _("Espera máxima del modelo"), 100, 30000, ms),
-        _int("total_timeout_ms", _("Espera máxima total por mensaje"), 100, 300000, ms),
-        _int("rag_timeout_ms", _("Espera máxima de la búsqueda"), 10, 60000, ms),
-        _int("tool_timeout_ms", _("Espera máxima de una herramienta"), 10, 60000, ms),
+        _int("llm_timeout_ms", _("Espera máxima del modelo"), 100, 30000, help_=ms),
+        _int("total_timeout_ms", _("Espera máxima total por mensaje"), 100, 300000, help_=ms),
+        _int("rag_timeout_ms", _("Espera máxima de la búsqueda"), 10, 60000, help_=ms),
+        _int("tool_timeout_ms", _("Espera máxima de una herramienta"), 10, 60000, help_=ms),
         _int("llm_max_retries", _("Reintentos del modelo"), 0, 10),
-        _int("llm_retry_delay_ms", _("Pausa antes de reintentar"), 0, 60000, ms),
-        _num("llm_retry_backoff", _("Multiplicador de la pausa"), 1, 10, 0.1),
+        _int("llm_retry_delay_ms", _("Pausa antes de reintentar"), 0, 60000, help_=ms),
+        _num("llm_retry_backoff", _("Multiplicador de la pausa"), 1, 10, step=0.1),
         _int("messages_per_minute", _("Mensajes por minuto (límite)"), 1, 10000),
         _int("tokens_per_minute", _("Tokens por minuto (límite)"), 100, 10_000_000),
         _f("streaming_enabled", _("Mostrar la respuesta mientras se escribe"), "bool"),
-        _int("streaming_chunk_delay_ms", _("Pausa entre fragmentos"), 0, 5000, ms),
+        _int("streaming_chunk_delay_ms", _("Pausa entre fragmentos"), 0, 5000, help_=ms),
         _int("max_tool_rounds", _("Rondas de herramientas por mensaje"), 0, 10),
         _int("rag_top_k", _("Fragmentos recuperados"), 1, 50),
-        _num("rag_min_score", _("Puntuación mínima de un fragmento"), 0, 1, 0.05),
+        _num("rag_min_score", _("Puntuación mínima de un fragmento"), 0, 1, step=0.05),
         _f("escalate_on_failure", _("Pasar a una persona si el modelo falla"), "bool"),
         _int("failures_before_escalation", _("Fallos seguidos antes de pasar"), 1, 10),
     ]
@@ -132,14 +132,17 @@ def triggers_spec() -> dict[str, Any]:
             [_chips("keywords", _("Palabras clave")), _chips("exclude", _("Excepciones"))],
         ),
         "intent": (_("Intención detectada"), [_chips("intents", _("Intenciones"))]),
-        "sentiment": (_("Sentimiento negativo"), [_num("threshold", threshold, -1, 1, 0.05)]),
-        "confidence": (_("Confianza baja del modelo"), [_num("threshold", threshold, 0, 1, 0.05)]),
+        "sentiment": (_("Sentimiento negativo"), [_num("threshold", threshold, -1, 1, step=0.05)]),
+        "confidence": (
+            _("Confianza baja del modelo"),
+            [_num("threshold", threshold, 0, 1, step=0.05)],
+        ),
         "loop_detection": (
             _("Conversación en bucle"),
             [
                 _int("max_similar", _("Repeticiones"), 2, 20),
                 _int("window", _("Mensajes revisados"), 1, 50),
-                _num("similarity", _("Parecido mínimo"), 0.5, 1, 0.05),
+                _num("similarity", _("Parecido mínimo"), 0.5, 1, step=0.05),
                 _int("min_words", _("Palabras mínimas"), 1, 10),
             ],
         ),
