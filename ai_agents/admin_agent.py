@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.messages.storage.base import BaseStorage
@@ -52,6 +53,15 @@ def _status_html(agent: Agent | None, ping_url: str) -> SafeString:
 
 class AgentModelAdminMixin:
     """For `AgentAdmin`: the widgets form, the grouped fields, the model panel and its ping."""
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        # `AgentForm` lists only its own fields; the admin's list of the fields to show (asked
+        # with fields=None) must still hold every field: the tenant and the knowledge bases too.
+        if "fields" in kwargs and kwargs["fields"] is None:
+            kwargs["fields"] = forms.ALL_FIELDS
+        return super().get_form(request, obj, change=change, **kwargs)  # type: ignore[misc]  # a mixin of ModelAdmin
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = list(super().get_readonly_fields(request, obj))  # type: ignore[misc]  # a mixin of ModelAdmin

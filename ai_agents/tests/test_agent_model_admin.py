@@ -55,6 +55,8 @@ def test_page_shows_provider_model_and_key_state_never_the_key(
     html = _page(_client(owner), agent)
 
     assert "Estado del modelo" in html
+    for field in ("name", "knowledge_bases", "escalation_triggers", "is_active"):
+        assert f'name="{field}"' in html
     assert "<dd>Google</dd>" in html
     assert "<dd>gemini-2.5-flash</dd>" in html
     assert 'class="secret-badge secret-set">configurado<' in html
