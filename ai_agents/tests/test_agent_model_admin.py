@@ -65,6 +65,18 @@ def test_page_shows_provider_model_and_key_state_never_the_key(
     assert NO_KEY not in html
 
 
+def test_add_page_has_the_widgets_and_the_model_state_without_ping(
+    fake_google: FakeGoogle, owner: Persona
+) -> None:
+    response = _client(owner).get("/admin/ai_agents/agent/add/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<dd>gemma-4-26b-a4b-it</dd>" in html  # what a new agent would use
+    assert "Probar conexión" not in html  # nothing saved to test yet
+    assert html.count('class="agent-config"') == 5
+    assert "ai_agents/agent_config.js" in html
+
+
 def test_default_provider_names_what_the_platform_uses(
     fake_google: FakeGoogle, owner: Persona
 ) -> None:

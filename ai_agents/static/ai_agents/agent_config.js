@@ -216,7 +216,7 @@
   const EDITORS = { object: objectEditor, tools: toolsEditor, triggers: triggersEditor, intents: intentsEditor };
   const EMPTY = { object: "{}", tools: "[]", triggers: "[]", intents: "{}" };
 
-  function build(root) {
+  function build(root, first) {
     const kind = root.dataset.agentConfig;
     const spec = JSON.parse(root.dataset.spec);
     const ui = root.querySelector(".agent-config-ui");
@@ -238,7 +238,8 @@
     }
     if (note) note.remove();
     ui.hidden = false;
-    raw.open = false;
+    if (first) raw.open = false; // the widgets work: the JSON is one click away
+
   }
 
   function ping(button) {
@@ -264,8 +265,8 @@
 
   function start() {
     document.querySelectorAll("[data-agent-config]").forEach((root) => {
-      build(root);
-      root.querySelector(".agent-config-raw textarea").addEventListener("change", () => build(root));
+      build(root, true);
+      root.querySelector(".agent-config-raw textarea").addEventListener("change", () => build(root, false));
     });
     document.querySelectorAll("[data-model-ping]").forEach((button) => {
       button.addEventListener("click", () => ping(button));
