@@ -40,9 +40,8 @@ def _warn_once(request: HttpRequest, text: str) -> None:
         messages.warning(request, text)
 
 
-def _status_html(agent: Agent | None, ping_url: str) -> SafeString:
-    if agent is None:
-        return SafeString(_("Guarde el agente para ver su modelo y probar la conexión."))
+def _status_html(agent: Agent, ping_url: str) -> SafeString:
+    """The panel; on the add page `agent` is the unsaved one (what a new agent would use)."""
     status = agent_model_status(agent=agent)
     html = render_to_string(
         "ai_agents/agent_model_status.html",
@@ -52,7 +51,7 @@ def _status_html(agent: Agent | None, ping_url: str) -> SafeString:
 
 
 class AgentModelAdminMixin:
-    """For `AgentAdmin`: the widgets form, the grouped fields, the model panel and its ping."""
+    """For `AgentAdmin`: the grouped fields, the model panel, its ping and the warnings."""
 
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
@@ -72,12 +71,11 @@ class AgentModelAdminMixin:
         return agent_fieldsets(list(self.get_fields(request, obj)))  # type: ignore[attr-defined]  # a mixin of ModelAdmin
 
     @admin.display(description=gettext_lazy("estado del modelo"))
-    def model_status(self, obj: Agent | None) -> SafeString:
-        url = reverse("admin:ai_agents_agent_model_ping", args=[obj.pk]) if obj else ""
-        return _status_html(obj, url)
+    def model_status(self, obj: Agent) -> SafeString:
+        return _status_html(obj, reverse("admin:ai_agents_agent_model_ping", args=[obj.pk]))
 
     @admin.display(description=gettext_lazy("estado del modelo"))
-    def model_status_view(self, obj: Agent | None) -> SafeString:
+    def model_status_view(self, obj: Agent) -> SafeString:
         return _status_html(obj, "")
 
     def get_urls(self) -> list[Any]:
