@@ -17,6 +17,8 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from ai_agents import admin_kb_sources as kb_sources
+from ai_agents.admin_agent import AgentModelAdminMixin
+from ai_agents.admin_agent_form import AgentForm
 from ai_agents.admin_playground import AgentPlaygroundMixin
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
@@ -176,8 +178,12 @@ class DocumentAdmin(TenantOwnedAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(AgentPlaygroundMixin, TenantOwnedAdmin):
-    """Agent configuration; `Agent.clean` validates the JSON blocks and names the bad key."""
+class AgentAdmin(AgentPlaygroundMixin, AgentModelAdminMixin, TenantOwnedAdmin):
+    """Agent configuration: widgets over the JSON blocks (`Agent.clean` validates them and names
+    the bad key), the model settings panel (`ai_agents.admin_agent`) and the playground
+    (`ai_agents.admin_playground`)."""
+
+    form = AgentForm
 
     list_display = ["name", "provider", "model", "is_active", "updated_at"]
     search_fields = ["name", "description"]

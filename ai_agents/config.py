@@ -114,16 +114,35 @@ def _complete(
     merged = {**defaults, **data}
     for key, ok in checks.items():
         if not ok(merged[key]):
-            raise _fail(f"{name}.{key}", _("valor no válido: %(value)r") % {"value": merged[key]})
+            message = _("valor no válido: %(value)r") % {"value": merged[key]}
+            expected = getattr(ok, "expected", "")
+            raise _fail(f"{name}.{key}", f"{message} ({expected})" if expected else message)
     return merged
 
 
-def _int_between(low: int, high: int) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+@dataclass(frozen=True)
+class _Check:
+    """A value check that can say, in words, what it expects (shown after "valor no válido")."""
+
+    ok: Callable[[Any], bool]
+    expected: str
+
+    def __call__(self, value: Any) -> bool:
+        return self.ok(value)
 
 
-def _number_between(low: float, high: float) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int | float) and not isinstance(v, bool) and low <= v <= high
+def _int_between(low: int, high: int) -> _Check:
+    return _Check(
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high,
+        _("un número entero de %(low)s a %(high)s") % {"low": low, "high": high},
+    )
+
+
+def _number_between(low: float, high: float) -> _Check:
+    return _Check(
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and low <= v <= high,
+        _("un número de %(low)s a %(high)s") % {"low": low, "high": high},
+    )
 
 
 def validate_history_config(value: Any) -> dict[str, Any]:
@@ -134,7 +153,10 @@ def validate_history_config(value: Any) -> dict[str, Any]:
         {
             "max_messages": _int_between(2, 200),
             "max_tokens": _int_between(100, 200000),
-            "truncation_strategy": lambda v: v in HISTORY_STRATEGIES,
+            "truncation_strategy": _Check(
+                lambda v: v in HISTORY_STRATEGIES,
+                _("use %(values)s") % {"values": ", ".join(HISTORY_STRATEGIES)},
+            ),
             "summarize_after": _int_between(2, 1000),
             "summary_prompt": lambda v: isinstance(v, str),
         },
@@ -156,12 +178,12 @@ def validate_processing_config(value: Any) -> dict[str, Any]:
             "llm_retry_backoff": _number_between(1, 10),
             "messages_per_minute": _int_between(1, 10000),
             "tokens_per_minute": _int_between(100, 10_000_000),
-            "streaming_enabled": lambda v: isinstance(v, bool),
+            "streaming_enabled": _Check(lambda v: isinstance(v, bool), _("true o false")),
             "streaming_chunk_delay_ms": _int_between(0, 5000),
             "max_tool_rounds": _int_between(0, 10),
             "rag_top_k": _int_between(1, 50),
             "rag_min_score": _number_between(0, 1),
-            "escalate_on_failure": lambda v: isinstance(v, bool),
+            "escalate_on_failure": _Check(lambda v: isinstance(v, bool), _("true o false")),
             "failures_before_escalation": _int_between(1, 10),
         },
     )

@@ -109,7 +109,12 @@ def test_parsed_once_per_instance_and_forgotten_by_clean(monkeypatch: Any) -> No
         ({"history_config": {"max_mesages": 3}}, "history_config.max_mesages: clave desconocida"),
         (
             {"history_config": {"truncation_strategy": "random"}},
-            "history_config.truncation_strategy: valor no válido: 'random'",
+            "history_config.truncation_strategy: valor no válido: 'random' "
+            "(use oldest_first, summarize, smart)",
+        ),
+        (
+            {"history_config": {"max_messages": 1}},
+            "history_config.max_messages: valor no válido: 1 (un número entero de 2 a 200)",
         ),
         ({"tools_enabled": "contact_get"}, "tools_enabled: debe ser una lista de nombres"),
     ],

@@ -15,11 +15,9 @@ from django.utils.translation import gettext as _
 
 from erp.demo import DEMO_SLUG
 from erp.llm.errors import AuthFailed, LlmError, NotConfigured
-from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate
-from erp.llm.types import LlmRequest, Message
+from erp.llm.gateway import CallContext, get_provider
+from erp.llm.ping import llm_ping
 from erp.tenancy.models import Tenant
-
-PROMPT = "Responde únicamente con la palabra: pong"
 
 
 class Command(BaseCommand):
@@ -37,22 +35,15 @@ class Command(BaseCommand):
             provider = get_provider(options["provider"])
         except NotConfigured as exc:
             raise CommandError(_("Proveedor no configurado: %s") % exc) from exc
-        request = LlmRequest(
-            messages=[Message("user", PROMPT)],
-            model=options["model"],
-            max_output_tokens=256,
-            timeout_s=options["timeout"],
-        )
         tenant = None if options["no_ledger"] else self._tenant(options["tenant"])
         started = time.monotonic()
         try:
-            if tenant is None:
-                result = provider.generate(request)
-            else:
-                policy = RetryPolicy(timeout_s=options["timeout"], attempts=1)
-                result = llm_generate(
-                    request, context=CallContext(tenant=tenant), provider=provider, retry=policy
-                )
+            result = llm_ping(
+                provider=provider,
+                model=options["model"],
+                timeout_s=options["timeout"],
+                context=None if tenant is None else CallContext(tenant=tenant),
+            )
         except LlmError as exc:
             hint = _(" (revise la clave de API)") if isinstance(exc, AuthFailed) else ""
             raise CommandError(
