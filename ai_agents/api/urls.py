@@ -130,3 +130,14 @@ urlpatterns += [
         name="channel-detail",
     ),
 ]
+
+from ai_agents.api import stats as stats_views  # noqa: E402
+
+urlpatterns += [
+    path("stats", stats_views.StatsView.as_view(), name="stats"),
+    path(
+        "stats/conversations.csv",
+        stats_views.StatsConversationsView.as_view(),
+        name="stats-conversations",
+    ),
+]
