@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
+from ai_agents.admin_documents import TextDocumentAddMixin
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
@@ -158,7 +159,7 @@ class ChunkInline(TenantAdminMixin, admin.TabularInline):
 
 
 @admin.register(Document)
-class DocumentAdmin(TenantOwnedAdmin):
+class DocumentAdmin(TextDocumentAddMixin, TenantOwnedAdmin):
     list_display = ["title", "knowledge_base", "status", "progress", "chunk_count", "created_at"]
     list_filter = ["status", "source"]
     search_fields = ["title", "original_filename"]
@@ -169,9 +170,6 @@ class DocumentAdmin(TenantOwnedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).defer("data").select_related("knowledge_base")
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False  # documents are added from their knowledge base (upload form)
 
     @admin.action(description=gettext_lazy("Volver a indexar"), permissions=["change"])
     def reindex(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
