@@ -7,6 +7,7 @@ ai_agents/selectors/stats_sql.py (and the README)."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import zoneinfo
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -28,6 +30,9 @@ from erp.llm.api import UsageQuerySerializer
 from erp.tenancy.models import Tenant
 from erp.tenancy.permissions import HasTenant
 
+# Days a period may name (the end of the last day must stay a representable time).
+FIRST_DAY = dt.date(1970, 1, 1)
+LAST_DAY = dt.date(2999, 12, 31)
 # A cell starting with one of these is a formula to a spreadsheet: it is quoted as text.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -53,6 +58,11 @@ class StatsQuerySerializer(UsageQuerySerializer):
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for name in ("from", "to"):
+            if name in attrs and not FIRST_DAY <= attrs[name] <= LAST_DAY:
+                message = _("Use una fecha entre %(first)s y %(last)s.")
+                period = {"first": FIRST_DAY.isoformat(), "last": LAST_DAY.isoformat()}
+                raise serializers.ValidationError({name: [message % period]}, code="invalid")
         dates = super().validate({**attrs, "group_by": "day"})
         return {**dates, "agent": attrs.get("agent"), "channel": attrs.get("channel")}
 
@@ -110,6 +120,74 @@ def conversations_csv(period: StatsPeriod) -> StreamingHttpResponse:
     return csv_response(conversation_rows(period=period), _filename("conversations", period))
 
 
+class _Percentiles(serializers.Serializer):
+    p50 = serializers.IntegerField(allow_null=True)
+    p90 = serializers.IntegerField(allow_null=True)
+    count = serializers.IntegerField()
+
+
+class _FirstResponse(serializers.Serializer):
+    bot = _Percentiles()
+    people = _Percentiles()
+
+
+class _Csat(serializers.Serializer):
+    average = serializers.FloatField(allow_null=True)
+    responses = serializers.IntegerField()
+
+
+class _Reason(serializers.Serializer):
+    reason = serializers.CharField()
+    label = serializers.CharField()
+    count = serializers.IntegerField()
+
+
+class _Day(serializers.Serializer):
+    day = serializers.DateField()
+    conversations = serializers.IntegerField()
+    escalated = serializers.IntegerField()
+    resolved_by_ai = serializers.IntegerField()
+
+
+class _Question(serializers.Serializer):
+    question = serializers.CharField()
+    count = serializers.IntegerField()
+    examples = serializers.ListField(child=serializers.CharField())
+
+
+class StatsBodySerializer(serializers.Serializer):
+    """The response of `GET /api/v1/stats` (documentation; built by `stats_body`)."""
+
+    to = serializers.DateField()
+    timezone = serializers.CharField()
+    agent = serializers.UUIDField(allow_null=True)
+    channel = serializers.CharField(allow_null=True)
+    conversations = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    resolved_by_ai = serializers.IntegerField()
+    ai_resolution_rate = serializers.FloatField(allow_null=True)
+    escalated = serializers.IntegerField()
+    escalations_by_reason = _Reason(many=True)
+    first_response_ms = _FirstResponse()
+    csat = _Csat()
+    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=6)
+    cost_per_conversation_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=6, allow_null=True
+    )
+    cost_per_resolved_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=6, allow_null=True
+    )
+    per_day = _Day(many=True)
+    unanswered_questions = _Question(many=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["from"] = serializers.DateField()
+        return fields
+
+
+_CSV = {(200, "text/csv"): OpenApiTypes.STR}
+
 _PARAMETERS = [
     OpenApiParameter("from", str, description="AAAA-MM-DD, inclusive (zona de la empresa)"),
     OpenApiParameter("to", str, description="AAAA-MM-DD, inclusive; por defecto hoy"),
@@ -128,6 +206,7 @@ class StatsView(TenantAPIView):
     @extend_schema(
         summary="Estadísticas del periodo (JSON; ?format=csv para CSV)",
         parameters=[*_PARAMETERS, OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses={200: StatsBodySerializer, (200, "text/csv"): OpenApiTypes.STR},
     )
     def get(self, request: Request) -> Any:
         period = stats_period(self.tenant, request.query_params)
@@ -139,6 +218,8 @@ class StatsView(TenantAPIView):
 class StatsConversationsView(TenantAPIView):
     permission_classes = [HasTenant]
 
-    @extend_schema(summary="Conversaciones del periodo (CSV)", parameters=_PARAMETERS)
+    @extend_schema(
+        summary="Conversaciones del periodo (CSV)", parameters=_PARAMETERS, responses=_CSV
+    )
     def get(self, request: Request) -> Any:
         return conversations_csv(stats_period(self.tenant, request.query_params))

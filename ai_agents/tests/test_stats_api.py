@@ -100,6 +100,8 @@ def test_filters_by_agent_and_channel(api_a: Any, owner: Persona) -> None:
         ({"from": "03/01/2026"}, "from"),
         ({"from": "2026-03-08", "to": "2026-03-01"}, "from"),
         ({"from": "2025-01-01", "to": "2026-03-01"}, "from"),
+        ({"from": "9999-12-31", "to": "9999-12-31"}, "from"),
+        ({"to": "0001-01-01"}, "to"),
         ({"agent": "no-es-un-id"}, "agent"),
         ({"agent": "00000000-0000-0000-0000-000000000001"}, "agent"),
         ({"channel": "telegram"}, "channel"),
