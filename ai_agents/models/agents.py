@@ -401,7 +401,13 @@ class Message(TenantOwnedModel):
                 condition=Q(role="assistant", delivery_status=""),
                 name="msg_unsent",
             ),
-            # Statistics (ai_agents/selectors/stats_sql.py): staff messages, no-answer replies.
+            # Statistics (ai_agents/selectors/stats_sql.py): a conversation's customer and
+            # assistant messages counted from the index alone, staff messages, no-answer replies.
+            models.Index(
+                fields=["tenant", "conversation"],
+                condition=Q(role__in=["user", "assistant"]),
+                name="msg_turns",
+            ),
             models.Index(
                 fields=["tenant", "conversation", "created_at"],
                 condition=Q(author__isnull=False),

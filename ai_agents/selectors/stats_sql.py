@@ -5,10 +5,12 @@ The period's conversations (`started_at` in the tenant's calendar days, index
 (`facts`): its first customer message, the bot's first reply after it, the first staff message
 after the escalation (`msg_staff`), whether a person touched it (`msg_staff`) and whether a new
 conversation followed it within 72 hours (`conv_previous`). Every figure is then an aggregate
-of `facts`, built into one JSON object. The no-answer replies of those conversations come from
-`msg_no_answer`, each with the customer message just before it.
+of `facts`, built into one JSON object; the messages and the cost are counted per conversation
+from covering indexes alone (`msg_turns`, `usage_tenant_conversation`): a join would read the
+tenant's whole table. The no-answer replies of those conversations come from `msg_no_answer`,
+each with the customer message just before it.
 
-Definitions (README "Estadísticas"):
+Definitions (README "Statistics"):
 - resolved by the AI: closed or expired, never escalated, never claimed or assigned, no staff
   message, and no conversation of the same thread started within 72 h of its end;
 - first response: bot = first bot reply after the first customer message; people = first staff
@@ -126,10 +128,12 @@ SELECT json_build_object(
   'csat_responses', (SELECT count(satisfaction_rating) FROM facts),
   'bot', {_percentiles("first_bot", "first_user")},
   'people', {_percentiles("first_person", "escalated_at")},
-  'messages', (SELECT count(*) FROM {_MSG} m JOIN conv ON conv.id = m.conversation_id
-               WHERE m.tenant_id = %(tenant)s AND m.role IN ('user', 'assistant')),
-  'cost_usd', (SELECT coalesce(sum(u.cost_usd), 0)::text FROM {_USAGE} u
-               JOIN conv ON conv.id = u.conversation_id WHERE u.tenant_id = %(tenant)s),
+  'messages', (SELECT count(*) FROM conv CROSS JOIN LATERAL (
+                 SELECT 1 FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
+                 AND m.conversation_id = conv.id AND m.role IN ('user', 'assistant')) x),
+  'cost_usd', (SELECT coalesce(sum(x.cost_usd), 0)::text FROM conv CROSS JOIN LATERAL (
+                 SELECT u.cost_usd FROM {_USAGE} u WHERE u.tenant_id = %(tenant)s
+                 AND u.conversation_id = conv.id) x),
   'days', {_DAYS},
   'reasons', {_REASONS},
   'questions', {_QUESTIONS}

@@ -51,6 +51,7 @@ class UsageLog(TenantOwnedModel):
             # The cost of a period's conversations (ai_agents statistics).
             models.Index(
                 fields=["tenant", "conversation_id"],
+                include=["cost_usd"],  # summed from the index alone
                 condition=models.Q(conversation_id__isnull=False),
                 name="usage_tenant_conversation",
             ),
