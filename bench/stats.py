@@ -33,10 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from inbox_search import _load_tenant  # noqa: E402  (sets Django up)
-
-from _harness import assert_scratch, connect_as_app_role, percentile, scratch_database  # noqa: E402
-from django.db import connection  # noqa: E402
+# inbox_search sets Django up when imported (settings module, django.setup()).
+from _harness import assert_scratch, connect_as_app_role, percentile, scratch_database
+from django.db import connection
+from inbox_search import _load_tenant
 
 YEAR_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 QUESTIONS = [

@@ -138,7 +138,7 @@ class _Csat(serializers.Serializer):
 
 class _Reason(serializers.Serializer):
     reason = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.label
     count = serializers.IntegerField()
 
 
