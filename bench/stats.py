@@ -13,7 +13,8 @@ row per bot reply. VACUUM ANALYZE; then, as the application's role (row-level se
 scoped to tenant A, times over `--runs` runs each: the statistics statement (`stats_read`) for
 the last 30 days, for the last 30 days of one agent, for the whole year (366 days), and the
 API call (`GET /api/v1/stats`, API key, the whole Django stack in process) for the last 30
-days. Prints P50/P95 per case (goal: P95 < 300 ms) and the machine's load average.
+days, and `GET /api/v1/tenant` beside it (what any API request costs here). Prints P50/P95 per
+case (goal: P95 < 300 ms) and the machine's load average.
 `--smoke`: a tiny size, seconds.
 """
 
@@ -166,11 +167,15 @@ def _cases(loaded: dict[str, Any], key: str) -> dict[str, Callable[[], Any]]:
         response = client.get("/api/v1/stats", query)
         assert response.status_code == 200, response.content[:300]
 
+    def bare() -> None:  # the request's own cost (authentication, middleware, connection)
+        assert client.get("/api/v1/tenant").status_code == 200
+
     return {
         "stats_read, 30 days": lambda: stats_read(period=month),
         "stats_read, 30 days, one agent": lambda: stats_read(period=agent),
         "stats_read, 366 days": lambda: stats_read(period=year),
         "GET /api/v1/stats, 30 days": api,
+        "GET /api/v1/tenant (no statistics)": bare,
     }
 
 
