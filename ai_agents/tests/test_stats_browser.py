@@ -55,6 +55,11 @@ def test_the_week_charts_filters_and_the_knowledge_action(
         expect(first).to_contain_text("3 veces")
         page.screenshot(path=str(tmp_path / "stats_laptop.png"), full_page=True)
         assert axe_check(page) == []
+        # The CSV link streams through the ASGI server: a header and the 7 conversations.
+        href = page.locator("#export-conversations").get_attribute("href")
+        export = page.request.get(href)
+        assert export.headers["content-type"] == "text/csv; charset=utf-8"
+        assert len(export.text().strip().splitlines()) == 8
 
         page.select_option("#stats-agent", label="Bruno")
         page.locator("#stats-filters button").click()
