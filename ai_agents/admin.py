@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from ai_agents import admin_kb_sources as kb_sources
 from ai_agents.admin_agent import AgentModelAdminMixin
 from ai_agents.admin_agent_form import AgentForm
+from ai_agents.admin_documents import TextDocumentAddMixin
 from ai_agents.admin_playground import AgentPlaygroundMixin
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
 from ai_agents.services import knowledge as services
@@ -153,7 +154,7 @@ class ChunkInline(TenantAdminMixin, admin.TabularInline):
 
 
 @admin.register(Document)
-class DocumentAdmin(TenantOwnedAdmin):
+class DocumentAdmin(TextDocumentAddMixin, TenantOwnedAdmin):
     list_display = ["title", "knowledge_base", "status", "progress", "chunk_count", "created_at"]
     list_filter = ["status", "source"]
     search_fields = ["title", "original_filename"]
@@ -164,9 +165,6 @@ class DocumentAdmin(TenantOwnedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).defer("data").select_related("knowledge_base")
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False  # documents are added from their knowledge base (upload form)
 
     @admin.action(description=gettext_lazy("Volver a indexar"), permissions=["change"])
     def reindex(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:

@@ -41,7 +41,12 @@ def compile_po(po_path: Path) -> bytes:
 def messages_of(mo_bytes: bytes) -> dict[MessageKey, object]:
     """What a .mo translates, without its header (generator and dates differ by tool)."""
     catalog = read_mo(io.BytesIO(mo_bytes))
-    return {(m.id, m.context): m.string for m in catalog if m.id}
+    # A plural message's id is a list (singular, plural): a tuple, to be a key.
+    return {
+        (tuple(m.id) if isinstance(m.id, list | tuple) else m.id, m.context): m.string
+        for m in catalog
+        if m.id
+    }
 
 
 def compile_all(base_dir: Path = BASE_DIR) -> list[Path]:

@@ -420,6 +420,7 @@ class Supervisor:
                 f"  API docs:    {base}/api/docs/\n"
                 f"  Chat web:    {base}/webchat/demo   (tras entrar en el admin)\n"
                 f"  Bandeja:     {base}/inbox/\n"
+                f"  Estadísticas: {base}/stats/\n"
                 f"  Healthz:     {base}/healthz\n"
                 f"  Demo login:  {login}\n"
                 f"  Logs:        {self.data_dir / 'logs'}\n\n"

@@ -28,6 +28,7 @@ urlpatterns = [
     path("correo/", include("correo.urls")),
     path("", include("ai_agents.channels.webchat.urls")),  # /widget.js, /api/webchat/...
     path("inbox/", include("ai_agents.inbox.urls")),
+    path("stats/", include("ai_agents.stats.urls")),
 ]
 
 handler404 = "erp.api.handlers.not_found"

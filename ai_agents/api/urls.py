@@ -155,3 +155,14 @@ urlpatterns += [
         name="agent-test-detail",
     ),
 ]
+
+from ai_agents.api import stats as stats_views  # noqa: E402
+
+urlpatterns += [
+    path("stats", stats_views.StatsView.as_view(), name="stats"),
+    path(
+        "stats/conversations.csv",
+        stats_views.StatsConversationsView.as_view(),
+        name="stats-conversations",
+    ),
+]

@@ -309,6 +309,13 @@ class Conversation(TenantOwnedModel):
             models.Index(
                 fields=["tenant", "channel", "channel_conversation_id"], name="conv_tenant_channel"
             ),
+            # Statistics: the period's conversations, and "did a new one follow within 72 h".
+            models.Index(fields=["tenant", "started_at"], name="conv_tenant_started"),
+            models.Index(
+                fields=["tenant", "previous_conversation"],
+                condition=Q(previous_conversation__isnull=False),
+                name="conv_previous",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -393,6 +400,23 @@ class Message(TenantOwnedModel):
                 fields=["created_at"],
                 condition=Q(role="assistant", delivery_status=""),
                 name="msg_unsent",
+            ),
+            # Statistics (ai_agents/selectors/stats_sql.py): a conversation's customer and
+            # assistant messages counted from the index alone, staff messages, no-answer replies.
+            models.Index(
+                fields=["tenant", "conversation"],
+                condition=Q(role__in=["user", "assistant"]),
+                name="msg_turns",
+            ),
+            models.Index(
+                fields=["tenant", "conversation", "created_at"],
+                condition=Q(author__isnull=False),
+                name="msg_staff",
+            ),
+            models.Index(
+                fields=["tenant", "conversation", "created_at"],
+                condition=Q(metadata__outcome="no_answer"),
+                name="msg_no_answer",
             ),
         ]
         constraints = [

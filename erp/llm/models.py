@@ -49,6 +49,13 @@ class UsageLog(TenantOwnedModel):
         indexes = [
             models.Index(fields=["tenant", "created_at"], name="usage_tenant_created"),
             models.Index(fields=["tenant", "agent_id", "created_at"], name="usage_tenant_agent"),
+            # The cost of a period's conversations (ai_agents statistics).
+            models.Index(
+                fields=["tenant", "conversation_id"],
+                include=["cost_usd"],  # summed from the index alone
+                condition=models.Q(conversation_id__isnull=False),
+                name="usage_tenant_conversation",
+            ),
         ]
 
     def __str__(self) -> str:
