@@ -188,3 +188,13 @@ def test_without_mail_the_page_says_so_and_shows_the_link(owner: Persona, settin
     assert response.status_code == 200
     assert "No se pudo enviar el correo" in page and INVITE_LINK.search(page)
     assert team_roles(owner.tenant)["dos@acme.test"] == "agent"
+
+
+def test_the_e_mail_speaks_the_tenants_language(owner: Persona, mailoutbox: list[Any]) -> None:
+    owner.tenant.language = "en"
+    owner.tenant.save()
+    page = team_invite(session_client_for(owner), "eve@acme.test", "admin").content.decode()
+    assert "Invitar a un compañero" in page  # the page follows the reader (Spanish here)
+    [mail] = mailoutbox
+    assert mail.subject == "You have been invited to the Acme team"
+    assert "with the role “administrator”" in mail.body and "expires in 3 days" in mail.body

@@ -20,7 +20,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 
-from erp.tenancy.models import Tenant
+from erp.tenancy.models import Membership, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -50,14 +50,14 @@ def mail_configured() -> bool:
 
 
 def invitation_send(
-    *, tenant: Tenant, email: str, role_label: str, inviter: str, link: str | None
+    *, tenant: Tenant, email: str, role: str, inviter: str, link: str | None
 ) -> bool:
     """Send the invitation (in the tenant's language); False when the server refused it."""
     with translation.override(tenant.language):
         subject = _("Le han invitado al equipo de %(tenant)s") % {"tenant": tenant.name}
         lines = [
             _("%(inviter)s le ha añadido al equipo de %(tenant)s con el rol «%(role)s».")
-            % {"inviter": inviter, "tenant": tenant.name, "role": str(role_label)},
+            % {"inviter": inviter, "tenant": tenant.name, "role": str(Membership.Role(role).label)},
             "",
         ]
         if link:

@@ -121,7 +121,7 @@ def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
         sent = invitation_send(
             tenant=me.tenant,
             email=user.email,
-            role_label=invitation.membership.get_role_display(),
+            role=invitation.membership.role,
             inviter=request.user.get_full_name() or request.user.email,  # type: ignore[union-attr]  # staff only
             link=password_link(user) if invitation.needs_password else None,
         )
