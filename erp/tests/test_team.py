@@ -198,3 +198,15 @@ def test_the_e_mail_speaks_the_tenants_language(owner: Persona, mailoutbox: list
     [mail] = mailoutbox
     assert mail.subject == "You have been invited to the Acme team"
     assert "with the role “administrator”" in mail.body and "expires in 3 days" in mail.body
+
+
+def test_members_are_listed_with_name_e_mail_role_in_words_and_last_login(
+    owner: Persona, member: Persona
+) -> None:
+    member.user.first_name, member.user.last_name = "Ana", "Ruiz"
+    member.user.save()
+    english = session_client_for(owner).get("/team/acme/", HTTP_ACCEPT_LANGUAGE="en")
+    page = english.content.decode()
+    assert "<strong>Ana Ruiz</strong>" in page and "<p>agent@acme.test</p>" in page
+    assert '<span class="role">Agent</span>' in page and '<span class="role">Owner</span>' in page
+    assert "Last sign-in: has not signed in yet" in page and "Acme team" in page
