@@ -6,6 +6,7 @@ answered in words."""
 from __future__ import annotations
 
 import socket
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,6 +14,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from erp.tenancy.models import Membership
 from erp.testing.factories import MembershipFactory
 from erp.testing.fixtures import Persona, session_client_for
 from erp.testing.team import INVITE_LINK, team_invite, team_roles
@@ -210,3 +212,45 @@ def test_members_are_listed_with_name_e_mail_role_in_words_and_last_login(
     assert "<strong>Ana Ruiz</strong>" in page and "<p>agent@acme.test</p>" in page
     assert '<span class="role">Agent</span>' in page and '<span class="role">Owner</span>' in page
     assert "Last sign-in: has not signed in yet" in page and "Acme team" in page
+
+
+def test_a_member_who_leaves_goes_to_the_start_page(owner: Persona, member: Persona) -> None:
+    client = session_client_for(member)
+    response = client.post(f"/team/acme/members/{member.membership.pk}/remove")
+    assert response.status_code == 403  # an agent cannot change the team, not even leave
+    session_client_for(owner).post(
+        f"/team/acme/members/{member.membership.pk}/role", {"role": "admin"}
+    )
+    response = client.post(f"/team/acme/members/{member.membership.pk}/remove")
+    assert (response.status_code, response["Location"]) == (302, "/")
+    assert "agent@acme.test" not in team_roles(owner.tenant)
+    assert client.get("/team/acme/").status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_owners_demoting_each_other_at_once_leave_one_owner(owner: Persona) -> None:
+    from django.db import connection
+
+    from erp.tenancy.team.services import TeamError, membership_role_set
+
+    second = MembershipFactory.create(tenant=owner.tenant, role="owner")
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def demote(membership: Membership) -> None:
+        barrier.wait()
+        try:
+            membership_role_set(membership=membership, role="admin", by_role="owner")
+            outcomes.append("demoted")
+        except TeamError:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=demote, args=(m,)) for m in (owner.membership, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcomes) == ["demoted", "refused"]
+    assert list(team_roles(owner.tenant).values()).count("owner") == 1

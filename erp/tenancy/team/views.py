@@ -15,6 +15,7 @@ from django.contrib.auth.views import PasswordResetConfirmView
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from erp.tenancy.models import Membership
@@ -106,6 +107,7 @@ def _invitation_context(invitation: Invitation, sent: bool) -> dict[str, Any]:
 
 @require_POST
 @staff_member_required
+@never_cache  # the answer may carry a set-password link
 def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
     me = _me(request, tenant_slug)
     email = request.POST.get("email", "")[:300]
@@ -161,9 +163,9 @@ def team_member_remove(request: HttpRequest, tenant_slug: str, membership_id: st
         membership_remove(membership=target, by_role=me.role)
     except TeamError as error:
         return _render(request, me, status=error.status, error=error.message)
-    messages.success(request, _("%(email)s ya no es del equipo.") % {"email": target.user.email})
-    if leaving:
+    if leaving:  # their start page no longer lists this tenant: that says it
         return redirect("home")
+    messages.success(request, _("%(email)s ya no es del equipo.") % {"email": target.user.email})
     return redirect("team", tenant_slug=tenant_slug)
 
 
