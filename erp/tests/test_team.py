@@ -234,7 +234,7 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner(owner: Persona) 
     from erp.tenancy.team.services import TeamError, membership_role_set
 
     second = MembershipFactory.create(tenant=owner.tenant, role="owner")
-    barrier = threading.Barrier(2)
+    barrier = threading.Barrier(2, timeout=30)
     outcomes: list[str] = []
 
     def demote(membership: Membership) -> None:
