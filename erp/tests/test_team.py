@@ -254,3 +254,20 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner(owner: Persona) 
         thread.join(timeout=30)
     assert sorted(outcomes) == ["demoted", "refused"]
     assert list(team_roles(owner.tenant).values()).count("owner") == 1
+
+
+def test_invitations_are_bounded_per_tenant_and_hour(
+    owner: Persona, outsider: Persona, mailoutbox: list[Any], monkeypatch: Any
+) -> None:
+    from erp.tenancy.team import services
+
+    monkeypatch.setattr(services, "INVITES_PER_HOUR", 2)
+    client = session_client_for(owner)
+    assert team_invite(client, "a1@acme.test").status_code == 200
+    assert team_invite(client, "a2@acme.test").status_code == 200
+    refused = team_invite(client, "a3@acme.test")
+    assert refused.status_code == 429
+    assert "Podrá invitar de nuevo dentro de 60 minutos." in refused.content.decode()
+    assert "a3@acme.test" not in team_roles(owner.tenant) and len(mailoutbox) == 2
+    other = team_invite(session_client_for(outsider), "b1@globex.test", slug="globex")
+    assert other.status_code == 200  # each tenant has its own allowance

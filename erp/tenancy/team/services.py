@@ -8,6 +8,7 @@ each other at once cannot both succeed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -17,11 +18,15 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from erp import ratelimit
 from erp.tenancy.models import Membership, Tenant
 
 OWNER = Membership.Role.OWNER
 MANAGERS = frozenset({Membership.Role.OWNER, Membership.Role.ADMIN})
 EMAIL_MAX = 150  # the username column (the e-mail is the username)
+# Invitations send e-mail to any address typed in: a bound per tenant keeps a stolen or careless
+# session from turning the server into a mailer.
+INVITES_PER_HOUR = 30
 
 
 class TeamError(Exception):
@@ -70,6 +75,21 @@ def email_checked(email: str) -> str:
             _("«%(email)s» no es un correo electrónico válido.") % {"email": email}
         ) from None
     return email
+
+
+def invite_quota_take(*, tenant: Tenant) -> None:
+    """Count one invitation against the tenant's hourly allowance, or refuse it (429)."""
+    result = ratelimit.hit(f"team-invite:{tenant.pk}", limit=INVITES_PER_HOUR, window_s=3600)
+    if not result.allowed:
+        minutes = max(1, math.ceil(result.retry_after_s / 60))
+        raise TeamError(
+            _(
+                "Ha invitado a muchas personas en la última hora. Podrá invitar de nuevo "
+                "dentro de %(minutes)s minutos."
+            )
+            % {"minutes": minutes},
+            status=429,
+        )
 
 
 def _only_here(user: AbstractBaseUser, tenant: Tenant) -> bool:

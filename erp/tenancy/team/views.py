@@ -31,6 +31,7 @@ from erp.tenancy.team.services import (
     OWNER,
     Invitation,
     TeamError,
+    invite_quota_take,
     member_invite,
     membership_remove,
     membership_role_set,
@@ -113,6 +114,8 @@ def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
     email = request.POST.get("email", "")[:300]
     role = request.POST.get("role", "")[:20]
     try:
+        if me.role in MANAGERS:  # an agent's refusal (403) must not use up the allowance
+            invite_quota_take(tenant=me.tenant)
         invitation = member_invite(tenant=me.tenant, email=email, role=role, by_role=me.role)
     except TeamError as error:
         form = {"email": email, "role": role}
