@@ -271,3 +271,20 @@ def test_invitations_are_bounded_per_tenant_and_hour(
     assert "a3@acme.test" not in team_roles(owner.tenant) and len(mailoutbox) == 2
     other = team_invite(session_client_for(outsider), "b1@globex.test", slug="globex")
     assert other.status_code == 200  # each tenant has its own allowance
+
+
+def test_the_team_page_costs_the_same_queries_for_30_more_members(owner: Persona) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = session_client_for(owner)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/team/acme/").status_code == 200
+        return len(captured)
+
+    few = queries()
+    for _ in range(30):
+        MembershipFactory.create(tenant=owner.tenant, role="agent")
+    assert queries() == few
