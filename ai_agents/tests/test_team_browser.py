@@ -8,13 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.testing.accessibility import axe_check
 from erp.testing.browser import BROWSER_TEST, admin_login, context_new
 from erp.testing.fixtures import Persona
 from erp.testing.team import team_roles
 
-pytestmark = BROWSER_TEST
+pytestmark = [*BROWSER_TEST, pytest.mark.usefixtures("fresh_invite_allowance")]
 
 PHONE = {
     "viewport": {"width": 390, "height": 844},

@@ -15,7 +15,7 @@ from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.testing.fixtures import Persona, session_client_for
 from erp.testing.team import INVITE_LINK, team_invite, team_roles
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_invite_allowance")]
 
 
 def test_an_invited_agent_sets_a_password_and_sees_only_that_tenants_inbox(

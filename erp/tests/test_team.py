@@ -19,7 +19,7 @@ from erp.testing.factories import MembershipFactory
 from erp.testing.fixtures import Persona, session_client_for
 from erp.testing.team import INVITE_LINK, team_invite, team_roles
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_invite_allowance")]
 
 
 def test_an_expired_link_says_so_in_words(

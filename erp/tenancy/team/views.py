@@ -94,12 +94,12 @@ def team_page(request: HttpRequest, tenant_slug: str) -> HttpResponse:
     return _render(request, _me(request, tenant_slug))
 
 
-def _invitation_context(invitation: Invitation, sent: bool) -> dict[str, Any]:
+def _invitation_context(invitation: Invitation, link: str | None, sent: bool) -> dict[str, Any]:
     user = invitation.membership.user
     return {
         "invitation": invitation,
-        "invited_email": user.email,
-        "link": password_link(user) if invitation.link_shareable else "",
+        "invited_email": user.email or user.username,
+        "link": link if invitation.link_shareable else "",
         "sent": sent,
         "mail_configured": mail_configured(),
         "link_days": link_days(),
@@ -120,17 +120,19 @@ def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
     except TeamError as error:
         form = {"email": email, "role": role}
         return _render(request, me, status=error.status, error=error.message, form=form)
+    user = invitation.membership.user
+    # One token for the e-mail and the page: the same link in both places.
+    link = password_link(user) if invitation.needs_password else None
     sent = False
     if not invitation.already_member or invitation.needs_password:
-        user = invitation.membership.user
         sent = invitation_send(
             tenant=me.tenant,
-            email=user.email,
+            email=user.email or user.username,
             role=invitation.membership.role,
             inviter=request.user.get_full_name() or request.user.email,  # type: ignore[union-attr]  # staff only
-            link=password_link(user) if invitation.needs_password else None,
+            link=link,
         )
-    return _render(request, me, **_invitation_context(invitation, sent))
+    return _render(request, me, **_invitation_context(invitation, link, sent))
 
 
 def _target(me: Membership, membership_id: str) -> Membership:
