@@ -7,3 +7,4 @@ from erp.testing.fake_graph import _fake_graph_server, fake_graph  # noqa: F401
 from erp.testing.fake_openai import _fake_openai_server, fake_openai  # noqa: F401
 from erp.testing.fixtures import *  # noqa: F403
 from erp.testing.fixtures import _default_language, _fresh_price_table  # noqa: F401
+from erp.testing.team import fresh_invite_allowance  # noqa: F401

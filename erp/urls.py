@@ -16,6 +16,7 @@ api_v1 = [
 urlpatterns = [
     path("", include("ai_agents.start.urls")),  # the staff start page (name "home")
     path("healthz", views.healthz, name="healthz"),
+    path("", include("erp.tenancy.team.urls")),  # /team/<slug>/, /password/set/...
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -73,8 +73,8 @@ def _steps(progress: SetupProgress) -> list[Step]:
             "teammate",
             _("Invitar a un compañero"),
             progress.has_teammate,
-            reverse("admin:tenancy_membership_changelist"),
-            _("Ver el equipo"),
+            reverse("team", args=[progress.tenant.slug]),
+            _("Invitar al equipo"),
         ),
     ]
 

@@ -54,7 +54,7 @@ def test_a_new_tenant_starts_with_nothing_ticked_and_links_to_each_place(owner: 
         f'href="/admin/ai_agents/agent/add/?tenant={tenant_id}"',
         f'href="/admin/ai_agents/knowledgebase/add/?tenant={tenant_id}"',
         f'href="/admin/ai_agents/channelbinding/add/?tenant={tenant_id}"',
-        'href="/admin/tenancy/membership/"',
+        'href="/team/acme/"',
         'href="/inbox/"',
         'href="/stats/"',
         'href="/admin/"',

@@ -53,8 +53,9 @@ class MembershipAdmin(TenantOwnedAdmin):
     autocomplete_fields = ()
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        # New members come from `manage.py user_create` (or a superuser): staff cannot
-        # browse other tenants' users to pick one.
+        # New members come from the team page (/team/<slug>/, an invitation by e-mail) or
+        # `manage.py user_create` (or a superuser): staff cannot browse other tenants' users
+        # to pick one.
         return bool(request.user.is_superuser)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:

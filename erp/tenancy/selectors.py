@@ -79,3 +79,10 @@ def tenant_ids_for(user: AbstractBaseUser | AnonymousUser) -> list[int]:
     if not user.is_authenticated:
         return []  # nobody signed in acts for no tenant
     return list(user_memberships(user).values_list("tenant_id", flat=True))
+
+
+def team_members(*, tenant: Tenant) -> list[Membership]:
+    """The tenant's members with their accounts: owners first, then admins, then agents."""
+    order = {Membership.Role.OWNER: 0, Membership.Role.ADMIN: 1, Membership.Role.AGENT: 2}
+    members = Membership.objects.for_tenant(tenant).select_related("user").order_by("user__email")
+    return sorted(members, key=lambda m: order.get(m.role, 3))
