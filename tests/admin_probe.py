@@ -79,17 +79,30 @@ def form_data(response: Any) -> dict[str, Any]:
     return data
 
 
+# A real value for the other parts of an admin view's URL (the knowledge base's sources).
+URL_SAMPLES = {"source": "text"}
+
+
 def custom_object_urls(model_admin: Any, pk: Any) -> list[str]:
     """The admin's own views on one object (upload, status, ...), beyond Django's."""
     prefix = f"{model_admin.opts.app_label}_{model_admin.opts.model_name}_"
-    names = [
-        pattern.name
+    patterns = [
+        pattern
         for pattern in model_admin.get_urls()
         if getattr(pattern, "name", None)
         and "object_id" in str(pattern.pattern)
         and pattern.name.removeprefix(prefix) not in STANDARD_URLS
     ]
-    return [reverse(f"admin:{name}", args=[pk]) for name in names]
+    return [
+        reverse(
+            f"admin:{pattern.name}",
+            kwargs={
+                "object_id": pk,
+                **{k: URL_SAMPLES[k] for k in pattern.pattern.converters if k != "object_id"},
+            },
+        )
+        for pattern in patterns
+    ]
 
 
 def autocomplete_sources(target: type[models.Model]) -> list[tuple[type[models.Model], str]]:
