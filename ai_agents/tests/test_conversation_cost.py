@@ -30,7 +30,7 @@ def _costs(conversation: Conversation, *, channel_key: str) -> None:
         model="priced-model",
         defaults={"input_per_million_usd": Decimal("1"), "output_per_million_usd": Decimal("3")},
     )
-    ids = {"conversation_id": conversation.pk, "agent_id": conversation.agent_id}
+    ids: dict[str, Any] = {"conversation_id": conversation.pk, "agent_id": conversation.agent_id}
     usage_record(
         tenant=tenant,
         operation="llm_request",

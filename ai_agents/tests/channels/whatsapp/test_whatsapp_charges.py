@@ -47,12 +47,12 @@ def test_one_charge_per_reply_under_webhook_redelivery_with_a_real_worker(
 ) -> None:
     # given: a worker on the fake model and Graph API, and a Mexican customer
     fake_google.default = fake_google.reply_json({"action": "respond", "answer": "Sí, a las 9."})
-    env = {
+    env: dict[str, Any] = {
         "GOOGLE_AI_BASE_URL": fake_google.url,
         "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
         "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
         "WHATSAPP_APP_SECRET": APP_SECRET,
-        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
+        "WHATSAPP_GRAPH_BASE_URL": str(fake_graph.url),
         "WHATSAPP_RETRY_BASE_MS": "0",
     }
     payload = text_payload("¿Abren hoy?", "wamid.mx-1", wa_id=MEXICO)
