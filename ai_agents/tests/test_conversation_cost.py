@@ -21,6 +21,9 @@ from erp.testing.fixtures import Persona
 
 URL = "/api/v1/conversations"
 
+# The seed rates (not a transactional test's flushed table).
+pytestmark = pytest.mark.usefixtures("channel_prices")
+
 
 def _costs(conversation: Conversation, *, channel_key: str) -> None:
     """A model call (0.0025), a transcription (0.0006) and a MX service message (0.005)."""

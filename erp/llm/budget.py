@@ -63,14 +63,16 @@ def _month_start(tenant: Tenant, now: dt.datetime | None = None) -> dt.datetime:
     return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def _spend_key(tenant_id: int, month: str) -> str:
-    return f"budget-spend:{tenant_id}:{month}"
+def _key(kind: str, tenant: Tenant, month: str) -> str:
+    # The creation time too: a tenant id that comes back (a restored database, tests) never
+    # reads the cached figures of the tenant that had it before.
+    return f"budget-{kind}:{tenant.pk}:{tenant.created_at:%Y%m%d%H%M%S%f}:{month}"
 
 
 def month_spend(*, tenant: Tenant, now: dt.datetime | None = None) -> Decimal:
     """The tenant's spend since the start of its calendar month (cached)."""
     start = _month_start(tenant, now)
-    key = _spend_key(tenant.pk, f"{start:%Y-%m}")
+    key = _key("spend", tenant, f"{start:%Y-%m}")
     try:
         cached = cache.get(key)
     except Exception as exc:  # Redis down: the sum from the database is still right
@@ -95,7 +97,7 @@ def spend_forget(*, tenant: Tenant) -> None:
     if tenant.monthly_budget_usd is None:
         return
     try:
-        cache.delete(_spend_key(tenant.pk, f"{_month_start(tenant):%Y-%m}"))
+        cache.delete(_key("spend", tenant, f"{_month_start(tenant):%Y-%m}"))
     except Exception as exc:
         logger.warning("budget.cache_unavailable", extra={"error": type(exc).__name__})
 
@@ -136,7 +138,7 @@ def budget_check(*, tenant: Tenant) -> BudgetState | None:
 def budget_notify(*, tenant: Tenant, state: BudgetState, threshold: int) -> bool:
     """Records (and e-mails the owners) the notice for `threshold` unless this month has it;
     the lower thresholds passed on the way are marked done without a second e-mail."""
-    done_key = f"budget-notice:{tenant.pk}:{state.month}:{threshold}"
+    done_key = _key("notice", tenant, f"{state.month}:{threshold}")
     try:
         if cache.get(done_key):
             return False

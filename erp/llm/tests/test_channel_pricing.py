@@ -13,6 +13,9 @@ from erp.llm.models import ChannelPrice, UsageLog
 from erp.llm.pricing import channel_charge_record, channel_price, phone_country
 from erp.tenancy.models import Tenant
 
+# The seed rates (not a transactional test's flushed table).
+pytestmark = pytest.mark.usefixtures("channel_prices")
+
 
 @pytest.mark.parametrize(
     ("phone", "country"),

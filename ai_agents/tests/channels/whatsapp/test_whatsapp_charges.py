@@ -28,6 +28,9 @@ from erp.testing.fake_http import FakeResponse
 
 MEXICO = "5215512345678"
 
+# The seed rates (not a transactional test's flushed table).
+pytestmark = pytest.mark.usefixtures("channel_prices")
+
 
 def _charges(tenant: Any) -> list[UsageLog]:
     return list(
