@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import translation
 
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import conversation_escalation
@@ -78,6 +79,11 @@ def test_handoff_only_escalates_in_words_without_calling_the_model(line: Line) -
     assert told is not None
     assert told["reason_label"] == "Se agotó el presupuesto mensual de IA"
     assert "presupuesto agotado" in str(told)
+    with translation.override("en"):
+        in_english = conversation_escalation(conversation)
+    assert in_english is not None
+    assert in_english["reason_label"] == "The monthly AI budget ran out"
+    assert "budget exhausted" in str(in_english)
     # the customer reads the handoff message, not the failure reply
     assert reply.content == conversation.agent.escalation_message
     assert reply.content != conversation.agent.fallback_message
