@@ -145,26 +145,34 @@ def budget_notify(*, tenant: Tenant, state: BudgetState, threshold: int) -> bool
     except Exception:
         logger.warning("budget.cache_unavailable", extra={"tenant_id": tenant.pk})
     recipients = owner_emails(tenant)
-    created = False
     with tenant_scope(tenant):
-        for level in (t for t in THRESHOLDS if t <= threshold):
-            _notice, new = BudgetNotice.objects.get_or_create(
-                tenant=tenant,
-                month=state.month,
-                threshold=level,
-                defaults={
-                    "spent_usd": state.spent_usd,
-                    "budget_usd": state.budget_usd,
-                    "recipients": recipients if level == threshold else [],
-                },
-            )
-            created = new if level == threshold else created
+        for passed in (level for level in THRESHOLDS if level < threshold):
+            _notice_record(tenant, state, passed, recipients=[])  # marked, not mailed
+        created = _notice_record(tenant, state, threshold, recipients=recipients)
     try:
         cache.set(done_key, 1, 40 * 24 * 3600)
     except Exception:
         logger.warning("budget.cache_unavailable", extra={"tenant_id": tenant.pk})
     if created:
         _notice_mail(tenant=tenant, state=state, threshold=threshold, recipients=recipients)
+    return created
+
+
+def _notice_record(
+    tenant: Tenant, state: BudgetState, threshold: int, *, recipients: list[str]
+) -> bool:
+    """True when this call wrote the month's notice for `threshold` (get_or_create retries
+    the read when another worker inserted it first)."""
+    _notice, created = BudgetNotice.objects.get_or_create(
+        tenant=tenant,
+        month=state.month,
+        threshold=threshold,
+        defaults={
+            "spent_usd": state.spent_usd,
+            "budget_usd": state.budget_usd,
+            "recipients": recipients,
+        },
+    )
     return created
 
 

@@ -144,3 +144,17 @@ def test_one_tenants_spend_never_counts_toward_anothers_budget(
     assert BudgetNotice.objects.for_tenant(tenant_a).count() == 0
     assert BudgetNotice.objects.for_tenant(tenant_b).count() == 2
     assert len(fake_google.generate_requests) == 1
+
+
+@pytest.mark.django_db
+def test_jumping_past_100_sends_only_the_100_mail(tenant_a: Tenant, owner: Any) -> None:
+    _budget(tenant_a, "10.00")
+    _spent(tenant_a, "12")
+
+    budget_check(tenant=tenant_a)
+    budget_check(tenant=tenant_a)
+
+    [mail_sent] = mail.outbox
+    assert "agotado" in mail_sent.subject
+    notices = BudgetNotice.objects.for_tenant(tenant_a).order_by("threshold")
+    assert [(n.threshold, n.recipients) for n in notices] == [(80, []), (100, [owner.user.email])]
