@@ -158,3 +158,18 @@ def test_jumping_past_100_sends_only_the_100_mail(tenant_a: Tenant, owner: Any) 
     assert "agotado" in mail_sent.subject
     notices = BudgetNotice.objects.for_tenant(tenant_a).order_by("threshold")
     assert [(n.threshold, n.recipients) for n in notices] == [(80, []), (100, [owner.user.email])]
+
+
+@pytest.mark.django_db
+def test_the_notice_is_written_in_the_tenants_language(tenant_a: Tenant, owner: Any) -> None:
+    Tenant.objects.filter(pk=tenant_a.pk).update(language="en")
+    tenant_a.refresh_from_db()
+    _budget(tenant_a, "10.00")
+    _spent(tenant_a, "8.5")
+
+    budget_check(tenant=tenant_a)
+
+    [sent] = mail.outbox
+    assert sent.subject == "AI budget at 80 %: Acme"
+    assert sent.body.startswith("Spent this month (")
+    assert "8.50 USD of 10.00 USD" in sent.body
