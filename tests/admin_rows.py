@@ -27,7 +27,7 @@ from ai_agents.services.agents import agent_create
 from ai_agents.services.canned_replies import canned_reply_create
 from ai_agents.services.knowledge import document_add, knowledge_base_create
 from correo.models import ChatQuery, Digest
-from erp.llm.models import UsageLog
+from erp.llm.models import BudgetNotice, UsageLog
 from erp.tenancy.models import ApiKey, Membership, Tenant
 from erp.tenancy.services import apikey_create
 from erp.testing.factories import MembershipFactory, UserFactory
@@ -127,6 +127,12 @@ def _usage(tenant: Tenant, user: Any) -> UsageLog:
     )
 
 
+def _budget_notice(tenant: Tenant, user: Any) -> BudgetNotice:
+    return BudgetNotice.objects.for_tenant(tenant).create(
+        tenant=tenant, month="2026-11", threshold=80, spent_usd=8, budget_usd=10
+    )
+
+
 BUILDERS: dict[type[models.Model], Callable[[Tenant, Any], models.Model]] = {
     Tenant: lambda tenant, user: tenant,
     Membership: _membership,
@@ -140,6 +146,7 @@ BUILDERS: dict[type[models.Model], Callable[[Tenant, Any], models.Model]] = {
     Digest: _digest,
     ChatQuery: _chat_query,
     UsageLog: _usage,
+    BudgetNotice: _budget_notice,
     CannedReply: _canned,
 }
 

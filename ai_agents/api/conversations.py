@@ -38,6 +38,7 @@ from ai_agents.services.handoff import (
 )
 from ai_agents.services.inbox import conversation_read_mark
 from ai_agents.services.typing import customer_typing
+from erp.llm.selectors import conversation_costs
 
 LIST_PARAMETERS = [
     OpenApiParameter(name, str, description=text)
@@ -235,6 +236,10 @@ def conversation_body(conversation: Conversation, *, user_id: int | None = None)
         rows.select_related("assigned_to", "escalated_to", "contact", "tenant"), user_id=user_id
     ).get()
     body = dict(ConversationSerializer(card).data)
+    cost = conversation_costs(tenant_id=conversation.tenant_id, conversation_ids=[conversation.pk])
+    # Model tokens + transcription + channel messages, from the usage ledger (USD).
+    body["cost_usd"] = f"{cost[conversation.pk].total_usd:.6f}"
+    body["cost"] = cost[conversation.pk].as_dict()
     messages = (
         Message.objects.for_tenant(conversation.tenant_id)
         .filter(conversation=conversation)

@@ -27,7 +27,7 @@ from erp.llm.actions import (
     answer_deltas,
     parse_action,
 )
-from erp.llm.errors import LlmError, NoCredits, Timeout, Unavailable
+from erp.llm.errors import BudgetExhausted, LlmError, NoCredits, Timeout, Unavailable
 from erp.llm.gateway import CallContext, RetryPolicy, get_provider, llm_generate, llm_stream
 from erp.llm.models import Operation
 from erp.llm.types import LlmRequest, LlmResult
@@ -192,6 +192,12 @@ def converse(
             turn, request_for=request_for, usage=usage, tool_calls=tool_calls, found=found
         )
         note_outcome(turn.meta, answered[1])  # `outcome: no_answer` (no_answer.py)
+    except BudgetExhausted:
+        # "handoff_only": not a failure the customer should read; a person takes over.
+        turn.meta["error"] = BudgetExhausted.__name__
+        turn.escalation = failure_decision("budget_exhausted")
+        turn.reply_text = turn.agent.escalation_message
+        answered = None
     except LlmError as exc:
         turn.meta["error"] = type(exc).__name__
         turn.escalation = _after_failure(turn, exc)

@@ -75,6 +75,7 @@ FAILURE_PRIORITIES: dict[str, str] = {
     "llm_failure": "high",
     "timeout": "high",
     "no_credits": "urgent",
+    "budget_exhausted": "high",
 }
 
 
@@ -247,13 +248,15 @@ def evaluate_escalation(
 
 
 def failure_decision(kind: FailureKind) -> EscalationDecision:
-    """The decision after an LLM failure, a timeout, or a tenant without credits."""
+    """The decision after an LLM failure, a timeout, a tenant without credits or with its
+    monthly budget spent ("handoff_only")."""
     if kind not in FAILURE_PRIORITIES:
         raise ValueError(f"unknown failure kind: {kind!r}")
     details = {
         "llm_failure": detail(gettext_noop("el modelo falló tras los reintentos")),
         "timeout": detail(gettext_noop("se agotó el tiempo de respuesta")),
         "no_credits": detail(gettext_noop("sin créditos de IA")),
+        "budget_exhausted": detail(gettext_noop("presupuesto agotado")),
     }
     return EscalationDecision(
         reason=kind, priority=FAILURE_PRIORITIES[kind], trigger_type=kind, detail=details[kind]

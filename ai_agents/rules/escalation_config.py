@@ -26,7 +26,7 @@ TRIGGER_TYPES: tuple[str, ...] = (
     "user_request",
 )
 PRIORITIES: tuple[str, ...] = ("low", "medium", "high", "urgent")
-FailureKind = Literal["llm_failure", "timeout", "no_credits"]
+FailureKind = Literal["llm_failure", "timeout", "no_credits", "budget_exhausted"]
 MAX_TRIGGERS = 50
 MAX_MESSAGE_CHARS = 2000
 

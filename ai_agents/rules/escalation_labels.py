@@ -32,6 +32,7 @@ REASON_LABELS = {
     "llm_failure": gettext_lazy("El modelo de IA falló varias veces"),
     "timeout": gettext_lazy("El modelo de IA no respondió a tiempo"),
     "no_credits": gettext_lazy("Se agotaron los créditos de IA"),
+    "budget_exhausted": gettext_lazy("Se agotó el presupuesto mensual de IA"),
     "processing_failed": gettext_lazy("No se pudo procesar el mensaje tras varios intentos"),
     "agent_inactive": gettext_lazy("El agente está desactivado"),
     "no_agent": gettext_lazy("No hay ningún agente que responda en este canal"),
@@ -54,6 +55,7 @@ TRIGGER_LABELS = {
     "llm_failure": gettext_lazy("Fallo del modelo"),
     "timeout": gettext_lazy("Tiempo de respuesta agotado"),
     "no_credits": gettext_lazy("Créditos de IA"),
+    "budget_exhausted": gettext_lazy("Presupuesto mensual"),
     "processing_failed": gettext_lazy("Intentos agotados"),
     "staff": gettext_lazy("Equipo"),
 }
@@ -79,6 +81,7 @@ _LAYER_OF_TRIGGER = {
     "llm_failure": "failure",
     "timeout": "failure",
     "no_credits": "failure",
+    "budget_exhausted": "failure",
 }
 SUMMARY_MAX_CHARS = 600
 SUMMARY_LINE_CHARS = 160

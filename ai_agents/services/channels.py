@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from ai_agents.channels.webchat.appearance import appearance_clean
 from ai_agents.channels.webchat.origins import OriginInvalid, origin_pattern_clean
 from ai_agents.models import Agent, ChannelBinding
+from erp.llm.models import TEMPLATE_CATEGORIES
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for
 
@@ -182,19 +183,23 @@ def clean_whatsapp_template(value: Any) -> dict[str, str]:
             "whatsapp_template": [
                 _(
                     'Debe ser {"name": "nombre_de_plantilla", "language": "es"} '
-                    "(plantilla aprobada en Meta)."
+                    "(plantilla aprobada en Meta), con «category» opcional: marketing, "
+                    "utility o authentication."
                 )
             ]
         }
     )
-    if not isinstance(value, Mapping) or set(value) != {"name", "language"}:
+    if not isinstance(value, Mapping) or set(value) - {"category"} != {"name", "language"}:
         raise error
     name, language = value["name"], value["language"]
+    category = value.get("category", "")
     if not isinstance(name, str) or not isinstance(language, str):
         raise error
     if not _TEMPLATE_NAME.match(name) or not _LANGUAGE.match(language):
         raise error
-    return {"name": name, "language": language}
+    if category and category not in TEMPLATE_CATEGORIES:
+        raise error
+    return {"name": name, "language": language, **({"category": category} if category else {})}
 
 
 def clean_address(value: Any) -> str:

@@ -58,6 +58,13 @@ class NoCredits(LlmError):
     code = "llm_no_credits"
 
 
+class BudgetExhausted(NoCredits):
+    """The tenant's monthly budget is spent and its action is "handoff_only": no model call;
+    a caller that handles NoCredits handles this too, the agents escalate in words."""
+
+    code = "llm_budget_exhausted"
+
+
 class NotConfigured(LlmError):
     """No provider is configured for this model (no API key / base URL)."""
 

@@ -24,6 +24,7 @@ from django.conf import settings
 
 from erp.db import connection_release
 from erp.llm import usage
+from erp.llm.budget import budget_request
 from erp.llm.errors import LlmError, NoCredits, NotConfigured, RateLimited, Timeout, Unavailable
 from erp.llm.models import Operation
 from erp.llm.types import (
@@ -212,6 +213,7 @@ def llm_generate(
 ) -> LlmResult:
     """One answer from the model, with retries; raises the last `LlmError` on failure."""
     provider = provider or get_provider()
+    request = budget_request(request, tenant=context.tenant, provider=provider.name)
     model = _model_of(provider, request)
     _ensure_credits(context, provider.name, model)
     attempts = _Attempts(retry, request)
@@ -244,6 +246,7 @@ def llm_stream(
     """Text deltas as they arrive, then the `LlmResult`. Failures before the first delta are
     retried like `llm_generate`; after it they are raised (the caller has shown text)."""
     provider = provider or get_provider()
+    request = budget_request(request, tenant=context.tenant, provider=provider.name)
     model = _model_of(provider, request)
     _ensure_credits(context, provider.name, model)
     attempts = _Attempts(retry, request)

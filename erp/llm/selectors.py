@@ -1,9 +1,12 @@
-"""Reads on the usage ledger: totals per day, agent or model for one tenant."""
+"""Reads on the usage ledger: totals per day, agent or model for one tenant, and what each
+conversation cost (`conversation_costs`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 import zoneinfo
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
@@ -11,7 +14,7 @@ from typing import Any, Literal
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
-from erp.llm.models import UsageLog
+from erp.llm.models import COST_GROUPS, UsageLog
 from erp.tenancy.models import Tenant
 
 GroupBy = Literal["day", "agent", "model"]
@@ -109,3 +112,53 @@ def usage_summary(
 
 def _by_cost(group: UsageGroup) -> tuple[Decimal, int, str]:
     return (-group.totals.cost_usd, -group.totals.total_tokens, group.key or "")
+
+
+@dataclass(frozen=True)
+class ConversationCost:
+    """What a conversation cost, by `COST_GROUPS` (erp/llm/models.py): "model" (llm_request,
+    embedding, tool_execution), "transcription", "channel" (channel_message)."""
+
+    model_usd: Decimal = Decimal("0")
+    transcription_usd: Decimal = Decimal("0")
+    channel_usd: Decimal = Decimal("0")
+
+    @property
+    def total_usd(self) -> Decimal:
+        return self.model_usd + self.transcription_usd + self.channel_usd
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "model_usd": f"{self.model_usd:.6f}",
+            "transcription_usd": f"{self.transcription_usd:.6f}",
+            "channel_usd": f"{self.channel_usd:.6f}",
+            "total_usd": f"{self.total_usd:.6f}",
+        }
+
+
+def conversation_costs(
+    *, tenant_id: int, conversation_ids: Iterable[uuid.UUID]
+) -> dict[uuid.UUID, ConversationCost]:
+    """Each conversation's cost from its ledger rows (one query; a conversation without rows
+    costs 0). Sum `total_usd` for a conversation's `cost_usd`."""
+    ids = list(conversation_ids)
+    sums: dict[uuid.UUID, dict[str, Decimal]] = {i: {} for i in ids}
+    per_operation = (
+        UsageLog.objects.for_tenant(tenant_id)
+        .filter(conversation_id__in=ids)
+        .values("conversation_id", "operation")
+        .annotate(cost=Sum("cost_usd"))
+        .order_by()
+    )
+    for row in per_operation:
+        group = COST_GROUPS.get(row["operation"], "model")
+        parts = sums[row["conversation_id"]]
+        parts[group] = parts.get(group, Decimal("0")) + (row["cost"] or Decimal("0"))
+    return {
+        conversation_id: ConversationCost(
+            model_usd=parts.get("model", Decimal("0")),
+            transcription_usd=parts.get("transcription", Decimal("0")),
+            channel_usd=parts.get("channel", Decimal("0")),
+        )
+        for conversation_id, parts in sums.items()
+    }

@@ -14,6 +14,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.conf import settings
 from django.utils import timezone
 
+from erp.llm.budget import spend_forget
 from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
 from erp.tenancy import rows
@@ -129,6 +130,8 @@ def usage_record(
         else:
             rows.write(_insert_and_debit_statement(log), durable=True)
     rows.inserted([log])
+    if cost:
+        spend_forget(tenant=tenant)
     return log
 
 

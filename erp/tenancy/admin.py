@@ -21,8 +21,30 @@ from erp.tenancy.services import apikey_create, apikey_revoke
 @admin.register(Tenant)
 class TenantAdmin(TenantAdminMixin, admin.ModelAdmin):
     tenant_lookup = "pk"
-    list_display = ["name", "slug", "timezone", "language", "ai_credit_balance_usd", "is_active"]
+    list_display = [
+        "name",
+        "slug",
+        "timezone",
+        "language",
+        "ai_credit_balance_usd",
+        "monthly_budget_usd",
+        "is_active",
+    ]
     search_fields = ["name", "slug"]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "timezone", "language", "is_active"]}),
+        (
+            _("Créditos y presupuesto"),
+            {
+                "fields": [
+                    "ai_credit_balance_usd",
+                    "monthly_budget_usd",
+                    "budget_action",
+                    "budget_cheaper_model",
+                ]
+            },
+        ),
+    ]
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet[Tenant]:
         queryset = super().get_queryset(request)

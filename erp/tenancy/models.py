@@ -24,6 +24,11 @@ def validate_timezone(value: str) -> None:
         raise ValidationError(_("Zona horaria desconocida: %(tz)s"), params={"tz": value})
 
 
+class BudgetAction(models.TextChoices):
+    CHEAPER_MODEL = "cheaper_model", _("cambiar a un modelo más barato")
+    HANDOFF_ONLY = "handoff_only", _("solo pasar a una persona")
+
+
 class Tenant(models.Model):
     slug = models.CharField(
         _("identificador"), max_length=50, unique=True, validators=[slug_validator]
@@ -41,6 +46,30 @@ class Tenant(models.Model):
     )
     is_active = models.BooleanField(_("activa"), default=True)
     created_at = models.DateTimeField(_("creada"), auto_now_add=True)
+    # The monthly budget (erp/llm/budget.py): read from the tenant the model call already has.
+    monthly_budget_usd = models.DecimalField(
+        _("presupuesto mensual (USD)"),
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text=_(
+            "Gasto del mes (modelo, transcripción y mensajes del canal) a partir del cual se "
+            "aplica la acción. Vacío: sin presupuesto."
+        ),
+    )
+    budget_action = models.CharField(
+        _("al agotar el presupuesto"),
+        max_length=20,
+        choices=BudgetAction.choices,
+        default=BudgetAction.HANDOFF_ONLY,
+    )
+    budget_cheaper_model = models.CharField(
+        _("modelo más barato"),
+        max_length=100,
+        blank=True,
+        help_text=_("Del mismo proveedor, p. ej. gemini-2.5-flash-lite."),
+    )
 
     class Meta:
         verbose_name = _("empresa")
@@ -49,6 +78,18 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        cheaper = self.budget_action == BudgetAction.CHEAPER_MODEL
+        if self.monthly_budget_usd is not None and cheaper and not self.budget_cheaper_model:
+            raise ValidationError(
+                {
+                    "budget_cheaper_model": _(
+                        "Indique a qué modelo cambiar al agotar el presupuesto."
+                    )
+                }
+            )
 
 
 class TenantOwnedModel(models.Model):

@@ -119,6 +119,18 @@ def _fresh_price_table() -> Any:
     price_cache_clear()
 
 
+@pytest.fixture
+def channel_prices(db: Any) -> None:
+    """The seed WhatsApp price table of the migration `llm/0002` (a transactional test
+    before this one may have flushed it)."""
+    import importlib
+
+    from django.apps import apps
+
+    seed = importlib.import_module("erp.llm.migrations.0002_pricing_channel_costs")
+    seed.seed_prices(apps, None)
+
+
 _owner: list[str] = []
 
 

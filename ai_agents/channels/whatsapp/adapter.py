@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ai_agents.channels.whatsapp.charges import whatsapp_charge_record
 from ai_agents.channels.whatsapp.graph import (
     TYPING_TIMEOUT,
     GraphClient,
@@ -364,7 +365,11 @@ class WhatsAppAdapter:
                 client, phone_number_id=binding.phone_number_id, body=body
             )
             _delivery_record(delivery, result)
-            if not result.ok:
+            if result.ok:
+                whatsapp_charge_record(
+                    delivery=delivery, conversation=conversation, binding=binding, body=body
+                )
+            else:
                 logger.warning(
                     "whatsapp.send_failed",
                     extra={"message_id": str(message.pk), "error_code": result.error_code},

@@ -1,0 +1,131 @@
+"""A conversation's cost in GET /api/v1/conversations/{id}: its usage rows (model tokens,
+transcription and channel messages), each tenant's only under that tenant."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from ai_agents.models import Conversation
+from ai_agents.tests.handoff_helpers import agent_for, conversation_make
+from erp.llm.models import ModelPrice, UsageLog
+from erp.llm.pricing import channel_charge_record
+from erp.llm.selectors import conversation_costs
+from erp.llm.usage import usage_record
+from erp.tenancy.models import Membership, Tenant
+from erp.testing.factories import MembershipFactory, UserFactory
+from erp.testing.fixtures import Persona
+
+URL = "/api/v1/conversations"
+
+# The seed rates (not a transactional test's flushed table).
+pytestmark = pytest.mark.usefixtures("channel_prices")
+
+
+def _costs(conversation: Conversation, *, channel_key: str) -> None:
+    """A model call (0.0025), a transcription (0.0006) and a MX service message (0.005)."""
+    tenant = Tenant.objects.get(pk=conversation.tenant_id)
+    ModelPrice.objects.get_or_create(
+        provider="google",
+        model="priced-model",
+        defaults={"input_per_million_usd": Decimal("1"), "output_per_million_usd": Decimal("3")},
+    )
+    ids: dict[str, Any] = {"conversation_id": conversation.pk, "agent_id": conversation.agent_id}
+    usage_record(
+        tenant=tenant,
+        operation="llm_request",
+        provider="google",
+        model="priced-model",
+        input_tokens=1000,
+        output_tokens=500,
+        **ids,
+    )
+    usage_record(
+        tenant=tenant,
+        operation="transcription",
+        provider="google",
+        model="priced-model",
+        input_tokens=600,
+        **ids,
+    )
+    channel_charge_record(
+        tenant=tenant,
+        charge_key=channel_key,
+        channel="whatsapp",
+        phone="+52 55 1234 5678",
+        category="service",
+        **ids,
+    )
+
+
+@pytest.fixture
+def conv_a(owner: Persona) -> Conversation:
+    return conversation_make(agent_for(owner.tenant), thread="a1")
+
+
+@pytest.fixture
+def conv_b(outsider: Persona) -> Conversation:
+    return conversation_make(agent_for(outsider.tenant), thread="b1")
+
+
+@pytest.mark.django_db
+def test_the_detail_sums_model_transcription_and_channel(
+    owner_client: Any, conv_a: Conversation
+) -> None:
+    _costs(conv_a, channel_key="whatsapp:a")
+
+    body = owner_client.get(f"{URL}/{conv_a.pk}").json()
+
+    assert body["cost_usd"] == "0.008100"
+    assert body["cost"] == {
+        "model_usd": "0.002500",
+        "transcription_usd": "0.000600",
+        "channel_usd": "0.005000",
+        "total_usd": "0.008100",
+    }
+
+
+@pytest.mark.django_db
+def test_a_conversation_without_usage_costs_zero(owner_client: Any, conv_a: Conversation) -> None:
+    assert owner_client.get(f"{URL}/{conv_a.pk}").json()["cost_usd"] == "0.000000"
+
+
+@pytest.mark.django_db
+def test_costs_stay_with_their_tenant(
+    owner_client: Any, outsider_client: Any, conv_a: Conversation, conv_b: Conversation
+) -> None:
+    _costs(conv_a, channel_key="whatsapp:same")
+    _costs(conv_b, channel_key="whatsapp:same")  # the same key in another tenant bills too
+    rows_before = UsageLog.objects.unscoped().count()
+
+    assert outsider_client.get(f"{URL}/{conv_a.pk}").status_code == 404
+    assert owner_client.get(f"{URL}/{conv_b.pk}").status_code == 404
+    # a tenant's selector never sums another tenant's rows
+    foreign = conversation_costs(tenant_id=conv_a.tenant_id, conversation_ids=[conv_b.pk])
+    own = conversation_costs(tenant_id=conv_b.tenant_id, conversation_ids=[conv_b.pk])
+    assert foreign[conv_b.pk].total_usd == Decimal("0")
+    assert own[conv_b.pk].total_usd == Decimal("0.008100")
+    assert UsageLog.objects.unscoped().count() == rows_before == 6
+
+
+@pytest.mark.django_db
+def test_a_member_of_both_tenants_sees_each_cost_under_its_tenant(
+    tenant_a: Tenant, tenant_b: Tenant, conv_a: Conversation, conv_b: Conversation
+) -> None:
+    user: Any = UserFactory(username="both@x.test")
+    MembershipFactory.create(tenant=tenant_a, user=user, role=Membership.Role.AGENT)
+    MembershipFactory.create(tenant=tenant_b, user=user, role=Membership.Role.AGENT)
+    client = APIClient()
+    client.force_login(user)
+    _costs(conv_a, channel_key="whatsapp:a")
+
+    seen_a = client.get(f"{URL}/{conv_a.pk}").json()
+    seen_b = client.get(f"{URL}/{conv_b.pk}").json()
+
+    assert (seen_a["tenant"]["id"], seen_a["cost_usd"]) == (tenant_a.pk, "0.008100")
+    assert (seen_b["tenant"]["id"], seen_b["cost_usd"]) == (tenant_b.pk, "0.000000")
+    narrowed = client.get(f"{URL}/{conv_b.pk}", HTTP_X_TENANT=tenant_a.slug)
+    assert narrowed.status_code == 404
