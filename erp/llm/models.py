@@ -20,6 +20,8 @@ class Operation(models.TextChoices):
     LLM_REQUEST = "llm_request", _("petición al modelo")
     EMBEDDING = "embedding", _("embeddings")
     TOOL_EXECUTION = "tool_execution", _("ejecución de herramienta")
+    TRANSCRIPTION = "transcription", _("transcripción de audio")
+    IMAGE_DESCRIPTION = "image_description", _("descripción de imagen")
 
 
 class UsageLog(TenantOwnedModel):

@@ -26,11 +26,13 @@ from django.conf import settings
 from urllib3.exceptions import ReadTimeoutError
 
 from erp.llm import errors
+from erp.llm.providers import openai_media
 from erp.llm.types import (
     EmbeddingResult,
     EmbeddingTask,
     LlmRequest,
     LlmResult,
+    MediaRequest,
     Message,
     TextDelta,
 )
@@ -104,6 +106,9 @@ class OpenAICompatProvider:
         return self._result(
             request, text, finish, usage, model=model, served=body.get("model"), started=started
         )
+
+    def media_text(self, request: MediaRequest) -> LlmResult:
+        return openai_media.media_text(self, request)
 
     def stream(self, request: LlmRequest) -> Iterator[TextDelta | LlmResult]:
         model = request.model or self.default_model
