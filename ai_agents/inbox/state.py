@@ -10,6 +10,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy
 
 from ai_agents.inbox import labels
+from ai_agents.inbox.media import media_view
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.services import handoff
@@ -54,6 +55,7 @@ def message_row(message: Message, zone: Any) -> dict[str, Any]:
         "time": labels.time_text(message.created_at, zone),
         "delivery_status": message.delivery_status,
         "delivery": delivery_label(message),
+        "media": media_view(message),
     }
 
 
