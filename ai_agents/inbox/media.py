@@ -33,7 +33,11 @@ def media_view(message: Message) -> dict[str, Any] | None:
     url = ""
     if facts.get("file"):
         url = reverse("inbox-media", args=[message.conversation_id, message.pk])
-    return {"kind": kind, "label": labels.get((kind, facts.get("source")), default), "url": url}
+    return {
+        "kind": kind,
+        "label": labels.get((str(kind), str(facts.get("source") or "")), default),
+        "url": url,
+    }
 
 
 @require_GET

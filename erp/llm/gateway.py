@@ -365,8 +365,9 @@ def llm_media_text(
     """A voice note's transcript or an image's description, with the same retries, credits
     and ledger as generation (the context's operation: "transcription" or
     "image_description"). Raises the last `LlmError` (`Unsupported` without a model)."""
-    chosen: Any = provider or get_provider()
-    model = request.model or getattr(chosen, "default_model", "") or ""
+    chosen: MediaProvider = provider or get_provider()  # type: ignore[assignment]  # every provider has media_text
+    model = chosen.media_model(request)
+    request = dataclasses.replace(request, model=model)
     _ensure_credits(context, chosen.name, model)
     attempts = _Attempts(retry, LlmRequest(messages=(), timeout_s=request.timeout_s))
     last_error: LlmError | None = None

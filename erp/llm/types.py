@@ -99,6 +99,10 @@ class Provider(Protocol):
 class MediaProvider(Protocol):
     name: str
 
+    def media_model(self, request: MediaRequest) -> str:
+        """The model that will read it (the request's, else the provider's for the task)."""
+        ...
+
     def media_text(self, request: MediaRequest) -> LlmResult:
         """The transcript or description; `Unsupported` when the provider cannot read it."""
         ...

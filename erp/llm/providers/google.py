@@ -352,9 +352,12 @@ class GoogleProvider:
         )
 
     # audio and images --------------------------------------------------------------------
+    def media_model(self, request: MediaRequest) -> str:
+        return request.model or self.default_model
+
     def media_text(self, request: MediaRequest) -> LlmResult:
         """Gemini audio/image input: the bytes inline beside the instruction."""
-        model = request.model or self.default_model
+        model = self.media_model(request)
         started = time.monotonic()
         config = gemini_media_config(request)
         try:

@@ -72,6 +72,9 @@ class OfflineProvider:
             metadata={"offline": True, "quoted": bool(request.passages), "language": language},
         )
 
+    def media_model(self, request: MediaRequest) -> str:
+        return MODEL_NAME
+
     def media_text(self, request: MediaRequest) -> LlmResult:
         """No model hears audio or sees images here: the caller asks the customer to write."""
         raise Unsupported("sin modelo no se puede leer audio ni imagen", provider=self.name)

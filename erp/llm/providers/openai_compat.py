@@ -107,6 +107,9 @@ class OpenAICompatProvider:
             request, text, finish, usage, model=model, served=body.get("model"), started=started
         )
 
+    def media_model(self, request: MediaRequest) -> str:
+        return openai_media.media_model(self, request)
+
     def media_text(self, request: MediaRequest) -> LlmResult:
         return openai_media.media_text(self, request)
 

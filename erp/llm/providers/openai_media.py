@@ -20,11 +20,19 @@ from erp.llm.types import LlmResult, MediaRequest
 AUDIO_EXTENSIONS = {"audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/aac": "aac"}
 
 
+def media_model(provider: Any, request: MediaRequest) -> str:
+    if request.model:
+        return request.model
+    if request.task == "transcribe":
+        return str(settings.OPENAI_TRANSCRIPTION_MODEL)
+    return str(provider.default_model)
+
+
 def media_text(provider: Any, request: MediaRequest) -> LlmResult:
     """`provider` is the `OpenAICompatProvider` (its base URL, key and session)."""
     started = time.monotonic()
     if request.task == "transcribe":
-        model = request.model or settings.OPENAI_TRANSCRIPTION_MODEL
+        model = media_model(provider, request)
         base_type = request.mime_type.split(";")[0].strip()
         name = f"audio.{AUDIO_EXTENSIONS.get(base_type, 'ogg')}"
         body = _post(
@@ -37,7 +45,7 @@ def media_text(provider: Any, request: MediaRequest) -> LlmResult:
         )
         text, usage = str(body.get("text") or ""), body.get("usage") or {}
     else:
-        model = request.model or provider.default_model
+        model = media_model(provider, request)
         url = f"data:{request.mime_type};base64,{base64.b64encode(request.data).decode()}"
         content = [
             {"type": "text", "text": request.prompt},

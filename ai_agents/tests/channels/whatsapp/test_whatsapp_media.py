@@ -282,3 +282,25 @@ def test_audio_is_kept_for_the_tenants_retention_days_then_deleted(
     [message] = user_messages(tenant_a)
     assert message.metadata["media"]["file"] == ""
     assert message.content == TRANSCRIPT  # the transcript stays
+
+
+@pytest.mark.django_db
+def test_a_customer_who_wrote_in_english_is_asked_in_english(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    respond(fake_google, "We open at 10.")
+    with run_tasks():
+        post(client, payload("text"))  # "Hi! What are your opening hours on Saturday?"
+    with run_tasks():
+        post(client, payload("audio_voice"))  # lookup 404: nobody can hear it
+
+    assert _sent(fake_graph) == [
+        "We open at 10.",
+        "Sorry, I couldn't listen to your voice message. Could you write what you need?",
+    ]
+    assert user_messages(tenant_a)[1].metadata["media"]["language"] == "en"
