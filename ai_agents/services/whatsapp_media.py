@@ -123,8 +123,11 @@ def _read(
     facts["mime_type"] = media.mime_type
     facts["size"] = len(media.data)
     if days > 0:
-        facts["file"] = media_store.media_keep(message=message, media=media)
-        facts["keep_until"] = (timezone.now() + timedelta(days=days)).isoformat()
+        try:
+            facts["file"] = media_store.media_keep(message=message, media=media)
+            facts["keep_until"] = (timezone.now() + timedelta(days=days)).isoformat()
+        except OSError:  # the transcript matters more than the player
+            logger.exception("whatsapp.media_keep_failed")
     try:
         result = _model_text(media, message=message, conversation=conversation, kind=kind)
     except LlmError as exc:
