@@ -230,8 +230,6 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
     if conversation is None:
         return []
     with tenant_scope(conversation.tenant_id):
-        if conversation.channel == "whatsapp":
-            conversation_media_resolve(conversation=conversation)  # voice notes, images
         adapter = adapter_for(conversation.channel)
         inbound = Message.objects.filter(pk=message_id).first() if message_id else None
         if (
@@ -243,6 +241,8 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and conversation.agent.is_active
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
+        if conversation.channel == "whatsapp":  # voice notes, images: read while "typing"
+            conversation_media_resolve(conversation=conversation)
         conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.

@@ -75,7 +75,7 @@ def test_the_transcript_shows_with_a_player_and_the_audio_only_to_its_tenant(
     assert f'src="{url}"' in html
     response = _client(owner).get(url)
     assert response.status_code == 200
-    assert response.getvalue() == VOICE
+    assert response.content == VOICE
     assert response["Content-Type"] == "audio/ogg"
 
     # The outsider: 404 for the other tenant's file, and for theirs under our conversation.

@@ -14,6 +14,7 @@ from django.test import Client
 
 from ai_agents.models import HandoffSettings, Message
 from ai_agents.tests.channels.whatsapp.support import (
+    APP_SECRET,
     NUMBER_B,
     binding_create,
     payload,
@@ -24,6 +25,8 @@ from ai_agents.tests.channels.whatsapp.support import (
 )
 from erp.llm.models import UsageLog
 from erp.tenancy.scoping import tenant_scope
+from erp.testing.celery_worker import worker_running
+from erp.testing.deadlines import wait_until
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 
@@ -304,3 +307,59 @@ def test_a_customer_who_wrote_in_english_is_asked_in_english(
         "Sorry, I couldn't listen to your voice message. Could you write what you need?",
     ]
     assert user_messages(tenant_a)[1].metadata["media"]["language"] == "en"
+
+
+@pytest.mark.slow
+def test_a_real_worker_transcribes_keeps_and_answers_a_voice_note(
+    transactional_db: Any,
+    tmp_path: Path,
+    tenant_a: Any,
+    wa_binding: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    client: Client,
+    settings: Any,
+) -> None:
+    # given: tenant A keeps audio 3 days; a worker process on the threads pool (as in compose)
+    HandoffSettings.objects.for_tenant(tenant_a).update_or_create(
+        tenant=tenant_a, defaults={"media_retention_days": 3}
+    )
+    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    fake_google.push(fake_google.reply(TRANSCRIPT))
+    respond(fake_google, "Claro, ¿cuál es la nueva dirección?")
+    media_root = tmp_path / "media"
+    env = {
+        "GOOGLE_AI_BASE_URL": fake_google.url,
+        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
+        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
+        "WHATSAPP_APP_SECRET": APP_SECRET,
+        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
+        "WHATSAPP_RETRY_BASE_MS": "0",
+        "WHATSAPP_MEDIA_ROOT": str(media_root),
+    }
+    with worker_running(tmp_path, pool=("-P", "threads", "-c", "4"), prefix="media", **env):
+        # when: the voice note arrives at the real webhook
+        assert post(client, payload("audio_voice")).status_code == 200
+        wait_until(lambda: len(fake_graph.sent) >= 1, what="the reply", timeout=60)
+
+    # then: transcribed, answered from the transcript, kept for 3 days
+    [message] = user_messages(tenant_a)
+    assert message.content == TRANSCRIPT
+    assert _sent(fake_graph) == ["Claro, ¿cuál es la nueva dirección?"]
+    assert (media_root / message.metadata["media"]["file"]).read_bytes() == VOICE
+    assert [r.success for r in _usage(tenant_a, "transcription")] == [True]
+
+
+@pytest.mark.django_db
+def test_the_webhook_stores_the_voice_note_without_fetching_it(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph
+) -> None:
+    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+
+    response = post(client, payload("audio_voice"))  # no task runs
+
+    assert response.status_code == 200
+    assert fake_graph.media_requests == []
+    [message] = user_messages(tenant_a)
+    assert "media" not in message.metadata
+    assert message.metadata["channel_metadata"]["media"]["id"] == AUDIO_ID
