@@ -363,3 +363,31 @@ def test_the_webhook_stores_the_voice_note_without_fetching_it(
     [message] = user_messages(tenant_a)
     assert "media" not in message.metadata
     assert message.metadata["channel_metadata"]["media"]["id"] == AUDIO_ID
+
+
+@pytest.mark.django_db
+def test_the_api_shows_the_transcript_and_its_facts_to_the_tenant_only(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+    api_a: Any,
+    api_b: Any,
+) -> None:
+    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    fake_google.push(fake_google.reply(TRANSCRIPT))
+    respond(fake_google, "Claro.")
+    with run_tasks():
+        post(client, payload("audio_voice"))
+    [message] = user_messages(tenant_a)
+    url = f"/api/v1/conversations/{message.conversation_id}"
+
+    body = api_a.get(url).json()
+
+    [customer] = [m for m in body["messages"] if m["role"] == "user"]
+    assert customer["content"] == TRANSCRIPT
+    assert customer["metadata"]["media"]["source"] == "transcription"
+    assert customer["metadata"]["media"]["media_id"] == AUDIO_ID
+    assert api_b.get(url).status_code == 404
