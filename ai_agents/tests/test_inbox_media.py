@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from ai_agents.models import Conversation, Message
+from ai_agents.models import Conversation, HandoffSettings, Message
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.models import Membership
 from erp.tenancy.scoping import tenant_scope
@@ -137,3 +137,24 @@ def test_the_player_in_the_browser_is_accessible_on_a_phone(
         assert axe_check(page) == []
     finally:
         context.close()
+
+
+@pytest.mark.django_db
+def test_the_retention_setting_in_the_admin_defaults_to_not_kept_and_is_bounded(
+    owner: Persona,
+) -> None:
+    client = _client(owner)
+    base = {"notify_emails": "", "claim_lease_minutes": "15", "renotify_minutes": "30"}
+    assert client.post("/admin/ai_agents/handoffsettings/add/", base).status_code == 302
+    row = HandoffSettings.objects.for_tenant(owner.tenant).get()
+    assert row.media_retention_days == 0  # not kept unless the tenant says so
+
+    change_url = f"/admin/ai_agents/handoffsettings/{row.pk}/change/"
+    form = client.get(change_url).content.decode().lower()
+    assert "días que se guardan audios e imágenes" in form
+    assert client.post(change_url, {**base, "media_retention_days": "400"}).status_code == 200
+    row.refresh_from_db()
+    assert row.media_retention_days == 0
+    assert client.post(change_url, {**base, "media_retention_days": "30"}).status_code == 302
+    row.refresh_from_db()
+    assert row.media_retention_days == 30
