@@ -223,8 +223,12 @@ class OpenAICompatProvider:
         stream: bool = False,
         model: str = "",
         timeout_s: float | None = None,
+        files: dict[str, Any] | None = None,  # multipart (payload as form fields)
     ) -> requests.Response:
         model = model or str(payload.get("model", ""))
+        body: dict[str, Any] = (
+            {"json": payload} if files is None else {"data": payload, "files": files}
+        )
         timeout = timeout_s if timeout_s is not None else (request.timeout_s if request else 30.0)
         headers = {"Accept": "text/event-stream" if stream else "application/json"}
         if self._api_key:
@@ -233,11 +237,11 @@ class OpenAICompatProvider:
         try:
             response = session.post(
                 self.base_url + path,
-                json=payload,
                 headers=headers,
                 timeout=(min(CONNECT_TIMEOUT_S, timeout), timeout),
                 stream=stream,
                 allow_redirects=False,
+                **body,
             )
         except requests.exceptions.Timeout as exc:  # ConnectTimeout and ReadTimeout
             raise errors.Timeout(

@@ -11,13 +11,18 @@ import base64
 import time
 from typing import Any
 
-import requests
 from django.conf import settings
 
 from erp.llm import errors
 from erp.llm.types import LlmResult, MediaRequest
 
 AUDIO_EXTENSIONS = {"audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/aac": "aac"}
+
+
+def _json_body(response: Any, model: str) -> dict[str, Any]:
+    from erp.llm.providers.openai_compat import _json_body as body_of
+
+    return body_of(response, model)
 
 
 def media_model(provider: Any, request: MediaRequest) -> str:
@@ -35,14 +40,15 @@ def media_text(provider: Any, request: MediaRequest) -> LlmResult:
         model = media_model(provider, request)
         base_type = request.mime_type.split(";")[0].strip()
         name = f"audio.{AUDIO_EXTENSIONS.get(base_type, 'ogg')}"
-        body = _post(
-            provider,
+        response = provider._post(
             "/audio/transcriptions",
+            {"model": model},
+            None,
             model=model,
             timeout_s=request.timeout_s,
             files={"file": (name, request.data, base_type)},
-            data={"model": model},
         )
+        body = _json_body(response, model)
         text, usage = str(body.get("text") or ""), body.get("usage") or {}
     else:
         model = media_model(provider, request)
@@ -51,13 +57,11 @@ def media_text(provider: Any, request: MediaRequest) -> LlmResult:
             {"type": "text", "text": request.prompt},
             {"type": "image_url", "image_url": {"url": url}},
         ]
-        body = _post(
-            provider,
-            "/chat/completions",
-            model=model,
-            timeout_s=request.timeout_s,
-            json={"model": model, "messages": [{"role": "user", "content": content}]},
+        payload = {"model": model, "messages": [{"role": "user", "content": content}]}
+        response = provider._post(
+            "/chat/completions", payload, None, model=model, timeout_s=request.timeout_s
         )
+        body = _json_body(response, model)
         choices = body.get("choices") or [{}]
         text = str((choices[0].get("message") or {}).get("content") or "")
         usage = body.get("usage") or {}
@@ -73,35 +77,3 @@ def media_text(provider: Any, request: MediaRequest) -> LlmResult:
         provider=provider.name,
         model=model,
     )
-
-
-def _post(provider: Any, path: str, *, model: str, timeout_s: float, **kw: Any) -> dict[str, Any]:
-    from erp.llm.providers.openai_compat import CONNECT_TIMEOUT_S, http_session, status_error
-
-    headers = {"Accept": "application/json"}
-    if provider._api_key:
-        headers["Authorization"] = f"Bearer {provider._api_key}"
-    session = provider._session or http_session()
-    try:
-        response = session.post(
-            provider.base_url + path,
-            headers=headers,
-            timeout=(min(CONNECT_TIMEOUT_S, timeout_s), timeout_s),
-            allow_redirects=False,
-            **kw,
-        )
-    except requests.exceptions.Timeout as exc:
-        raise errors.Timeout(
-            f"sin respuesta en {timeout_s:g} s", provider=provider.name, model=model
-        ) from exc
-    except requests.exceptions.RequestException as exc:
-        raise errors.Unavailable(
-            f"conexión fallida: {type(exc).__name__}", provider=provider.name, model=model
-        ) from exc
-    if response.status_code >= 300:
-        raise status_error(response, provider=provider.name, model=model)
-    try:
-        body = response.json()
-    except ValueError as exc:
-        raise errors.Unavailable("respuesta ilegible", provider=provider.name, model=model) from exc
-    return body if isinstance(body, dict) else {}
