@@ -16,10 +16,12 @@ otherwise it is noted as received, with the customer's caption.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -30,7 +32,7 @@ from ai_agents.services import media_store
 from ai_agents.services.customer_notice import handoff_settings
 from ai_agents.services.inbox_events import inbox_event_publish
 from erp.db import connection_release
-from erp.llm.errors import LlmError
+from erp.llm.errors import LlmError, NotConfigured
 from erp.llm.gateway import CallContext, get_provider, llm_media_text
 from erp.llm.language import customer_language
 from erp.llm.models import Operation
@@ -39,6 +41,9 @@ from erp.llm.types import MediaRequest
 logger = logging.getLogger(__name__)
 
 MEDIA_KINDS = ("audio", "image")
+# Another task resolving the same conversation's media is waited for this long at most (a
+# fetch and a model call: MEDIA retry policy's 90 s); the lock expires on its own after TTL.
+LOCK_WAIT_S, LOCK_TTL_S = 120.0, 150
 TRANSCRIBE_PROMPT = (
     "Transcribe this voice note verbatim, in its language. Answer with the transcript only."
 )
@@ -50,7 +55,21 @@ DESCRIBE_PROMPT = (
 
 def conversation_media_resolve(*, conversation: Conversation) -> int:
     """Resolves the conversation's unanswered voice notes and images (oldest first); returns
-    how many. Idempotent: a resolved message has `metadata["media"]`."""
+    how many. Idempotent: a resolved message has `metadata["media"]`. One task at a time per
+    conversation (two voice notes in a row start two tasks): the second waits for the first,
+    then finds nothing left, so each note is fetched and transcribed once."""
+    key = f"wa-media:{conversation.pk}"
+    waited_until = time.monotonic() + LOCK_WAIT_S
+    connection_release()  # nothing held while waiting
+    while not cache.add(key, "1", LOCK_TTL_S) and time.monotonic() < waited_until:
+        time.sleep(0.1)
+    try:
+        return _pending_resolve(conversation, lock=key)
+    finally:
+        cache.delete(key)
+
+
+def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
     pending = list(
         Message.objects.filter(
             conversation_id=conversation.pk,
@@ -62,6 +81,7 @@ def conversation_media_resolve(*, conversation: Conversation) -> int:
         .order_by("created_at")
     )
     for message in pending:
+        cache.touch(lock, LOCK_TTL_S)  # each message gets the lock's whole time
         try:
             message_media_resolve(message=message, conversation=conversation)
         except Exception:  # a bug here must not keep the customer without an answer
@@ -170,7 +190,11 @@ def _model_text(
 
 
 def _provider(agent: Agent) -> Any:
-    return get_provider(None if agent.provider == Agent.Provider.DEFAULT else agent.provider)
+    """The agent's provider; the offline one when its provider lacks settings (no model)."""
+    try:
+        return get_provider(None if agent.provider == Agent.Provider.DEFAULT else agent.provider)
+    except NotConfigured:
+        return get_provider("offline")
 
 
 def _sees_images(agent: Agent, provider: Any) -> bool:

@@ -6,6 +6,8 @@ too large, model error, no model) gets the customer a request to write instead."
 from __future__ import annotations
 
 import base64
+import copy
+import time
 from pathlib import Path
 from typing import Any
 
@@ -391,3 +393,57 @@ def test_the_api_shows_the_transcript_and_its_facts_to_the_tenant_only(
     assert customer["metadata"]["media"]["source"] == "transcription"
     assert customer["metadata"]["media"]["media_id"] == AUDIO_ID
     assert api_b.get(url).status_code == 404
+
+
+@pytest.mark.slow
+def test_two_voice_notes_at_once_are_each_fetched_and_transcribed_once(
+    transactional_db: Any,
+    tmp_path: Path,
+    tenant_a: Any,
+    wa_binding: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    client: Client,
+    settings: Any,
+) -> None:
+    # given: two voice notes in one batch (two tasks for one conversation), a slow model, and
+    # a worker whose threads run both tasks at once
+    data = payload("audio_voice")
+    value = data["entry"][0]["changes"][0]["value"]
+    second = copy.deepcopy(value["messages"][0])
+    second.update(id="wamid.second-note", audio={**second["audio"], "id": "2277845126715925"})
+    value["messages"].append(second)
+    for media_id in (AUDIO_ID, "2277845126715925"):
+        fake_graph.media_put(media_id, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    fake_google.push(
+        fake_google.reply("Quiero cambiar la dirección de entrega", delay=1.0),
+        fake_google.reply("Y también el teléfono de contacto", delay=1.0),
+    )
+    respond(fake_google, "Claro, ¿cuál es la nueva dirección?")
+    respond(fake_google, "Y el teléfono, ¿cuál es?")
+    env = {
+        "GOOGLE_AI_BASE_URL": fake_google.url,
+        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
+        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
+        "WHATSAPP_APP_SECRET": APP_SECRET,
+        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
+        "WHATSAPP_RETRY_BASE_MS": "0",
+    }
+    with worker_running(tmp_path, pool=("-P", "threads", "-c", "4"), prefix="media2", **env):
+        assert post(client, data).status_code == 200
+        wait_until(lambda: len(fake_graph.sent) >= 2, what="two replies", timeout=60)
+        time.sleep(1.5)  # a duplicate transcription would have been recorded by now
+
+    # then: one lookup and one download per note, one transcription each
+    paths = sorted(r.path for r in fake_graph.media_requests)
+    expected = [
+        f"{prefix}{media_id}"
+        for media_id in (AUDIO_ID, "2277845126715925")
+        for prefix in ("/v24.0/", "/media-download/")
+    ]
+    assert paths == sorted(expected)
+    assert [r.success for r in _usage(tenant_a, "transcription")] == [True, True]
+    assert [m.content for m in user_messages(tenant_a)] == [
+        "Quiero cambiar la dirección de entrega",
+        "Y también el teléfono de contacto",
+    ]
