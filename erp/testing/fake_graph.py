@@ -56,6 +56,7 @@ class FakeGraph:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.media: dict[str, tuple[bytes, str, str]] = {}  # id -> (data, mime, token)
+        self.lookup_bodies: dict[str, dict[str, Any]] = {}  # id -> a recorded lookup answer
 
     def start(self) -> FakeGraph:
         self.server.start()
@@ -72,6 +73,7 @@ class FakeGraph:
             self.queue.clear()
             self.read_mark_response = None
             self.media.clear()
+            self.lookup_bodies.clear()
         self.server.requests_clear()
 
     @property
@@ -84,10 +86,22 @@ class FakeGraph:
         with self._lock:
             self.queue.extend(responses)
 
-    def media_put(self, media_id: str, data: bytes, mime_type: str, *, token: str) -> None:
-        """A media object the business owning `token` may fetch."""
+    def media_put(
+        self,
+        media_id: str,
+        data: bytes,
+        mime_type: str,
+        *,
+        token: str,
+        lookup: dict[str, Any] | None = None,
+    ) -> None:
+        """A media object the business owning `token` may fetch; `lookup`: answer the lookup
+        with this body instead (a recorded one; its `url` is pointed at this server)."""
         with self._lock:
             self.media[media_id] = (data, mime_type, token)
+            if lookup is not None:
+                url = f"{self.server.url}/media-download/{media_id}"
+                self.lookup_bodies[media_id] = {**lookup, "url": url}
 
     @staticmethod
     def error(code: int, *, status: int = 400) -> FakeResponse:
@@ -159,6 +173,8 @@ class FakeGraph:
             body = {"error": {"message": "Unsupported get request.", "code": 100}}
             return FakeResponse.json(body, status=404)
         media_id = request.params["media_id"]
+        if media_id in self.lookup_bodies:
+            return FakeResponse.json(self.lookup_bodies[media_id])
         return FakeResponse.json(
             {
                 "messaging_product": "whatsapp",

@@ -83,7 +83,7 @@ def media_fetch(*, access_token: str, media_id: str, max_bytes: int | None = Non
     if isinstance(size, int) and size > cap:
         raise MediaError("too_large", str(size))
     url = str(info["url"])
-    if not _media_host_ok(url, client.base_url):
+    if not media_host_ok(url, client.base_url):
         raise MediaError("download_failed", "unexpected host")
     try:
         download = client.get(url, timeout=MEDIA_TIMEOUT, max_bytes=cap)
@@ -94,7 +94,7 @@ def media_fetch(*, access_token: str, media_id: str, max_bytes: int | None = Non
     return MediaFile(media_id=media_id, data=download.content, mime_type=mime_type)
 
 
-def _media_host_ok(url: str, graph_base: str) -> bool:
+def media_host_ok(url: str, graph_base: str) -> bool:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if parts.scheme not in ("https", "http") or not host:
