@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 
 from ai_agents.channels.whatsapp.media import MediaError, media_fetch, media_host_ok
+from ai_agents.tests.channels.whatsapp.media_support import (
+    AUDIO_ID,
+    IMAGE_ID,
+    PHOTO,
+    TOKEN_A,
+    VOICE,
+)
 from ai_agents.tests.channels.whatsapp.support import payload
 from erp.testing.fake_graph import FakeGraph
-
-AUDIO_ID = "1177845126715924"  # whatsapp_audio_voice.json
-IMAGE_ID = "1003383421387256"  # whatsapp_image.json
-VOICE = b"OggS\x00\x02" + bytes(range(256)) * 4
-PHOTO = b"\xff\xd8\xff\xe0" + bytes(200)
-TOKEN_A = "EAAG-token-a"  # support.wa_binding
 
 
 @pytest.mark.django_db
