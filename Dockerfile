@@ -32,6 +32,8 @@ RUN pip install --no-deps -e . \
        SECRET_KEY=collectstatic-only \
        python manage.py collectstatic --noinput -v 0
 
+# Kept WhatsApp media (WHATSAPP_MEDIA_ROOT): a volume in compose, owned by the app user.
+RUN mkdir -p /app/media && chown app:app /app/media
 USER app
 EXPOSE 8000
 

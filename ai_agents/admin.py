@@ -291,6 +291,7 @@ class HandoffSettingsForm(forms.ModelForm):
             "renotify_minutes",
             "customer_notices",
             "rating_request",
+            "media_retention_days",
             "notice_claim_es",
             "notice_claim_en",
             "notice_release_es",
@@ -304,6 +305,10 @@ class HandoffSettingsForm(forms.ModelForm):
         if self.instance.pk:
             self.initial["notify_emails"] = "\n".join(self.instance.notify_emails or [])
         self.initial.pop("webhook_secret", None)
+        self.fields["media_retention_days"].required = False  # empty: 0, nothing kept
+
+    def clean_media_retention_days(self) -> int:
+        return int(self.cleaned_data.get("media_retention_days") or 0)
 
     def clean_notify_emails(self) -> list[str]:
         raw = self.cleaned_data.get("notify_emails") or ""

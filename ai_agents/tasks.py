@@ -20,7 +20,9 @@ from ai_agents.services.escalation_summary import escalation_summary_improve
 from ai_agents.services.handoff_renotify import renotify_due
 from ai_agents.services.history_summary import history_summary_generate
 from ai_agents.services.knowledge import document_ingest
+from ai_agents.services.media_store import media_expire
 from ai_agents.services.typing import whatsapp_typing_due
+from ai_agents.services.whatsapp_media import conversation_media_resolve
 from erp.http.errors import HttpError
 from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
@@ -66,6 +68,16 @@ def bulk_expire_conversations() -> int:
     if expired:
         logger.info("conversations.expired", extra={"count": expired})
     return expired
+
+
+@shared_task(
+    name="ai_agents.bulk_media_expire",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
+def bulk_media_expire() -> int:
+    """Beat, hourly: deletes kept voice notes and images past their tenant's retention."""
+    return media_expire()
 
 
 @shared_task(
@@ -229,6 +241,8 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             and conversation.agent.is_active
         ):
             adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
+        if conversation.channel == "whatsapp":  # voice notes, images: read while "typing"
+            conversation_media_resolve(conversation=conversation)
         conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.

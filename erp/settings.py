@@ -202,6 +202,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "ai_agents.channel_pending_sweep",
         "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
     },
+    # WhatsApp voice notes and images kept past their tenant's retention setting.
+    "ai-agents-media-expire": {"task": "ai_agents.bulk_media_expire", "schedule": 60 * 60.0},
     # RN-7: reminders to the team about escalated conversations nobody answers.
     "ai-agents-renotify-escalations": {
         "task": "ai_agents.bulk_renotify_escalations",
@@ -295,12 +297,25 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 # The OpenAI-compatible server's model when the caller names none (else LLM_DEFAULT_MODEL).
 OPENAI_DEFAULT_MODEL = env_str("OPENAI_DEFAULT_MODEL")
+# Voice notes on an OpenAI-compatible server: the model of `/audio/transcriptions`.
+OPENAI_TRANSCRIPTION_MODEL = env_str("OPENAI_TRANSCRIPTION_MODEL", "whisper-1")
+# Voice notes on Google: the model that hears them (empty: LLM_DEFAULT_MODEL).
+LLM_TRANSCRIPTION_MODEL = env_str("LLM_TRANSCRIPTION_MODEL")
+# Models that see images (name prefixes, comma-separated): a WhatsApp image is described for
+# the agent when its model is one of them; otherwise it is noted as received.
+LLM_VISION_MODEL_PREFIXES = env_list(
+    "LLM_VISION_MODEL_PREFIXES", ["gemini-", "gemma-3", "gemma-4", "gpt-4o", "gpt-4.1"]
+)
 WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
 WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
 WHATSAPP_GRAPH_BASE_URL = env_str("WHATSAPP_GRAPH_BASE_URL", "https://graph.facebook.com/v24.0")
 # Sends retried on 5xx / 130429 / 131056: attempts in all, first wait (doubles each time).
 WHATSAPP_SEND_ATTEMPTS = env_int("WHATSAPP_SEND_ATTEMPTS", 4)
 WHATSAPP_RETRY_BASE_MS = env_int("WHATSAPP_RETRY_BASE_MS", 1000)
+# Voice notes and images: the largest media fetched (WhatsApp audio is at most 16 MB), and
+# where media is kept when a tenant's retention setting says so.
+WHATSAPP_MEDIA_MAX_BYTES = env_int("WHATSAPP_MEDIA_MAX_BYTES", 16 * 1024 * 1024)
+WHATSAPP_MEDIA_ROOT = env_str("WHATSAPP_MEDIA_ROOT") or str(DATA_DIR / "media" / "whatsapp")
 ZOHO_CLIENT_ID = env_str("ZOHO_CLIENT_ID")
 ZOHO_CLIENT_SECRET = env_str("ZOHO_CLIENT_SECRET")
 # One question to the mail secretary ends (answer or JSON error) within this many seconds, all

@@ -49,6 +49,7 @@ from ai_agents.conversations.record import result_now, turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch
 from ai_agents.conversations.store import conversation_load
 from ai_agents.conversations.turn import Timer, Turn, TurnLost, TurnResult
+from ai_agents.conversations.unheard import ask_to_write_reply
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.rules.input_bound import input_bound
 from erp import ratelimit
@@ -257,6 +258,10 @@ def _decided_without_model(turn: Turn) -> bool:
         return True  # a human has it: the bot stays silent, no model call
     if attempts_exhausted(turn):
         return True  # failed too often (ai_agents/conversations/attempts.py): a person takes it
+    unheard = ask_to_write_reply(turn.message)
+    if unheard is not None:
+        turn.reply_text = unheard  # a voice note nobody could hear (services/whatsapp_media.py)
+        return True
     bound_input(turn)
     limited = ratelimit.hit(
         f"conv-msgs:{conversation.pk}",

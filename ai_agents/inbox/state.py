@@ -10,6 +10,7 @@ from typing import Any
 
 from ai_agents.api.cards import note_json
 from ai_agents.inbox import labels
+from ai_agents.inbox.media import media_view
 from ai_agents.models import Conversation, ConversationNote, Message
 from ai_agents.rules.delivery_labels import delivery_text, failure_code
 from ai_agents.rules.escalation_labels import conversation_escalation
@@ -42,6 +43,7 @@ def message_row(message: Message, zone: Any) -> dict[str, Any]:
         "time": labels.time_text(message.created_at, zone),
         "delivery_status": message.delivery_status,
         "delivery": delivery_label(message),
+        "media": media_view(message),
     }
 
 

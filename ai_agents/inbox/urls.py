@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ai_agents.inbox import alerts, list_views, live, views
+from ai_agents.inbox import alerts, list_views, live, media, views
 
 urlpatterns = [
     path("", list_views.inbox_list, name="inbox"),
@@ -12,4 +12,5 @@ urlpatterns = [
     path("preferences", alerts.inbox_preferences, name="inbox-preferences"),
     path("<uuid:conversation_id>", views.inbox_conversation, name="inbox-conversation"),
     path("<uuid:conversation_id>/events", views.inbox_events, name="inbox-events"),
+    path("<uuid:conversation_id>/media/<uuid:message_id>", media.inbox_media, name="inbox-media"),
 ]

@@ -167,6 +167,15 @@ class HandoffSettings(TenantOwnedModel):
     # (ai_agents/services/customer_notice.py). The web chat always shows it; WhatsApp and
     # e-mail get it as a message only when `customer_notices` is on. Empty text: the default,
     # in the customer's language.
+    media_retention_days = models.PositiveIntegerField(
+        _("días que se guardan audios e imágenes"),
+        default=0,
+        validators=[MaxValueValidator(365)],
+        help_text=_(
+            "Notas de voz e imágenes de WhatsApp que el equipo puede abrir en la bandeja. "
+            "0: no se guardan (solo la transcripción o la descripción)."
+        ),
+    )
     customer_notices = models.BooleanField(
         _("avisar al cliente por WhatsApp y correo"),
         default=False,

@@ -69,3 +69,9 @@ class NotConfigured(LlmError):
     """No provider is configured for this model (no API key / base URL)."""
 
     code = "llm_not_configured"
+
+
+class Unsupported(LlmError):
+    """The provider cannot do this at all (the offline provider hearing audio): permanent."""
+
+    code = "llm_unsupported"

@@ -33,6 +33,8 @@ from erp.llm.types import (
     EmbeddingTask,
     LlmRequest,
     LlmResult,
+    MediaProvider,
+    MediaRequest,
     Provider,
     TextDelta,
 )
@@ -74,6 +76,8 @@ class RetryPolicy:
 
 # Agents (RN-3): 30 s per call, 3 retries, 1 s base, factor 2, 45 s in total.
 AGENTS = RetryPolicy(timeout_s=30.0, attempts=4, base_delay_s=1.0, factor=2.0, deadline_s=45.0)
+# Voice notes and images: 60 s per attempt, 2 attempts, 90 s in all (then "please write").
+MEDIA = RetryPolicy(timeout_s=60.0, attempts=2, base_delay_s=1.0, factor=2.0, deadline_s=90.0)
 # Correo: 40 s per attempt, at most 2 attempts (AI Studio cold starts).
 CORREO = RetryPolicy(timeout_s=40.0, attempts=2, base_delay_s=1.0, factor=2.0, deadline_s=85.0)
 
@@ -351,6 +355,39 @@ def llm_embed(
             conversation_id=context.conversation_id,
             message_id=context.message_id,
         )
+        return result
+
+
+def llm_media_text(
+    request: MediaRequest,
+    *,
+    context: CallContext,
+    provider: MediaProvider | None = None,
+    retry: RetryPolicy = MEDIA,
+) -> LlmResult:
+    """A voice note's transcript or an image's description, with the same retries, credits
+    and ledger as generation (the context's operation: "transcription" or
+    "image_description"). Raises the last `LlmError` (`Unsupported` without a model)."""
+    chosen: MediaProvider = provider or get_provider()  # type: ignore[assignment]  # every provider has media_text
+    model = chosen.media_model(request)
+    request = dataclasses.replace(request, model=model)
+    _ensure_credits(context, chosen.name, model)
+    attempts = _Attempts(retry, LlmRequest(messages=(), timeout_s=request.timeout_s))
+    last_error: LlmError | None = None
+    while True:
+        attempt = attempts.next_request()
+        if attempt is None:
+            raise last_error or _out_of_time(chosen.name, model)
+        started = time.monotonic()
+        try:
+            result = chosen.media_text(dataclasses.replace(request, timeout_s=attempt.timeout_s))
+        except LlmError as exc:
+            _record(context, provider=chosen.name, model=model, started=started, error=exc)
+            last_error = exc
+            if not attempts.wait_before_retry(exc):
+                raise
+            continue
+        _record(context, provider=chosen.name, model=model, started=started, result=result)
         return result
 
 

@@ -22,6 +22,7 @@ class Operation(models.TextChoices):
     TOOL_EXECUTION = "tool_execution", _("ejecución de herramienta")
     PLAYGROUND = "playground", _("prueba del agente")
     TRANSCRIPTION = "transcription", _("transcripción de audio")
+    IMAGE_DESCRIPTION = "image_description", _("descripción de imagen")
     CHANNEL_MESSAGE = "channel_message", _("mensaje del canal")
 
 
@@ -33,6 +34,7 @@ COST_GROUPS: dict[str, str] = {
     Operation.TOOL_EXECUTION: "model",
     Operation.PLAYGROUND: "model",
     Operation.TRANSCRIPTION: "transcription",
+    Operation.IMAGE_DESCRIPTION: "transcription",  # reading the customer's media
     Operation.CHANNEL_MESSAGE: "channel",
 }
 

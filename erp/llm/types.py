@@ -70,6 +70,20 @@ class EmbeddingResult:
 
 
 EmbeddingTask = Literal["query", "passage"]
+MediaTask = Literal["transcribe", "describe"]
+
+
+@dataclass(frozen=True)
+class MediaRequest:
+    """A voice note to transcribe or an image to describe (bytes in memory, small: WhatsApp
+    audio is at most 16 MB). `prompt` says what to do with it."""
+
+    data: bytes
+    mime_type: str
+    task: MediaTask
+    prompt: str
+    timeout_s: float = 30.0
+    model: str | None = None
 
 
 class Provider(Protocol):
@@ -79,6 +93,18 @@ class Provider(Protocol):
 
     def stream(self, request: LlmRequest) -> Iterator[TextDelta | LlmResult]:
         """Text deltas as they arrive; the last item is the complete `LlmResult`."""
+        ...
+
+
+class MediaProvider(Protocol):
+    name: str
+
+    def media_model(self, request: MediaRequest) -> str:
+        """The model that will read it (the request's, else the provider's for the task)."""
+        ...
+
+    def media_text(self, request: MediaRequest) -> LlmResult:
+        """The transcript or description; `Unsupported` when the provider cannot read it."""
         ...
 
 

@@ -8,10 +8,16 @@ like Meta with a fresh wamid. Every request is recorded with its exact JSON body
         fake_graph.push(fake_graph.error(130429), fake_graph.error(500, status=500))
         ...
         assert fake_graph.sent[0]["text"]["body"] == "Hola"
+
+Media (voice notes, images): `media_put(media_id, data, mime_type, token=...)` makes
+`GET /{version}/{media_id}` answer the lookup JSON (with a download URL on this server) to that
+bearer token only (another token: 404, like Meta for a media id of another business), and
+`GET /media-download/{media_id}` the bytes, to the same token.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 from collections import deque
@@ -24,6 +30,8 @@ from erp.testing.fake_http import FakeRequest, FakeResponse, FakeServer
 
 VERSION = "v24.0"
 ROUTE = r"/(?P<version>v[0-9.]+)/(?P<number>[^/]+)/messages"
+MEDIA_ROUTE = r"/(?P<version>v[0-9.]+)/(?P<media_id>[0-9]+)$"
+DOWNLOAD_ROUTE = r"/media-download/(?P<media_id>[0-9]+)$"
 ERROR_MESSAGES = {
     130429: ("(#130429) Rate limit hit", "Cloud API message throughput has been reached."),
     131056: (
@@ -47,10 +55,14 @@ class FakeGraph:
         self.read_mark_response: FakeResponse | None = None  # e.g. an error; None: success
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self.media: dict[str, tuple[bytes, str, str]] = {}  # id -> (data, mime, token)
+        self.lookup_bodies: dict[str, dict[str, Any]] = {}  # id -> a recorded lookup answer
 
     def start(self) -> FakeGraph:
         self.server.start()
         self.server.route("POST", ROUTE, self._handle)
+        self.server.route("GET", MEDIA_ROUTE, self._media_lookup)
+        self.server.route("GET", DOWNLOAD_ROUTE, self._media_download)
         return self
 
     def stop(self) -> None:
@@ -60,6 +72,8 @@ class FakeGraph:
         with self._lock:
             self.queue.clear()
             self.read_mark_response = None
+            self.media.clear()
+            self.lookup_bodies.clear()
         self.server.requests_clear()
 
     @property
@@ -71,6 +85,23 @@ class FakeGraph:
     def push(self, *responses: FakeResponse) -> None:
         with self._lock:
             self.queue.extend(responses)
+
+    def media_put(
+        self,
+        media_id: str,
+        data: bytes,
+        mime_type: str,
+        *,
+        token: str,
+        lookup: dict[str, Any] | None = None,
+    ) -> None:
+        """A media object the business owning `token` may fetch; `lookup`: answer the lookup
+        with this body instead (a recorded one; its `url` is pointed at this server)."""
+        with self._lock:
+            self.media[media_id] = (data, mime_type, token)
+            if lookup is not None:
+                url = f"{self.server.url}/media-download/{media_id}"
+                self.lookup_bodies[media_id] = {**lookup, "url": url}
 
     @staticmethod
     def error(code: int, *, status: int = 400) -> FakeResponse:
@@ -93,11 +124,20 @@ class FakeGraph:
     @property
     def sent(self) -> list[dict[str, Any]]:
         """Bodies of send requests (not mark-as-read), in arrival order."""
-        return [r.json() for r in self.requests if "status" not in r.json()]
+        return [r.json() for r in self.posts if "status" not in r.json()]
 
     @property
     def read_marks(self) -> list[dict[str, Any]]:
-        return [r.json() for r in self.requests if r.json().get("status") == "read"]
+        return [r.json() for r in self.posts if r.json().get("status") == "read"]
+
+    @property
+    def posts(self) -> list[FakeRequest]:
+        return [r for r in self.requests if r.method == "POST"]
+
+    @property
+    def media_requests(self) -> list[FakeRequest]:
+        """Media lookups and downloads, in arrival order."""
+        return [r for r in self.requests if r.method == "GET"]
 
     # --- handler -------------------------------------------------------------------------
     def _handle(self, request: FakeRequest) -> FakeResponse:
@@ -117,6 +157,40 @@ class FakeGraph:
                 "messages": [{"id": f"wamid.FAKE{n:08d}"}],
             }
         )
+
+    def _owned_media(self, request: FakeRequest) -> tuple[bytes, str] | None:
+        media_id = request.params["media_id"]
+        with self._lock:
+            found = self.media.get(media_id)
+        token = request.header("authorization") or ""
+        if found is None or token != f"Bearer {found[2]}":
+            return None
+        return found[0], found[1]
+
+    def _media_lookup(self, request: FakeRequest) -> FakeResponse:
+        owned = self._owned_media(request)
+        if owned is None:
+            body = {"error": {"message": "Unsupported get request.", "code": 100}}
+            return FakeResponse.json(body, status=404)
+        media_id = request.params["media_id"]
+        if media_id in self.lookup_bodies:
+            return FakeResponse.json(self.lookup_bodies[media_id])
+        return FakeResponse.json(
+            {
+                "messaging_product": "whatsapp",
+                "url": f"{self.server.url}/media-download/{media_id}",
+                "mime_type": owned[1],
+                "sha256": hashlib.sha256(owned[0]).hexdigest(),
+                "file_size": len(owned[0]),
+                "id": media_id,
+            }
+        )
+
+    def _media_download(self, request: FakeRequest) -> FakeResponse:
+        owned = self._owned_media(request)
+        if owned is None:
+            return FakeResponse(status=404, body=b"not found")
+        return FakeResponse(body=owned[0], headers={"Content-Type": owned[1]})
 
 
 @pytest.fixture(scope="session")

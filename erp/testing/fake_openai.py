@@ -1,4 +1,5 @@
-"""A scriptable fake OpenAI-compatible server (`/v1/chat/completions`, `/v1/embeddings`).
+"""A scriptable fake OpenAI-compatible server (`/v1/chat/completions`, `/v1/embeddings`,
+`/v1/audio/transcriptions`: `transcription_script` holds transcripts or errors).
 
 Real HTTP on loopback (on top of `FakeServer`), so `OpenAICompatProvider` runs unchanged.
 Each chat call consumes the next scripted reply (the last one repeats); one `ChatReply`
@@ -61,12 +62,14 @@ class FakeOpenAI:
     server: FakeServer
     chat_script: list[Reply] = field(default_factory=lambda: [ChatReply()])
     embedding_script: list[ErrorReply | None] = field(default_factory=lambda: [None])
+    transcription_script: list[str | ErrorReply] = field(default_factory=lambda: ["Hola"])
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
         self.server.route("POST", r"/v1/chat/completions", self._chat)
         self.server.route("POST", r"/v1/embeddings", self._embeddings)
+        self.server.route("POST", r"/v1/audio/transcriptions", self._transcribe)
 
     # --- scripting ----------------------------------------------------------------------
     @property
@@ -114,6 +117,17 @@ class FakeOpenAI:
     def _next(self, script: list[Any]) -> Any:
         with self._lock:
             return script.pop(0) if len(script) > 1 else script[0]
+
+    @property
+    def transcription_requests(self) -> list[FakeRequest]:
+        """Multipart bodies (`file`, `model`), raw."""
+        return self.server.requests_to(r"/v1/audio/transcriptions$")
+
+    def _transcribe(self, request: FakeRequest) -> FakeResponse:
+        reply = self._next(self.transcription_script)
+        if isinstance(reply, ErrorReply):
+            return _error_response(reply)
+        return FakeResponse.json({"text": reply})
 
     def _chat(self, request: FakeRequest) -> FakeResponse:
         reply = self._next(self.chat_script)

@@ -36,12 +36,18 @@ from erp.llm.errors import (
     Timeout,
     Unavailable,
 )
-from erp.llm.providers.google_request import gemini_config, gemini_contents
+from erp.llm.providers.google_request import (
+    gemini_config,
+    gemini_contents,
+    gemini_media_config,
+    gemini_media_contents,
+)
 from erp.llm.types import (
     EmbeddingResult,
     EmbeddingTask,
     LlmRequest,
     LlmResult,
+    MediaRequest,
     TextDelta,
 )
 
@@ -343,6 +349,39 @@ class GoogleProvider:
                 "thoughts_tokens": thoughts,
                 "model_version": last.model_version if last is not None else None,
             },
+        )
+
+    # audio and images --------------------------------------------------------------------
+    def media_model(self, request: MediaRequest) -> str:
+        return request.model or self.default_model
+
+    def media_text(self, request: MediaRequest) -> LlmResult:
+        """Gemini audio/image input: the bytes inline beside the instruction."""
+        model = self.media_model(request)
+        started = time.monotonic()
+        config = gemini_media_config(request)
+        try:
+            response = self._client.models.generate_content(
+                model=model, contents=gemini_media_contents(request), config=config
+            )
+        except Exception as exc:
+            raise map_error(exc, model=model) from exc
+        _check_prompt_blocked(response, model)
+        text = _candidate_text(response.candidates[0]).strip() if response.candidates else ""
+        if not text:
+            raise Blocked(
+                "respuesta vacía para el audio o la imagen", provider=self.name, model=model
+            )
+        input_tokens, output_tokens, _thoughts = _usage(response)
+        return LlmResult(
+            text=text,
+            parsed=None,
+            finish_reason="stop",
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            provider=self.name,
+            model=model,
         )
 
     # embeddings ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 from google.genai import types
 
-from erp.llm.types import LlmRequest, Message
+from erp.llm.types import LlmRequest, MediaRequest, Message
 
 TOOL_PREFIX = "Resultado de la herramienta"
 _NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
@@ -113,3 +113,24 @@ def gemini_config(request: LlmRequest, *, with_system: bool) -> types.GenerateCo
         config["response_mime_type"] = "application/json"
         config["response_schema"] = to_gemini_schema(request.json_schema)
     return types.GenerateContentConfig(**config)
+
+
+def gemini_media_contents(request: MediaRequest) -> list[types.Content]:
+    """One user turn: the audio or image inline (base64 on the wire, under 20 MB) and the
+    instruction beside it."""
+    return [
+        types.Content(
+            role="user",
+            parts=[
+                types.Part.from_bytes(data=request.data, mime_type=request.mime_type),
+                types.Part.from_text(text=request.prompt),
+            ],
+        )
+    ]
+
+
+def gemini_media_config(request: MediaRequest) -> types.GenerateContentConfig:
+    return types.GenerateContentConfig(
+        automatic_function_calling=_NO_AFC,
+        http_options=types.HttpOptions(timeout=max(1, math.ceil(request.timeout_s * 1000))),
+    )

@@ -26,8 +26,9 @@ from typing import Any
 from django.utils.translation import get_language, gettext_noop, override
 from django.utils.translation import gettext as _
 
+from erp.llm.errors import Unsupported
 from erp.llm.language import customer_language
-from erp.llm.types import LlmRequest, LlmResult, Passage, TextDelta
+from erp.llm.types import LlmRequest, LlmResult, MediaRequest, Passage, TextDelta
 
 PROVIDER_NAME = "offline"
 MODEL_NAME = "offline"
@@ -70,6 +71,13 @@ class OfflineProvider:
             model=MODEL_NAME,
             metadata={"offline": True, "quoted": bool(request.passages), "language": language},
         )
+
+    def media_model(self, request: MediaRequest) -> str:
+        return MODEL_NAME
+
+    def media_text(self, request: MediaRequest) -> LlmResult:
+        """No model hears audio or sees images here: the caller asks the customer to write."""
+        raise Unsupported("sin modelo no se puede leer audio ni imagen", provider=self.name)
 
     def stream(self, request: LlmRequest) -> Iterator[TextDelta | LlmResult]:
         result = self.generate(request)

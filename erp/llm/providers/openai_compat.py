@@ -26,11 +26,13 @@ from django.conf import settings
 from urllib3.exceptions import ReadTimeoutError
 
 from erp.llm import errors
+from erp.llm.providers import openai_media
 from erp.llm.types import (
     EmbeddingResult,
     EmbeddingTask,
     LlmRequest,
     LlmResult,
+    MediaRequest,
     Message,
     TextDelta,
 )
@@ -104,6 +106,12 @@ class OpenAICompatProvider:
         return self._result(
             request, text, finish, usage, model=model, served=body.get("model"), started=started
         )
+
+    def media_model(self, request: MediaRequest) -> str:
+        return openai_media.media_model(self, request)
+
+    def media_text(self, request: MediaRequest) -> LlmResult:
+        return openai_media.media_text(self, request)
 
     def stream(self, request: LlmRequest) -> Iterator[TextDelta | LlmResult]:
         model = request.model or self.default_model
@@ -215,8 +223,12 @@ class OpenAICompatProvider:
         stream: bool = False,
         model: str = "",
         timeout_s: float | None = None,
+        files: dict[str, Any] | None = None,  # multipart (payload as form fields)
     ) -> requests.Response:
         model = model or str(payload.get("model", ""))
+        body: dict[str, Any] = (
+            {"json": payload} if files is None else {"data": payload, "files": files}
+        )
         timeout = timeout_s if timeout_s is not None else (request.timeout_s if request else 30.0)
         headers = {"Accept": "text/event-stream" if stream else "application/json"}
         if self._api_key:
@@ -225,11 +237,11 @@ class OpenAICompatProvider:
         try:
             response = session.post(
                 self.base_url + path,
-                json=payload,
                 headers=headers,
                 timeout=(min(CONNECT_TIMEOUT_S, timeout), timeout),
                 stream=stream,
                 allow_redirects=False,
+                **body,
             )
         except requests.exceptions.Timeout as exc:  # ConnectTimeout and ReadTimeout
             raise errors.Timeout(

@@ -161,16 +161,7 @@ TYPES = [
         "Priority Mail Express",
         {"interactive": {"id": "priority_express"}},
     ),
-    (
-        "image",
-        "[El cliente envió una imagen: This is the part that broke]",
-        {"media": {"id": "1003383421387256", "caption": "This is the part that broke"}},
-    ),
-    (
-        "audio_voice",
-        "[El cliente envió una nota de voz que no podemos escuchar]",
-        {"media": {"id": "1177845126715924", "voice": True}},
-    ),
+    # Voice notes and images are fetched and read first: test_whatsapp_media.py.
     (
         "document",
         "[El cliente envió un documento «invoice-2025-03.pdf»: Invoice for March]",
