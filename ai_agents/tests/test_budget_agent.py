@@ -5,10 +5,8 @@ reason in words, never with the failure reply; another tenant's spend changes no
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import translation
 
 from ai_agents.models import Conversation
@@ -18,21 +16,8 @@ from erp.llm.models import ModelPrice
 from erp.llm.usage import usage_record
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
-from erp.testing.fake_graph import FakeGraph
 
 CHEAP = "gemini-2.5-flash-lite"
-
-
-@pytest.fixture
-def line(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> Line:
-    return Line(client, tenant_a, fake_google, fake_graph, run_tasks)
 
 
 def _budget(tenant: Tenant, action: str, *, spent: str, model: str = "") -> None:
