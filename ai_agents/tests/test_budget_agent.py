@@ -12,9 +12,8 @@ from django.utils import translation
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.tests.channels.whatsapp.support import Line, bot_reply, payload, post
-from erp.llm.models import ModelPrice
-from erp.llm.usage import usage_record
 from erp.tenancy.models import Tenant
+from erp.testing.factories import usage_spent
 from erp.testing.fake_google import FakeGoogle
 
 CHEAP = "gemini-2.5-flash-lite"
@@ -25,22 +24,7 @@ def _budget(tenant: Tenant, action: str, *, spent: str, model: str = "") -> None
         monthly_budget_usd=Decimal("2.00"), budget_action=action, budget_cheaper_model=model
     )
     tenant.refresh_from_db()
-    _spend(tenant, spent)
-
-
-def _spend(tenant: Tenant, usd: str) -> None:
-    ModelPrice.objects.get_or_create(
-        provider="test",
-        model="cent-per-token",
-        defaults={"input_per_million_usd": Decimal("10000"), "output_per_million_usd": 0},
-    )
-    usage_record(
-        tenant=tenant,
-        operation="llm_request",
-        provider="test",
-        model="cent-per-token",
-        input_tokens=int(Decimal(usd) * 100),
-    )
+    usage_spent(tenant, spent)
 
 
 def _models_called(google: FakeGoogle) -> list[str]:
@@ -89,7 +73,7 @@ def test_cheaper_model_answers_with_the_cheaper_model(line: Line) -> None:
 @pytest.mark.django_db
 def test_another_tenants_spend_does_not_count(line: Line, tenant_b: Tenant) -> None:
     _budget(line.tenant, "handoff_only", spent="1.00")
-    _spend(tenant_b, "500")
+    usage_spent(tenant_b, "500")
 
     reply = line.customer_writes("Abrimos a las 9.")
 
