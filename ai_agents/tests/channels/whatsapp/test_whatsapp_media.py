@@ -38,12 +38,6 @@ from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_graph import FakeGraph
 
 
-@pytest.fixture
-def media_root(settings: Any, tmp_path: Path) -> Path:
-    settings.WHATSAPP_MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
-
-
 @pytest.mark.django_db
 def test_a_voice_note_is_transcribed_and_answered_from_its_transcript(
     line: Line,
