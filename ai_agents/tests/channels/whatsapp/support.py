@@ -148,7 +148,8 @@ def line(
     fake_graph: FakeGraph,
     run_tasks: Any,
 ) -> Line:
-    """Tenant A's WhatsApp line (`wa_binding`), tasks run in-process by `line.customer_sends`."""
+    """Tenant A's WhatsApp line (`wa_binding`), tasks run in-process by `line.customer_sends`.
+    Through `run_tasks` it makes Celery eager for the whole test: not for a real worker's test."""
     return Line(client, tenant_a, fake_google, fake_graph, run_tasks)
 
 
