@@ -77,12 +77,9 @@ def early_triggers(turn: Turn) -> bool:
     return False
 
 
-def model_phase(turn: Turn, *, usage: CallContext) -> None:
-    """Phase 2, without a transaction or a connection of its own: context, retrieval, the
-    tenant's token budget, then the model and its tools."""
+def retrieval_phase(turn: Turn, *, usage: CallContext) -> None:
+    """The knowledge passages for the turn's text (`turn.retrieval`), no connection held."""
     agent = turn.agent
-    system = turn_system_prompt(turn)
-    turn.timer.mark("context")
     turn.retrieval = retrieve(
         agent=agent,
         query=turn.text,
@@ -91,6 +88,15 @@ def model_phase(turn: Turn, *, usage: CallContext) -> None:
         usage=usage,
     )
     turn.timer.mark("retrieve")
+
+
+def model_phase(turn: Turn, *, usage: CallContext) -> None:
+    """Phase 2, without a transaction or a connection of its own: context, retrieval, the
+    tenant's token budget, then the model and its tools."""
+    agent = turn.agent
+    system = turn_system_prompt(turn)
+    turn.timer.mark("context")
+    retrieval_phase(turn, usage=usage)
     estimate = estimate_tokens(system) + estimate_tokens(turn.prompt_text)
     estimate += sum(estimate_tokens(t.content) for t in turn.history)
     estimate += sum(estimate_tokens(h.content) for h in turn.retrieval.hits)

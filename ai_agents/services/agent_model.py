@@ -30,23 +30,29 @@ class PingResult:
 
 
 def _words(exc: errors.LlmError) -> str:
-    if isinstance(exc, errors.NotConfigured):
-        return _("El proveedor no está configurado en el servidor (falta la clave o la dirección).")
-    if isinstance(exc, errors.AuthFailed):
-        return _("La clave de API no es válida o no tiene permiso para este modelo.")
-    if isinstance(exc, errors.RateLimited):
-        return _("Se agotó la cuota del proveedor o hay demasiadas peticiones; pruebe más tarde.")
-    if isinstance(exc, errors.Timeout):
-        return _("El proveedor no respondió a tiempo.")
-    if isinstance(exc, errors.Unavailable):
-        return _("No se pudo conectar con el proveedor, o no está disponible ahora.")
-    if isinstance(exc, errors.BadRequest):
-        return _("El proveedor rechazó la petición; revise el nombre del modelo.")
-    if isinstance(exc, errors.NoCredits):
-        return _("La empresa no tiene créditos de IA disponibles.")
-    if isinstance(exc, errors.Blocked):
-        return _("El proveedor bloqueó la respuesta de prueba.")
-    return _("La prueba de conexión falló.")
+    words = (
+        (
+            errors.NotConfigured,
+            _("El proveedor no está configurado en el servidor (falta la clave o la dirección)."),
+        ),
+        (errors.AuthFailed, _("La clave de API no es válida o no tiene permiso para este modelo.")),
+        (
+            errors.RateLimited,
+            _("Se agotó la cuota del proveedor o hay demasiadas peticiones; pruebe más tarde."),
+        ),
+        (errors.Timeout, _("El proveedor no respondió a tiempo.")),
+        (
+            errors.Unavailable,
+            _("No se pudo conectar con el proveedor, o no está disponible ahora."),
+        ),
+        (errors.BadRequest, _("El proveedor rechazó la petición; revise el nombre del modelo.")),
+        (errors.NoCredits, _("La empresa no tiene créditos de IA disponibles.")),
+        (errors.Blocked, _("El proveedor bloqueó la respuesta de prueba.")),
+    )
+    return next(
+        (text for kind, text in words if isinstance(exc, kind)),
+        _("La prueba de conexión falló."),
+    )
 
 
 def _masked(text: str) -> str:

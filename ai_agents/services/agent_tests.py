@@ -27,24 +27,15 @@ from ai_agents.models.agent_tests import (
     QUESTION_MAX_CHARS,
 )
 from ai_agents.rules.text import normalize
+from ai_agents.services.agents import EDITABLE
 from ai_agents.services.playground import PlaygroundResult, agent_playground
 from erp.tenancy.scoping import acts_for
 
 Expectation = AgentTestCase.Expectation
-# The agent's fields each part of the digest covers (what "what changed" names).
+# The agent's fields each part of the digest covers (what "what changed" names): the prompt
+# texts, and every other editable field but the name and description.
 PROMPT_FIELDS = ("system_prompt", "fallback_message", "escalation_message")
-SETTINGS_FIELDS = (
-    "provider",
-    "model",
-    "temperature",
-    "max_output_tokens",
-    "tools_enabled",
-    "history_config",
-    "intent_detection",
-    "escalation_triggers",
-    "processing_config",
-    "is_active",
-)
+SETTINGS_FIELDS = tuple(f for f in EDITABLE if f not in {*PROMPT_FIELDS, "name", "description"})
 
 
 class AgentTestInvalid(ValueError):

@@ -22,8 +22,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.conversations.no_answer import NO_ANSWER, OUTCOME_KEY
-from ai_agents.conversations.phases import bound_input, early_triggers, model_phase
-from ai_agents.conversations.retrieval import retrieve
+from ai_agents.conversations.phases import (
+    bound_input,
+    early_triggers,
+    model_phase,
+    retrieval_phase,
+)
 from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.rules.escalation import EscalationDecision
@@ -90,14 +94,7 @@ def agent_playground(
             if decided:
                 # The engine stops here (no model); the passages are still shown: what the
                 # agent would have known.
-                turn.retrieval = retrieve(
-                    agent=agent,
-                    query=turn.text,
-                    processing=agent.processing,
-                    knowledge_bases=turn.knowledge_bases,
-                    usage=usage,
-                )
-                turn.timer.mark("retrieve")
+                retrieval_phase(turn, usage=usage)
             else:
                 model_phase(turn, usage=usage)
         return _result(turn)

@@ -134,12 +134,9 @@ def _read(
     try:
         media = media_fetch(access_token=token, media_id=facts["media_id"])
     except MediaError as exc:
-        logger.info("whatsapp.media_fetch_failed", extra={"error": exc.code, "kind": kind})
-        facts["error"] = exc.code
-        if kind == "audio":
-            facts["ask_to_write"] = True
-            return message.content
-        return _image_note(caption)
+        return _unread(
+            message, "whatsapp.media_fetch_failed", exc.code, facts=facts, caption=caption
+        )
     facts["mime_type"] = media.mime_type
     facts["size"] = len(media.data)
     if days > 0:
@@ -151,12 +148,9 @@ def _read(
     try:
         result = _model_text(media, message=message, conversation=conversation, kind=kind)
     except LlmError as exc:
-        logger.info("whatsapp.media_read_failed", extra={"error": exc.code, "kind": kind})
-        facts["error"] = exc.code
-        if kind == "audio":
-            facts["ask_to_write"] = True
-            return message.content
-        return _image_note(caption)
+        return _unread(
+            message, "whatsapp.media_read_failed", exc.code, facts=facts, caption=caption
+        )
     facts["model"] = result.model
     if kind == "audio":
         facts["source"] = "transcription"
@@ -164,6 +158,17 @@ def _read(
     facts["source"] = "description"
     described = _("[Imagen del cliente: %(description)s]") % {"description": result.text}
     return f"{caption}\n{described}" if caption else described
+
+
+def _unread(message: Message, event: str, code: str, *, facts: dict[str, Any], caption: str) -> str:
+    """The message's text when its media could not be read (logged as `event`): a voice
+    note keeps its content and the customer is asked to write; an image gets its note."""
+    logger.info(event, extra={"error": code, "kind": facts["kind"]})
+    facts["error"] = code
+    if facts["kind"] == "audio":
+        facts["ask_to_write"] = True
+        return message.content
+    return _image_note(caption)
 
 
 def _model_text(

@@ -8,7 +8,9 @@ from django.core.cache import cache
 
 from ai_agents.models import ChannelBinding
 from ai_agents.services.agents import agent_create
-from ai_agents.tests.channels.whatsapp.support import wa_binding, wa_settings  # noqa: F401
+from ai_agents.tests.channels.whatsapp.media_support import media_root  # noqa: F401
+from ai_agents.tests.channels.whatsapp.support import line, wa_binding, wa_settings  # noqa: F401
+from ai_agents.tests.handoff_helpers import conv_a, conv_b  # noqa: F401
 from erp.testing.browser import context_new
 from erp.testing.fake_http import FakeResponse, FakeServer
 

@@ -1,5 +1,5 @@
 """Shared pieces of the human handoff tests: a recording channel adapter, agents and
-conversations in a given state."""
+conversations in a given state, one conversation per tenant (fixtures `conv_a`, `conv_b`)."""
 
 from __future__ import annotations
 
@@ -109,3 +109,15 @@ def conversation_make(
 
 def fresh(conversation: Conversation) -> Conversation:
     return Conversation.objects.for_tenant(conversation.tenant_id).get(pk=conversation.pk)
+
+
+@pytest.fixture
+def conv_a(owner: Any) -> Conversation:
+    """A conversation of the owner's tenant (an agent "Lucía", thread "a1")."""
+    return conversation_make(agent_for(owner.tenant), thread="a1")
+
+
+@pytest.fixture
+def conv_b(outsider: Any) -> Conversation:
+    """A conversation of the outsider's tenant (thread "b1")."""
+    return conversation_make(agent_for(outsider.tenant), thread="b1")

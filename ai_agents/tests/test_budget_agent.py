@@ -5,34 +5,18 @@ reason in words, never with the failure reply; another tenant's spend changes no
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import translation
 
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.tests.channels.whatsapp.support import Line, bot_reply, payload, post
-from erp.llm.models import ModelPrice
-from erp.llm.usage import usage_record
 from erp.tenancy.models import Tenant
+from erp.testing.factories import usage_spent
 from erp.testing.fake_google import FakeGoogle
-from erp.testing.fake_graph import FakeGraph
 
 CHEAP = "gemini-2.5-flash-lite"
-
-
-@pytest.fixture
-def line(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> Line:
-    return Line(client, tenant_a, fake_google, fake_graph, run_tasks)
 
 
 def _budget(tenant: Tenant, action: str, *, spent: str, model: str = "") -> None:
@@ -40,22 +24,7 @@ def _budget(tenant: Tenant, action: str, *, spent: str, model: str = "") -> None
         monthly_budget_usd=Decimal("2.00"), budget_action=action, budget_cheaper_model=model
     )
     tenant.refresh_from_db()
-    _spend(tenant, spent)
-
-
-def _spend(tenant: Tenant, usd: str) -> None:
-    ModelPrice.objects.get_or_create(
-        provider="test",
-        model="cent-per-token",
-        defaults={"input_per_million_usd": Decimal("10000"), "output_per_million_usd": 0},
-    )
-    usage_record(
-        tenant=tenant,
-        operation="llm_request",
-        provider="test",
-        model="cent-per-token",
-        input_tokens=int(Decimal(usd) * 100),
-    )
+    usage_spent(tenant, spent)
 
 
 def _models_called(google: FakeGoogle) -> list[str]:
@@ -104,7 +73,7 @@ def test_cheaper_model_answers_with_the_cheaper_model(line: Line) -> None:
 @pytest.mark.django_db
 def test_another_tenants_spend_does_not_count(line: Line, tenant_b: Tenant) -> None:
     _budget(line.tenant, "handoff_only", spent="1.00")
-    _spend(tenant_b, "500")
+    usage_spent(tenant_b, "500")
 
     reply = line.customer_writes("Abrimos a las 9.")
 

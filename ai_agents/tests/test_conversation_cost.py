@@ -10,14 +10,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from ai_agents.models import Conversation
-from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.pricing import channel_charge_record
 from erp.llm.selectors import conversation_costs
 from erp.llm.usage import usage_record
 from erp.tenancy.models import Membership, Tenant
 from erp.testing.factories import MembershipFactory, UserFactory
-from erp.testing.fixtures import Persona
 
 URL = "/api/v1/conversations"
 
@@ -59,16 +57,6 @@ def _costs(conversation: Conversation, *, channel_key: str) -> None:
         category="service",
         **ids,
     )
-
-
-@pytest.fixture
-def conv_a(owner: Persona) -> Conversation:
-    return conversation_make(agent_for(owner.tenant), thread="a1")
-
-
-@pytest.fixture
-def conv_b(outsider: Persona) -> Conversation:
-    return conversation_make(agent_for(outsider.tenant), thread="b1")
 
 
 @pytest.mark.django_db

@@ -14,7 +14,7 @@ from django.test import Client
 from ai_agents.models import Message
 from ai_agents.services.agents import agent_update
 from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
-from ai_agents.tests.channels.whatsapp.support import post, respond, text_payload
+from ai_agents.tests.channels.whatsapp.support import Line, post, respond, text_payload
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
@@ -40,31 +40,26 @@ def _user_turn(request: dict[str, Any]) -> str:
 @pytest.mark.django_db
 @pytest.mark.timeout(600)
 def test_a_200000_character_whatsapp_text_is_cut_before_retrieval_and_prompt(
-    client: Client,
+    line: Line,
     wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
 ) -> None:
     _with_shipping_kb(wa_binding)
-    respond(fake_google, "De 2 a 3 días hábiles.")
+    respond(line.google, "De 2 a 3 días hábiles.")
 
     started = time.monotonic()
-    with run_tasks():
-        response = post(client, text_payload(HUGE, "wamid.huge-1"))
+    response = line.customer_sends(text_payload(HUGE, "wamid.huge-1"))
     elapsed = time.monotonic() - started
 
     assert response.status_code == 200
-    assert [b["text"]["body"] for b in fake_graph.sent] == ["De 2 a 3 días hábiles."]
+    assert [b["text"]["body"] for b in line.graph.sent] == ["De 2 a 3 días hábiles."]
     assert elapsed < 30, f"answered in {elapsed:.1f} s"
-    (request,) = fake_google.generate_requests
+    (request,) = line.google.generate_requests
     turn = _user_turn(request)
     assert turn.startswith(HUGE[:4096])
     assert HUGE[:4097] not in turn
     assert "200000" in turn  # the model is told the message was cut, and from how long
     assert len(turn) < 4096 + 200
-    with tenant_scope(tenant_a):
+    with tenant_scope(line.tenant):
         inbound = Message.objects.get(role="user")
         reply = Message.objects.get(role="assistant")
     assert inbound.content == HUGE  # stored whole: nothing the customer wrote is lost

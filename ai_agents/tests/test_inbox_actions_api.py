@@ -18,16 +18,6 @@ URL = "/api/v1/conversations"
 
 
 @pytest.fixture
-def conv_a(owner: Persona) -> Conversation:
-    return conversation_make(agent_for(owner.tenant), thread="a1")
-
-
-@pytest.fixture
-def conv_b(outsider: Persona) -> Conversation:
-    return conversation_make(agent_for(outsider.tenant), thread="b1")
-
-
-@pytest.fixture
 def both(tenant_a: Tenant, tenant_b: Tenant) -> Any:
     user: Any = UserFactory(username="both@x.test")
     MembershipFactory.create(tenant=tenant_a, user=user, role=Membership.Role.AGENT)

@@ -13,7 +13,7 @@ from ai_agents.models import Conversation
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.models import Membership
 from erp.testing.accessibility import axe_check
-from erp.testing.browser import BROWSER_TEST, admin_login, context_new
+from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
 from erp.testing.factories import MembershipFactory
 from erp.testing.fixtures import Persona
 
@@ -175,14 +175,7 @@ def test_the_list_on_a_phone_and_a_laptop(
     from playwright.sync_api import expect
 
     waiting = _waiting_three(owner)
-    phone = context_new(
-        browser,
-        base_url=asgi_server,
-        viewport={"width": 390, "height": 844},
-        device_scale_factor=2,
-        is_mobile=True,
-        has_touch=True,
-    )
+    phone = context_new(browser, base_url=asgi_server, **PHONE)
     try:
         page = phone.new_page()
         admin_login(page, owner, "/inbox/")

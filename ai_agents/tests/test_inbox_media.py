@@ -53,12 +53,6 @@ def _client(persona: Persona) -> Client:
     return client
 
 
-@pytest.fixture
-def media_root(settings: Any, tmp_path: Path) -> Path:
-    settings.WHATSAPP_MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
-
-
 @pytest.mark.django_db
 def test_the_transcript_shows_with_a_player_and_the_audio_only_to_its_tenant(
     owner: Persona, outsider: Persona, media_root: Path

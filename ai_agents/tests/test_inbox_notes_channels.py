@@ -7,14 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
 
-from ai_agents.models import ChannelBinding, Conversation
+from ai_agents.models import Conversation
 from ai_agents.tests.channels.webchat.support import Visitor, webchat_binding
 from ai_agents.tests.channels.webchat.support import respond as webchat_respond
 from ai_agents.tests.channels.whatsapp.support import Line
 from erp.testing.fake_google import FakeGoogle
-from erp.testing.fake_graph import FakeGraph
 from erp.testing.fixtures import Persona
 
 NOTE = "Nota interna: cliente difícil, no ofrecer descuento"
@@ -42,26 +40,16 @@ def _note_then_reply(client: Any, conversation: Conversation, run_tasks: Any) ->
 
 
 @pytest.mark.django_db
-def test_a_note_is_never_sent_on_whatsapp(
-    client: Client,
-    wa_binding: ChannelBinding,
-    tenant_a: Any,
-    owner: Persona,
-    owner_client: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> None:
-    line = Line(client, tenant_a, fake_google, fake_graph, run_tasks)
+def test_a_note_is_never_sent_on_whatsapp(line: Line, owner: Persona, owner_client: Any) -> None:
     line.customer_writes("Hola, ¿en qué le ayudo?")
-    conversation = Conversation.objects.for_tenant(tenant_a).get()
-    before = len(fake_graph.sent)
+    conversation = Conversation.objects.for_tenant(line.tenant).get()
+    before = len(line.graph.sent)
 
-    _note_then_reply(owner_client, conversation, run_tasks)
+    _note_then_reply(owner_client, conversation, line.run_tasks)
 
-    bodies = [sent["text"]["body"] for sent in fake_graph.sent[before:]]
+    bodies = [sent["text"]["body"] for sent in line.graph.sent[before:]]
     assert bodies == ["Le ayudo yo."]
-    assert all(NOTE not in str(request.json()) for request in fake_graph.requests)
+    assert all(NOTE not in str(request.json()) for request in line.graph.requests)
 
 
 @pytest.mark.django_db

@@ -14,7 +14,7 @@ import pytest
 from ai_agents.models import Document, KnowledgeBase
 from ai_agents.services.knowledge import knowledge_base_create
 from erp.testing.accessibility import axe_check
-from erp.testing.browser import BROWSER_TEST, admin_login, context_new
+from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
 from erp.testing.fake_http import FakeResponse, FakeServer
 from erp.testing.fixtures import Persona
 
@@ -127,15 +127,7 @@ def test_the_three_forms_on_a_phone_in_english(
     from playwright.sync_api import expect
 
     kb = knowledge_base_create(tenant=owner.tenant, name="Ayuda")
-    phone = context_new(
-        browser,
-        base_url=asgi_server,
-        locale="en-US",
-        viewport={"width": 390, "height": 844},
-        device_scale_factor=2,
-        is_mobile=True,
-        has_touch=True,
-    )
+    phone = context_new(browser, base_url=asgi_server, locale="en-US", **PHONE)
     try:
         page = phone.new_page()
         admin_login(page, owner, f"/admin/ai_agents/knowledgebase/{kb.pk}/change/")

@@ -33,7 +33,6 @@ from ai_agents.tests.channels.whatsapp.support import Line, payload
 from erp import settings as erp_settings
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
-from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
 
 # The default escalation keywords (`keyword_intents.escalate`) and trigger types; priorities and
@@ -166,25 +165,16 @@ def test_rn3_three_retries_reach_the_model_1_2_and_4_seconds_apart(
 
 @pytest.mark.django_db
 @pytest.mark.timeout(120)
-def test_whatsapp_sends_retry_3_times_1_2_and_4_seconds_apart(
-    client: Any,
-    wa_binding: Any,
-    tenant_a: Tenant,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-    settings: Any,
-) -> None:
+def test_whatsapp_sends_retry_3_times_1_2_and_4_seconds_apart(line: Line, settings: Any) -> None:
     """The outbound side of the same rule: a throttled send (Meta's 130429) is retried with the
     production backoff (the fake_graph fixture sets no waits; this test puts them back)."""
-    line = Line(client, tenant_a, fake_google, fake_graph, run_tasks)
     settings.WHATSAPP_RETRY_BASE_MS = erp_settings.WHATSAPP_RETRY_BASE_MS
     settings.WHATSAPP_SEND_ATTEMPTS = erp_settings.WHATSAPP_SEND_ATTEMPTS
     throttled = FakeResponse.json(payload("error_130429_response"), status=400)
 
     reply = line.customer_writes("Hola.", *[throttled] * 3)
 
-    sends = [r.received_at for r in fake_graph.requests if "status" not in r.json()]
+    sends = [r.received_at for r in line.graph.requests if "status" not in r.json()]
     assert len(sends) == 4
     gaps = [later - earlier for earlier, later in itertools.pairwise(sends)]
     assert gaps[0] >= 1.0 and gaps[1] >= 2.0 and gaps[2] >= 4.0, gaps

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 
 from ai_agents.models import Message
-from ai_agents.tests.channels.whatsapp.support import APP_SECRET, post, text_payload
+from ai_agents.tests.channels.whatsapp.support import post, text_payload, worker_env
 from erp.testing.celery_worker import worker_running
 from erp.testing.deadlines import wait_until
 
@@ -34,14 +33,7 @@ def test_whatsapp_conversations_are_answered_at_once_on_the_threads_pool_each_on
     fake_google.default = fake_google.reply_json(
         {"action": "respond", "answer": "Abrimos a las 9."}, delay=MODEL_SECONDS
     )
-    env = {
-        "GOOGLE_AI_BASE_URL": fake_google.url,
-        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
-        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
-        "WHATSAPP_APP_SECRET": APP_SECRET,
-        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
-        "WHATSAPP_RETRY_BASE_MS": "0",
-    }
+    env = worker_env(fake_google, fake_graph)
     contacts = [str(34600000100 + n) for n in range(CONVERSATIONS)]
     with worker_running(tmp_path, pool=("-P", "threads", "-c", "16"), prefix="threads", **env):
         # when: every contact writes at once

@@ -9,7 +9,7 @@ from typing import Any
 
 from ai_agents.tests.handoff_helpers import agent_for
 from erp.testing.accessibility import axe_check
-from erp.testing.browser import BROWSER_TEST, admin_login, context_new
+from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
 from erp.testing.factories import MembershipFactory
 from erp.testing.fixtures import Persona
 
@@ -28,15 +28,7 @@ def test_the_start_page_on_a_phone_in_english_and_from_the_admin(
 
     agent_for(outsider.tenant)
     MembershipFactory.create(tenant=outsider.tenant, user=owner.user)
-    phone = context_new(
-        browser,
-        base_url=asgi_server,
-        locale="en-US",
-        viewport={"width": 390, "height": 844},
-        device_scale_factor=2,
-        is_mobile=True,
-        has_touch=True,
-    )
+    phone = context_new(browser, base_url=asgi_server, locale="en-US", **PHONE)
     try:
         page = phone.new_page()
         admin_login(page, owner, "/admin/")

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from ai_agents.services.knowledge import knowledge_base_create
 from ai_agents.tests.stats_helpers import PERIOD, stats_week
 from erp.testing.accessibility import axe_check
-from erp.testing.browser import BROWSER_TEST, admin_login, context_new
+from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
 from erp.testing.fixtures import Persona
 
 pytestmark = BROWSER_TEST
@@ -88,15 +88,7 @@ def test_in_english_on_a_phone(
     from playwright.sync_api import expect
 
     stats_week(owner.tenant, owner.user)
-    phone = context_new(
-        browser,
-        base_url=asgi_server,
-        locale="en-US",
-        viewport={"width": 390, "height": 844},
-        device_scale_factor=2,
-        is_mobile=True,
-        has_touch=True,
-    )
+    phone = context_new(browser, base_url=asgi_server, locale="en-US", **PHONE)
     try:
         page = phone.new_page()
         admin_login(page, owner, PAGE)

@@ -12,18 +12,12 @@ import pytest
 
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.testing.accessibility import axe_check
-from erp.testing.browser import BROWSER_TEST, admin_login, context_new
+from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
 from erp.testing.fixtures import Persona
 from erp.testing.team import team_roles
 
 pytestmark = [*BROWSER_TEST, pytest.mark.usefixtures("fresh_invite_allowance")]
 
-PHONE = {
-    "viewport": {"width": 390, "height": 844},
-    "device_scale_factor": 2,
-    "is_mobile": True,
-    "has_touch": True,
-}
 SMALL_TARGETS = """() => [...document.querySelectorAll(
         '#content a, #content button, #content summary, #content input, #content select')]
     .filter(e => e.offsetParent !== null)

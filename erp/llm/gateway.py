@@ -16,9 +16,9 @@ import importlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -42,6 +42,7 @@ from erp.retry import Attempts, Backoff
 from erp.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 PROVIDERS: dict[str, str] = {
     "google": "erp.llm.providers.google.GoogleProvider",
@@ -208,6 +209,35 @@ class _Attempts:
         return True
 
 
+def _attempted(
+    attempts: _Attempts,
+    call: Callable[[LlmRequest], _T],
+    *,
+    context: CallContext,
+    provider: str,
+    model: str,
+    log_failures: bool = False,
+) -> tuple[_T, float]:
+    """`call` on each attempt's request until one returns: (its result, when it started).
+    Each failure is recorded (and logged with `log_failures`), then retried while the error
+    and the time left allow; otherwise the last `LlmError` is raised."""
+    last_error: LlmError | None = None
+    while True:
+        attempt = attempts.next_request()
+        if attempt is None:
+            raise last_error or _out_of_time(provider, model)
+        started = time.monotonic()
+        try:
+            return call(attempt), started
+        except LlmError as exc:
+            _record(context, provider=provider, model=model, started=started, error=exc)
+            if log_failures:
+                _log_failure(exc, attempts, provider, model)
+            last_error = exc
+            if not attempts.wait_before_retry(exc):
+                raise
+
+
 def llm_generate(
     request: LlmRequest,
     *,
@@ -220,24 +250,16 @@ def llm_generate(
     request = budget_request(request, tenant=context.tenant, provider=provider.name)
     model = _model_of(provider, request)
     _ensure_credits(context, provider.name, model)
-    attempts = _Attempts(retry, request)
-    last_error: LlmError | None = None
-    while True:
-        attempt_request = attempts.next_request()
-        if attempt_request is None:
-            raise last_error or _out_of_time(provider.name, model)
-        started = time.monotonic()
-        try:
-            result = provider.generate(attempt_request)
-        except LlmError as exc:
-            _record(context, provider=provider.name, model=model, started=started, error=exc)
-            _log_failure(exc, attempts, provider.name, model)
-            last_error = exc
-            if not attempts.wait_before_retry(exc):
-                raise
-            continue
-        _record(context, provider=provider.name, model=model, started=started, result=result)
-        return result
+    result, started = _attempted(
+        _Attempts(retry, request),
+        provider.generate,
+        context=context,
+        provider=provider.name,
+        model=model,
+        log_failures=True,
+    )
+    _record(context, provider=provider.name, model=model, started=started, result=result)
+    return result
 
 
 def llm_stream(
@@ -327,35 +349,27 @@ def llm_embed(
     if context.operation == Operation.LLM_REQUEST:
         context = dataclasses.replace(context, operation=Operation.EMBEDDING.value)
     _ensure_credits(context, provider.name, model)
-    attempts = _Attempts(retry, LlmRequest(messages=()))
-    last_error: LlmError | None = None
-    while True:
-        attempt = attempts.next_request()
-        if attempt is None:
-            raise last_error or _out_of_time(provider.name, model)
-        started = time.monotonic()
-        try:
-            result = provider.embed(
-                texts, model=model, dimensions=dimensions, task=task, timeout_s=attempt.timeout_s
-            )
-        except LlmError as exc:
-            _record(context, provider=provider.name, model=model, started=started, error=exc)
-            last_error = exc
-            if not attempts.wait_before_retry(exc):
-                raise
-            continue
-        usage.usage_record(
-            tenant=context.tenant,
-            operation=context.operation,
-            provider=provider.name,
-            model=result.model,
-            input_tokens=result.input_tokens,
-            latency_ms=int((time.monotonic() - started) * 1000),
-            agent_id=context.agent_id,
-            conversation_id=context.conversation_id,
-            message_id=context.message_id,
-        )
-        return result
+    result, started = _attempted(
+        _Attempts(retry, LlmRequest(messages=())),
+        lambda attempt: provider.embed(
+            texts, model=model, dimensions=dimensions, task=task, timeout_s=attempt.timeout_s
+        ),
+        context=context,
+        provider=provider.name,
+        model=model,
+    )
+    usage.usage_record(
+        tenant=context.tenant,
+        operation=context.operation,
+        provider=provider.name,
+        model=result.model,
+        input_tokens=result.input_tokens,
+        latency_ms=int((time.monotonic() - started) * 1000),
+        agent_id=context.agent_id,
+        conversation_id=context.conversation_id,
+        message_id=context.message_id,
+    )
+    return result
 
 
 def llm_media_text(
@@ -372,23 +386,17 @@ def llm_media_text(
     model = chosen.media_model(request)
     request = dataclasses.replace(request, model=model)
     _ensure_credits(context, chosen.name, model)
-    attempts = _Attempts(retry, LlmRequest(messages=(), timeout_s=request.timeout_s))
-    last_error: LlmError | None = None
-    while True:
-        attempt = attempts.next_request()
-        if attempt is None:
-            raise last_error or _out_of_time(chosen.name, model)
-        started = time.monotonic()
-        try:
-            result = chosen.media_text(dataclasses.replace(request, timeout_s=attempt.timeout_s))
-        except LlmError as exc:
-            _record(context, provider=chosen.name, model=model, started=started, error=exc)
-            last_error = exc
-            if not attempts.wait_before_retry(exc):
-                raise
-            continue
-        _record(context, provider=chosen.name, model=model, started=started, result=result)
-        return result
+    result, started = _attempted(
+        _Attempts(retry, LlmRequest(messages=(), timeout_s=request.timeout_s)),
+        lambda attempt: chosen.media_text(
+            dataclasses.replace(request, timeout_s=attempt.timeout_s)
+        ),
+        context=context,
+        provider=chosen.name,
+        model=model,
+    )
+    _record(context, provider=chosen.name, model=model, started=started, result=result)
+    return result
 
 
 class StreamAbandoned(Exception):

@@ -6,8 +6,8 @@ Fixtures (exposed by the root conftest):
   SSE streams; the WSGI `live_server` buffers async streams). It uses the test database.
 - `live_page`: a page whose base URL is pytest-django's `live_server`.
 
-Helpers: `BROWSER_TEST` (the `pytestmark` of a browser test module), `context_new`,
-`admin_login`.
+Helpers: `BROWSER_TEST` (the `pytestmark` of a browser test module), `context_new`, `PHONE`
+(its options for a phone), `admin_login`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ CHROMIUM_ARGS = [
 ]
 TIMEOUT_MS = 15_000
 PASSWORD = "pass-1234"  # erp.testing.fixtures personas
+# `context_new(browser, **PHONE)`: a 390x844 phone with touch and a 2x screen.
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
 
 # No skip without Chromium: a browser test that cannot run fails (erp/testing/skip_guard.py).
 BROWSER_TEST = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -51,3 +51,26 @@ class MembershipFactory(factory.django.DjangoModelFactory[Membership]):
     @classmethod
     def _create(cls, model_class: type[Membership], *args: Any, **kwargs: Any) -> Membership:
         return model_class.objects.for_tenant(kwargs["tenant"]).create(*args, **kwargs)
+
+
+def usage_spent(tenant: Tenant, usd: str) -> None:
+    """A ledger row costing `usd` this month (model "test/cent-per-token": a cent a token),
+    written the way the gateway writes them (forgets the cached spend)."""
+    from erp.llm.models import ModelPrice
+    from erp.llm.usage import usage_record
+
+    ModelPrice.objects.get_or_create(
+        provider="test",
+        model="cent-per-token",
+        defaults={
+            "input_per_million_usd": Decimal("10000"),
+            "output_per_million_usd": Decimal("0"),
+        },
+    )
+    usage_record(
+        tenant=tenant,
+        operation="llm_request",
+        provider="test",
+        model="cent-per-token",
+        input_tokens=int(Decimal(usd) * 100),
+    )

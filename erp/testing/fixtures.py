@@ -121,13 +121,13 @@ def _fresh_price_table() -> Any:
 
 @pytest.fixture
 def channel_prices(db: Any) -> None:
-    """The seed WhatsApp price table of the migration `llm/0002` (a transactional test
+    """The seed WhatsApp price table of the migration `llm/0004` (a transactional test
     before this one may have flushed it)."""
     import importlib
 
     from django.apps import apps
 
-    seed = importlib.import_module("erp.llm.migrations.0002_pricing_channel_costs")
+    seed = importlib.import_module("erp.llm.migrations.0004_pricing_channel_costs")
     seed.seed_prices(apps, None)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from ai_agents.models import ChannelBinding
 from ai_agents.services.agents import agent_create
+from ai_agents.tests.channels.admin_support import channel_admin_form
 from erp.tenancy.scoping import tenant_scope
 
 URL = "/api/v1/channels"
@@ -247,18 +248,6 @@ def test_schema_documents_the_channels_endpoints(client: Any) -> None:
 
 
 # --- Admin ---------------------------------------------------------------------------------
-def _admin_form(agent: Any, **fields: Any) -> dict[str, Any]:
-    return {
-        "agent": str(agent.pk),
-        "name": "",
-        "is_active": "on",
-        "phone_number_id": "",
-        "access_token": "",
-        "whatsapp_template": "{}",
-        "address": "",
-        "allowed_origins": "",
-        **fields,
-    }
 
 
 @pytest.mark.django_db
@@ -266,7 +255,9 @@ def test_admin_creates_bindings_with_the_api_rules(client: Any, owner: Any, agen
     client.force_login(owner.user)
     response = client.post(
         "/admin/ai_agents/channelbinding/add/",
-        _admin_form(agent_a, type="whatsapp", phone_number_id="5550001", access_token="EAAG-s"),
+        channel_admin_form(
+            agent_a.pk, type="whatsapp", phone_number_id="5550001", access_token="EAAG-s"
+        ),
     )
     assert response.status_code == 302, response.content.decode()[-3000:]
     with tenant_scope(owner.tenant):
@@ -279,7 +270,7 @@ def test_admin_creates_bindings_with_the_api_rules(client: Any, owner: Any, agen
     # Saving without a token keeps it.
     client.post(
         f"/admin/ai_agents/channelbinding/{binding.pk}/change/",
-        _admin_form(agent_a, type="whatsapp", phone_number_id="5550001", name="Tienda"),
+        channel_admin_form(agent_a.pk, type="whatsapp", phone_number_id="5550001", name="Tienda"),
     )
     with tenant_scope(owner.tenant):
         binding.refresh_from_db()
@@ -287,7 +278,9 @@ def test_admin_creates_bindings_with_the_api_rules(client: Any, owner: Any, agen
 
     taken = client.post(
         "/admin/ai_agents/channelbinding/add/",
-        _admin_form(agent_a, type="whatsapp", phone_number_id="5550001", access_token="x"),
+        channel_admin_form(
+            agent_a.pk, type="whatsapp", phone_number_id="5550001", access_token="x"
+        ),
     )
     assert taken.status_code == 200
     assert "ya está conectado" in taken.content.decode()
@@ -298,11 +291,11 @@ def test_admin_shows_webhook_url_and_snippet(client: Any, owner: Any, agent_a: A
     client.force_login(owner.user)
     client.post(
         "/admin/ai_agents/channelbinding/add/",
-        _admin_form(agent_a, type="email", address="ayuda@tienda.es"),
+        channel_admin_form(agent_a.pk, type="email", address="ayuda@tienda.es"),
     )
     client.post(
         "/admin/ai_agents/channelbinding/add/",
-        _admin_form(agent_a, type="webchat", allowed_origins="https://tienda.es\n"),
+        channel_admin_form(agent_a.pk, type="webchat", allowed_origins="https://tienda.es\n"),
     )
     with tenant_scope(owner.tenant):
         email = ChannelBinding.objects.get(type="email")
@@ -316,7 +309,7 @@ def test_admin_shows_webhook_url_and_snippet(client: Any, owner: Any, agent_a: A
 
     bad = client.post(
         "/admin/ai_agents/channelbinding/add/",
-        _admin_form(agent_a, type="webchat", allowed_origins="tienda.es"),
+        channel_admin_form(agent_a.pk, type="webchat", allowed_origins="tienda.es"),
     )
     assert bad.status_code == 200 and "Origen no válido" in bad.content.decode()
 

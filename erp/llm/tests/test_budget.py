@@ -14,10 +14,10 @@ from django.utils import timezone
 from erp.llm.budget import budget_check, month_spend
 from erp.llm.errors import BudgetExhausted, NoCredits
 from erp.llm.gateway import CallContext, llm_generate
-from erp.llm.models import BudgetNotice, ModelPrice, UsageLog
+from erp.llm.models import BudgetNotice, UsageLog
 from erp.llm.tests.google_kit import FAST, MODEL, ask
-from erp.llm.usage import usage_record
 from erp.tenancy.models import Tenant
+from erp.testing.factories import usage_spent
 from erp.testing.fake_google import FakeGoogle
 
 CHEAP = "gemini-2.5-flash-lite"
@@ -28,25 +28,6 @@ def _budget(tenant: Tenant, usd: str, action: str = "handoff_only", model: str =
     tenant.budget_action = action
     tenant.budget_cheaper_model = model
     tenant.save()
-
-
-def _spent(tenant: Tenant, usd: str) -> None:
-    """A costed ledger row, written the way the gateway writes them (forgets the cache)."""
-    ModelPrice.objects.get_or_create(
-        provider="test",
-        model="cent-per-token",
-        defaults={
-            "input_per_million_usd": Decimal("10000"),
-            "output_per_million_usd": Decimal("0"),
-        },
-    )
-    usage_record(
-        tenant=tenant,
-        operation="llm_request",
-        provider="test",
-        model="cent-per-token",
-        input_tokens=int(Decimal(usd) * 100),
-    )
 
 
 def _model_path(fake_google: FakeGoogle) -> str:
@@ -60,7 +41,7 @@ def test_cheaper_model_once_the_budget_is_spent(
 ) -> None:
     settings.AI_CREDITS_MODE = "off"
     _budget(tenant_a, "10.00", "cheaper_model", CHEAP)
-    _spent(tenant_a, "10")
+    usage_spent(tenant_a, "10")
 
     result = llm_generate(ask(), context=CallContext(tenant=tenant_a), retry=FAST)
 
@@ -75,7 +56,7 @@ def test_below_the_budget_the_agent_model_is_used(
 ) -> None:
     settings.AI_CREDITS_MODE = "off"
     _budget(tenant_a, "10.00", "cheaper_model", CHEAP)
-    _spent(tenant_a, "9.99")
+    usage_spent(tenant_a, "9.99")
 
     llm_generate(ask(model=MODEL), context=CallContext(tenant=tenant_a), retry=FAST)
 
@@ -88,7 +69,7 @@ def test_handoff_only_refuses_the_call_as_no_credits(
 ) -> None:
     settings.AI_CREDITS_MODE = "off"
     _budget(tenant_a, "5.00")
-    _spent(tenant_a, "5")
+    usage_spent(tenant_a, "5")
 
     with pytest.raises(BudgetExhausted) as raised:
         llm_generate(ask(), context=CallContext(tenant=tenant_a), retry=FAST)
@@ -102,12 +83,12 @@ def test_the_owners_are_told_once_at_80_and_once_at_100(
     tenant_a: Tenant, owner: Any, member: Any
 ) -> None:
     _budget(tenant_a, "10.00")
-    _spent(tenant_a, "7.99")
+    usage_spent(tenant_a, "7.99")
     assert budget_check(tenant=tenant_a) is not None
     assert mail.outbox == []
 
     # when: a costed row crosses 80 % (the cached spend is forgotten on write)
-    _spent(tenant_a, "0.01")
+    usage_spent(tenant_a, "0.01")
     for _call in range(3):
         budget_check(tenant=tenant_a)
 
@@ -115,7 +96,7 @@ def test_the_owners_are_told_once_at_80_and_once_at_100(
     assert eighty.to == [owner.user.email]  # the owner, not the member
     assert "80 %" in eighty.subject and "8.00 USD de 10.00 USD" in eighty.body
 
-    _spent(tenant_a, "2")
+    usage_spent(tenant_a, "2")
     for _call in range(3):
         state = budget_check(tenant=tenant_a)
     assert state is not None and state.exhausted
@@ -134,7 +115,7 @@ def test_one_tenants_spend_never_counts_toward_anothers_budget(
     settings.AI_CREDITS_MODE = "off"
     _budget(tenant_a, "5.00")
     _budget(tenant_b, "5.00")
-    _spent(tenant_b, "50")
+    usage_spent(tenant_b, "50")
 
     assert month_spend(tenant=tenant_a) == Decimal("0")
     assert month_spend(tenant=tenant_b) == Decimal("50")
@@ -149,7 +130,7 @@ def test_one_tenants_spend_never_counts_toward_anothers_budget(
 @pytest.mark.django_db
 def test_jumping_past_100_sends_only_the_100_mail(tenant_a: Tenant, owner: Any) -> None:
     _budget(tenant_a, "10.00")
-    _spent(tenant_a, "12")
+    usage_spent(tenant_a, "12")
 
     budget_check(tenant=tenant_a)
     budget_check(tenant=tenant_a)
@@ -165,7 +146,7 @@ def test_the_notice_is_written_in_the_tenants_language(tenant_a: Tenant, owner: 
     Tenant.objects.filter(pk=tenant_a.pk).update(language="en")
     tenant_a.refresh_from_db()
     _budget(tenant_a, "10.00")
-    _spent(tenant_a, "8.5")
+    usage_spent(tenant_a, "8.5")
 
     budget_check(tenant=tenant_a)
 

@@ -17,6 +17,7 @@ from ai_agents.channels.webchat.appearance import (
     text_color_for,
 )
 from ai_agents.models import ChannelBinding
+from ai_agents.tests.channels.admin_support import channel_admin_form
 from ai_agents.tests.channels.webchat.support import ORIGIN, Visitor
 from erp.tenancy.models import Membership
 from erp.testing.factories import MembershipFactory
@@ -217,17 +218,9 @@ def test_another_tenant_cannot_read_or_change_the_appearance(
 
 
 def _admin_form(binding: ChannelBinding, **look: str) -> dict[str, str]:
-    return {
-        "agent": str(binding.agent_id),
-        "name": "",
-        "is_active": "on",
-        "phone_number_id": "",
-        "access_token": "",
-        "whatsapp_template": "{}",
-        "address": "",
-        "allowed_origins": "\n".join(binding.allowed_origins),
-        **{f"look_{key}": value for key, value in look.items()},
-    }
+    looks = {f"look_{key}": value for key, value in look.items()}
+    origins = "\n".join(binding.allowed_origins)
+    return channel_admin_form(binding.agent_id, allowed_origins=origins, **looks)
 
 
 @pytest.mark.django_db

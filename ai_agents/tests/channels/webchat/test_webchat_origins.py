@@ -12,6 +12,7 @@ from django.test import Client
 from ai_agents.channels.webchat.origins import OriginInvalid, origin_matches, origin_pattern_clean
 from ai_agents.models import ChannelBinding
 from ai_agents.services.agents import agent_create
+from ai_agents.tests.channels.admin_support import channel_admin_form
 from erp.tenancy.scoping import tenant_scope
 
 URL = "/api/v1/channels"
@@ -156,16 +157,7 @@ def test_admin_accepts_a_wildcard_and_refuses_an_invalid_pattern(
     client: Any, owner: Any, agent_a: Any
 ) -> None:
     client.force_login(owner.user)
-    form = {
-        "agent": str(agent_a.pk),
-        "type": "webchat",
-        "name": "",
-        "is_active": "on",
-        "phone_number_id": "",
-        "access_token": "",
-        "whatsapp_template": "{}",
-        "address": "",
-    }
+    form = channel_admin_form(agent_a.pk, type="webchat")
     added = client.post(
         "/admin/ai_agents/channelbinding/add/",
         {**form, "allowed_origins": f"https://tienda.es\n{WILD}\n"},

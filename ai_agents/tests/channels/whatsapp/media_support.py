@@ -1,10 +1,14 @@
 """What the WhatsApp media tests share: the reference payloads' media ids, bytes, the token
-of `support.wa_binding` and readers of what the fakes saw."""
+of `support.wa_binding`, the media folder (fixture `media_root`) and readers of what the
+fakes saw."""
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from erp.llm.models import UsageLog
 from erp.tenancy.scoping import tenant_scope
@@ -18,6 +22,13 @@ PHOTO = b"\xff\xd8\xff\xe0" + bytes(200)
 TRANSCRIPT = "Hola, quiero cambiar la dirección de entrega de mi pedido"
 ASK_ES = "Lo siento, no he podido escuchar tu mensaje de voz. ¿Podrías escribirme lo que necesitas?"
 TOKEN_A = "EAAG-token-a"  # support.wa_binding
+
+
+@pytest.fixture
+def media_root(settings: Any, tmp_path: Path) -> Path:
+    """Where kept media go (`WHATSAPP_MEDIA_ROOT`): a folder of the test's own."""
+    settings.WHATSAPP_MEDIA_ROOT = str(tmp_path / "media")
+    return tmp_path / "media"
 
 
 def usage_rows(tenant: Any, operation: str) -> list[UsageLog]:

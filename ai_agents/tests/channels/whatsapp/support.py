@@ -1,5 +1,6 @@
 """Shared pieces of the WhatsApp tests: the reference payloads (under fixtures/), signed posts
-to the webhook, a binding per tenant, and the customers' messages as stored."""
+to the webhook, a binding per tenant, tenant A's line (fixture `line`), a real worker's
+environment, and the messages as stored."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from ai_agents.models import ChannelBinding, Message
+from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.services.agents import agent_create
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
@@ -124,14 +125,48 @@ class Line:
     graph: FakeGraph
     run_tasks: Any
 
+    def customer_sends(self, data: Any) -> Any:
+        """Posts `data` to the webhook and runs the tasks it queues; returns the response."""
+        with self.run_tasks():
+            return post(self.client, data)
+
     def customer_writes(self, answer: str, *graph: FakeResponse) -> Message:
         """The customer's text arrives, the model answers `answer`, the Graph API gives the
         `graph` responses first (then its default success); returns the stored reply."""
         respond(self.google, answer)
         self.graph.push(*graph)
-        with self.run_tasks():
-            post(self.client, payload("text"))
+        self.customer_sends(payload("text"))
         return bot_reply(self.tenant)
+
+
+@pytest.fixture
+def line(
+    client: Client,
+    wa_binding: ChannelBinding,
+    tenant_a: Any,
+    fake_google: FakeGoogle,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> Line:
+    """Tenant A's WhatsApp line (`wa_binding`), tasks run in-process by `line.customer_sends`.
+    Through `run_tasks` it makes Celery eager for the whole test: not for a real worker's test."""
+    return Line(client, tenant_a, fake_google, fake_graph, run_tasks)
+
+
+def worker_env(fake_google: FakeGoogle, fake_graph: FakeGraph, **extra: str) -> dict[str, Any]:
+    """The environment of a real worker process (`worker_running`) on the fake model and
+    Graph API, retrying sends at once."""
+    from django.conf import settings
+
+    return {
+        "GOOGLE_AI_BASE_URL": fake_google.url,
+        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
+        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
+        "WHATSAPP_APP_SECRET": APP_SECRET,
+        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
+        "WHATSAPP_RETRY_BASE_MS": "0",
+        **extra,
+    }
 
 
 def stored(agent: Any, text: str, message_id: str, binding: Any = None) -> Message:
@@ -163,3 +198,32 @@ def stored_unanswered(binding: Any, text: str, message_id: str, *, age_s: float 
             created_at=timezone.now() - timedelta(seconds=age_s)
         )
     return message
+
+
+def stale_conversation(client: Client, tenant: Any, hours: float) -> Conversation:
+    """The customer wrote `hours` ago (stored, never answered: no task ran)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    post(client, text_payload("hola", "wamid.old"))
+    with tenant_scope(tenant):
+        conversation = Conversation.objects.get()
+        Conversation.objects.filter(pk=conversation.pk).update(
+            last_inbound_at=timezone.now() - timedelta(hours=hours)
+        )
+        conversation.refresh_from_db()
+    return conversation
+
+
+def staff_reply(conversation: Conversation, author: Any, text: str) -> Message:
+    """A reply by `author` (staff) stored in the conversation, not yet delivered."""
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            agent=conversation.agent,
+            role=Message.Role.ASSISTANT,
+            content=text,
+            author=author,
+        )

@@ -5,21 +5,23 @@ customer's country; redelivered webhooks and retried sends never bill twice."""
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.test import Client
-from django.utils import timezone
 
 from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.models import Conversation, Message
-from ai_agents.tests.channels.whatsapp.support import APP_SECRET, post, text_payload
+from ai_agents.tests.channels.whatsapp.support import (
+    post,
+    staff_reply,
+    stale_conversation,
+    text_payload,
+    worker_env,
+)
 from erp.llm.models import UsageLog
-from erp.tenancy.scoping import tenant_scope
 from erp.testing.celery_worker import worker_running
 from erp.testing.deadlines import wait_until
 from erp.testing.fake_google import FakeGoogle
@@ -50,16 +52,8 @@ def test_one_charge_per_reply_under_webhook_redelivery_with_a_real_worker(
 ) -> None:
     # given: a worker on the fake model and Graph API, and a Mexican customer
     fake_google.default = fake_google.reply_json({"action": "respond", "answer": "Sí, a las 9."})
-    env: dict[str, Any] = {
-        "GOOGLE_AI_BASE_URL": fake_google.url,
-        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
-        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
-        "WHATSAPP_APP_SECRET": APP_SECRET,
-        "WHATSAPP_GRAPH_BASE_URL": str(fake_graph.url),
-        "WHATSAPP_RETRY_BASE_MS": "0",
-    }
     payload = text_payload("¿Abren hoy?", "wamid.mx-1", wa_id=MEXICO)
-    with worker_running(tmp_path, **env):
+    with worker_running(tmp_path, **worker_env(fake_google, fake_graph)):
         # when: Meta delivers the same webhook three times
         for _delivery in range(3):
             assert post(client, payload).status_code == 200
@@ -85,8 +79,8 @@ def test_one_charge_per_reply_under_webhook_redelivery_with_a_real_worker(
 def test_a_retried_send_and_a_second_delivery_run_bill_once(
     client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = _conversation(client, tenant_a, hours=1)
-    message = _reply(conversation, owner.user, "Ya está en camino.")
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    message = staff_reply(conversation, owner.user, "Ya está en camino.")
     fake_graph.push(FakeResponse.json({"error": {"code": 2, "message": "busy"}}, status=503))
 
     assert reply_deliver(message.pk) == "sent"
@@ -107,8 +101,8 @@ def test_outside_the_window_the_template_is_billed_by_its_category(
 ) -> None:
     wa_binding.whatsapp_template = {"name": "promo", "language": "es", "category": "marketing"}
     wa_binding.save(update_fields=["whatsapp_template"])
-    conversation = _conversation(client, tenant_a, hours=30)
-    message = _reply(conversation, owner.user, "Tenemos ofertas.")
+    conversation = stale_conversation(client, tenant_a, hours=30)
+    message = staff_reply(conversation, owner.user, "Tenemos ofertas.")
 
     assert reply_deliver(message.pk) == "sent"
 
@@ -122,32 +116,9 @@ def test_outside_the_window_the_template_is_billed_by_its_category(
 def test_a_failed_send_is_not_billed(
     client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = _conversation(client, tenant_a, hours=1)
-    message = _reply(conversation, owner.user, "Hola.")
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    message = staff_reply(conversation, owner.user, "Hola.")
     fake_graph.push(FakeResponse.json({"error": {"code": 131026, "message": "x"}}, status=400))
 
     assert reply_deliver(message.pk) == "failed"
     assert _charges(tenant_a) == []
-
-
-def _conversation(client: Client, tenant: Any, hours: float) -> Conversation:
-    post(client, text_payload("hola", "wamid.old"))  # stored, not answered (no run_tasks)
-    with tenant_scope(tenant):
-        conversation = Conversation.objects.get()
-        Conversation.objects.filter(pk=conversation.pk).update(
-            last_inbound_at=timezone.now() - timedelta(hours=hours)
-        )
-        conversation.refresh_from_db()
-    return conversation
-
-
-def _reply(conversation: Conversation, author: Any, text: str) -> Message:
-    with tenant_scope(conversation.tenant_id):
-        return Message.objects.create(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            agent=conversation.agent,
-            role=Message.Role.ASSISTANT,
-            content=text,
-            author=author,
-        )

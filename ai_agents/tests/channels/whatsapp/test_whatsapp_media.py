@@ -26,6 +26,7 @@ from ai_agents.tests.channels.whatsapp.media_support import (
 )
 from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_B,
+    Line,
     binding_create,
     payload,
     post,
@@ -34,35 +35,22 @@ from ai_agents.tests.channels.whatsapp.support import (
     with_number,
 )
 from erp.tenancy.scoping import tenant_scope
-from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
-
-
-@pytest.fixture
-def media_root(settings: Any, tmp_path: Path) -> Path:
-    settings.WHATSAPP_MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
 
 
 @pytest.mark.django_db
 def test_a_voice_note_is_transcribed_and_answered_from_its_transcript(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
     media_root: Path,
 ) -> None:
-    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
-    fake_google.push(fake_google.reply(TRANSCRIPT, input_tokens=40, output_tokens=12))
-    respond(fake_google, "Claro, ¿cuál es la nueva dirección?")
+    line.graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    line.google.push(line.google.reply(TRANSCRIPT, input_tokens=40, output_tokens=12))
+    respond(line.google, "Claro, ¿cuál es la nueva dirección?")
 
-    with run_tasks():
-        response = post(client, payload("audio_voice"))
+    response = line.customer_sends(payload("audio_voice"))
 
     assert response.status_code == 200
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.content == TRANSCRIPT
     facts = message.metadata["media"]
     assert {k: facts[k] for k in ("kind", "media_id", "mime_type", "source", "size")} == {
@@ -73,14 +61,14 @@ def test_a_voice_note_is_transcribed_and_answered_from_its_transcript(
         "size": len(VOICE),
     }
     # The model heard the bytes inline, then answered the transcript.
-    assert inline_media(fake_google, 0) == ("audio/ogg", VOICE)
-    assert TRANSCRIPT in str(fake_google.generate_requests[1]["contents"])
-    assert sent_texts(fake_graph) == ["Claro, ¿cuál es la nueva dirección?"]
+    assert inline_media(line.google, 0) == ("audio/ogg", VOICE)
+    assert TRANSCRIPT in str(line.google.generate_requests[1]["contents"])
+    assert sent_texts(line.graph) == ["Claro, ¿cuál es la nueva dirección?"]
     # Lookup then download, each once, with the binding's token.
-    media = fake_graph.media_requests
+    media = line.graph.media_requests
     assert [r.path for r in media] == [f"/v24.0/{AUDIO_ID}", f"/media-download/{AUDIO_ID}"]
     assert {r.header("authorization") for r in media} == {f"Bearer {TOKEN_A}"}
-    [row] = usage_rows(tenant_a, "transcription")
+    [row] = usage_rows(line.tenant, "transcription")
     assert (row.success, row.input_tokens, row.output_tokens, row.message_id) == (
         True,
         40,
@@ -102,36 +90,30 @@ def test_a_voice_note_is_transcribed_and_answered_from_its_transcript(
 def test_a_voice_note_that_cannot_be_heard_asks_the_customer_to_write(
     case: str,
     expected_error: str,
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
     settings: Any,
 ) -> None:
     if case != "lookup_404":
-        fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+        line.graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
     if case == "too_large":
         settings.WHATSAPP_MEDIA_MAX_BYTES = 100
     if case == "model_error":
-        fake_google.push(fake_google.error(400, "Unsupported audio"))
+        line.google.push(line.google.error(400, "Unsupported audio"))
 
-    with run_tasks():
-        post(client, payload("audio_voice"))
+    line.customer_sends(payload("audio_voice"))
 
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.metadata["media"]["ask_to_write"] is True
     assert message.metadata["media"]["error"] == expected_error
-    assert sent_texts(fake_graph) == [ASK_ES]
+    assert sent_texts(line.graph) == [ASK_ES]
     # No model answers the unheard note; a failed lookup is not retried.
     expected_model_calls = 1 if case == "model_error" else 0
-    assert len(fake_google.generate_requests) == expected_model_calls
-    lookups = [r for r in fake_graph.media_requests if r.path == f"/v24.0/{AUDIO_ID}"]
+    assert len(line.google.generate_requests) == expected_model_calls
+    lookups = [r for r in line.graph.media_requests if r.path == f"/v24.0/{AUDIO_ID}"]
     assert len(lookups) == 1
-    downloads = [r for r in fake_graph.media_requests if r.path.startswith("/media-download/")]
+    downloads = [r for r in line.graph.media_requests if r.path.startswith("/media-download/")]
     assert len(downloads) == (1 if case == "model_error" else 0)
-    rows = usage_rows(tenant_a, "transcription")
+    rows = usage_rows(line.tenant, "transcription")
     assert [r.success for r in rows] == ([False] if case == "model_error" else [])
 
 
@@ -159,138 +141,110 @@ def test_without_a_model_a_voice_note_is_not_fetched_and_the_customer_is_asked_t
 
 @pytest.mark.django_db
 def test_an_image_is_described_for_a_multimodal_model_with_its_caption(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
-    fake_graph.media_put(IMAGE_ID, PHOTO, "image/jpeg", token=TOKEN_A)
-    fake_google.push(fake_google.reply("Una bisagra de plástico partida por la mitad."))
-    respond(fake_google, "Lamento la rotura; le enviamos una pieza nueva.")
+    line.graph.media_put(IMAGE_ID, PHOTO, "image/jpeg", token=TOKEN_A)
+    line.google.push(line.google.reply("Una bisagra de plástico partida por la mitad."))
+    respond(line.google, "Lamento la rotura; le enviamos una pieza nueva.")
 
-    with run_tasks():
-        post(client, payload("image"))
+    line.customer_sends(payload("image"))
 
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.content == (
         "This is the part that broke\n"
         "[Imagen del cliente: Una bisagra de plástico partida por la mitad.]"
     )
     assert message.metadata["media"]["source"] == "description"
-    assert inline_media(fake_google, 0) == ("image/jpeg", PHOTO)
-    assert [r.success for r in usage_rows(tenant_a, "image_description")] == [True]
-    assert sent_texts(fake_graph) == ["Lamento la rotura; le enviamos una pieza nueva."]
+    assert inline_media(line.google, 0) == ("image/jpeg", PHOTO)
+    assert [r.success for r in usage_rows(line.tenant, "image_description")] == [True]
+    assert sent_texts(line.graph) == ["Lamento la rotura; le enviamos una pieza nueva."]
 
 
 @pytest.mark.django_db
 def test_an_image_for_a_text_only_model_is_noted_as_received_without_fetching(
-    client: Client,
+    line: Line,
     wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
 ) -> None:
     wa_binding.agent.model = "gemma-2-9b-it"
     wa_binding.agent.save(update_fields=["model"])
-    fake_graph.media_put(IMAGE_ID, PHOTO, "image/jpeg", token=TOKEN_A)
-    respond(fake_google, "¿Qué pieza es?")
+    line.graph.media_put(IMAGE_ID, PHOTO, "image/jpeg", token=TOKEN_A)
+    respond(line.google, "¿Qué pieza es?")
 
-    with run_tasks():
-        post(client, payload("image"))
+    line.customer_sends(payload("image"))
 
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.content == "[imagen recibida] This is the part that broke"
     assert message.metadata["media"]["source"] == "none"
-    assert fake_graph.media_requests == []
-    assert sent_texts(fake_graph) == ["¿Qué pieza es?"]
+    assert line.graph.media_requests == []
+    assert sent_texts(line.graph) == ["¿Qué pieza es?"]
 
 
 @pytest.mark.django_db
 def test_a_binding_token_is_never_used_for_another_tenants_media(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
+    line: Line,
     tenant_b: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
 ) -> None:
     # The media id belongs to tenant A's business; tenant B's number receives a message naming it.
     binding_create(tenant_b, NUMBER_B, token="EAAG-token-b")
-    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    line.graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
 
-    with run_tasks():
-        post(client, with_number(payload("audio_voice"), NUMBER_B))
+    line.customer_sends(with_number(payload("audio_voice"), NUMBER_B))
 
     [message] = user_messages(tenant_b)
     assert message.metadata["media"]["error"] == "lookup_failed"
-    assert {r.header("authorization") for r in fake_graph.media_requests} == {"Bearer EAAG-token-b"}
-    assert user_messages(tenant_a) == []
-    assert sent_texts(fake_graph) == [ASK_ES]
-    assert usage_rows(tenant_a, "transcription") == []
+    assert {r.header("authorization") for r in line.graph.media_requests} == {"Bearer EAAG-token-b"}
+    assert user_messages(line.tenant) == []
+    assert sent_texts(line.graph) == [ASK_ES]
+    assert usage_rows(line.tenant, "transcription") == []
 
 
 @pytest.mark.django_db
 def test_audio_is_kept_for_the_tenants_retention_days_then_deleted(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
     media_root: Path,
 ) -> None:
     from ai_agents.tasks import bulk_media_expire
 
-    HandoffSettings.objects.for_tenant(tenant_a).update_or_create(
-        tenant=tenant_a, defaults={"media_retention_days": 7}
+    HandoffSettings.objects.for_tenant(line.tenant).update_or_create(
+        tenant=line.tenant, defaults={"media_retention_days": 7}
     )
-    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
-    fake_google.push(fake_google.reply(TRANSCRIPT))
-    respond(fake_google, "Claro.")
-    with run_tasks():
-        post(client, payload("audio_voice"))
-    [message] = user_messages(tenant_a)
+    line.graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    line.google.push(line.google.reply(TRANSCRIPT))
+    respond(line.google, "Claro.")
+    line.customer_sends(payload("audio_voice"))
+    [message] = user_messages(line.tenant)
     kept = media_root / message.metadata["media"]["file"]
     assert kept.read_bytes() == VOICE
 
     assert bulk_media_expire() == 0  # within its 7 days
     assert kept.exists()
 
-    with tenant_scope(tenant_a):
+    with tenant_scope(line.tenant):
         metadata = message.metadata
         metadata["media"]["keep_until"] = "2020-01-01T00:00:00+00:00"
         Message.objects.filter(pk=message.pk).update(metadata=metadata)
     assert bulk_media_expire() == 1
     assert not kept.exists()
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.metadata["media"]["file"] == ""
     assert message.content == TRANSCRIPT  # the transcript stays
 
 
 @pytest.mark.django_db
 def test_a_customer_who_wrote_in_english_is_asked_in_english(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
-    respond(fake_google, "We open at 10.")
-    with run_tasks():
-        post(client, payload("text"))  # "Hi! What are your opening hours on Saturday?"
-    with run_tasks():
-        post(client, payload("audio_voice"))  # lookup 404: nobody can hear it
+    respond(line.google, "We open at 10.")
+    with line.run_tasks():
+        post(line.client, payload("text"))  # "Hi! What are your opening hours on Saturday?"
+    with line.run_tasks():
+        post(line.client, payload("audio_voice"))  # lookup 404: nobody can hear it
 
-    assert sent_texts(fake_graph) == [
+    assert sent_texts(line.graph) == [
         "We open at 10.",
         "Sorry, I couldn't listen to your voice message. Could you write what you need?",
     ]
-    assert user_messages(tenant_a)[1].metadata["media"]["language"] == "en"
+    assert user_messages(line.tenant)[1].metadata["media"]["language"] == "en"
 
 
 @pytest.mark.django_db
@@ -310,21 +264,15 @@ def test_the_webhook_stores_the_voice_note_without_fetching_it(
 
 @pytest.mark.django_db
 def test_the_api_shows_the_transcript_and_its_facts_to_the_tenant_only(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
     api_a: Any,
     api_b: Any,
 ) -> None:
-    fake_graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
-    fake_google.push(fake_google.reply(TRANSCRIPT))
-    respond(fake_google, "Claro.")
-    with run_tasks():
-        post(client, payload("audio_voice"))
-    [message] = user_messages(tenant_a)
+    line.graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+    line.google.push(line.google.reply(TRANSCRIPT))
+    respond(line.google, "Claro.")
+    line.customer_sends(payload("audio_voice"))
+    [message] = user_messages(line.tenant)
     url = f"/api/v1/conversations/{message.conversation_id}"
 
     body = api_a.get(url).json()

@@ -22,11 +22,11 @@ from ai_agents.tests.channels.whatsapp.media_support import (
     usage_rows,
 )
 from ai_agents.tests.channels.whatsapp.support import (
-    APP_SECRET,
     payload,
     post,
     respond,
     user_messages,
+    worker_env,
 )
 from erp.testing.celery_worker import worker_running
 from erp.testing.deadlines import wait_until
@@ -43,7 +43,6 @@ def test_a_real_worker_transcribes_keeps_and_answers_a_voice_note(
     fake_google: FakeGoogle,
     fake_graph: FakeGraph,
     client: Client,
-    settings: Any,
 ) -> None:
     # given: tenant A keeps audio 3 days; a worker process on the threads pool (as in compose)
     HandoffSettings.objects.for_tenant(tenant_a).update_or_create(
@@ -53,15 +52,7 @@ def test_a_real_worker_transcribes_keeps_and_answers_a_voice_note(
     fake_google.push(fake_google.reply(TRANSCRIPT))
     respond(fake_google, "Claro, ¿cuál es la nueva dirección?")
     media_root = tmp_path / "media"
-    env = {
-        "GOOGLE_AI_BASE_URL": fake_google.url,
-        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
-        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
-        "WHATSAPP_APP_SECRET": APP_SECRET,
-        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
-        "WHATSAPP_RETRY_BASE_MS": "0",
-        "WHATSAPP_MEDIA_ROOT": str(media_root),
-    }
+    env = worker_env(fake_google, fake_graph, WHATSAPP_MEDIA_ROOT=str(media_root))
     with worker_running(tmp_path, pool=("-P", "threads", "-c", "4"), prefix="media", **env):
         # when: the voice note arrives at the real webhook
         assert post(client, payload("audio_voice")).status_code == 200
@@ -84,7 +75,6 @@ def test_two_voice_notes_at_once_are_each_fetched_and_transcribed_once(
     fake_google: FakeGoogle,
     fake_graph: FakeGraph,
     client: Client,
-    settings: Any,
 ) -> None:
     # given: two voice notes in one batch (two tasks for one conversation), a slow model, and
     # a worker whose threads run both tasks at once
@@ -101,14 +91,7 @@ def test_two_voice_notes_at_once_are_each_fetched_and_transcribed_once(
     )
     respond(fake_google, "Claro, ¿cuál es la nueva dirección?")
     respond(fake_google, "Y el teléfono, ¿cuál es?")
-    env = {
-        "GOOGLE_AI_BASE_URL": fake_google.url,
-        "GOOGLE_AI_API_KEY": settings.GOOGLE_AI_API_KEY,
-        "LLM_DEFAULT_MODEL": settings.LLM_DEFAULT_MODEL,
-        "WHATSAPP_APP_SECRET": APP_SECRET,
-        "WHATSAPP_GRAPH_BASE_URL": fake_graph.url,
-        "WHATSAPP_RETRY_BASE_MS": "0",
-    }
+    env = worker_env(fake_google, fake_graph)
     with worker_running(tmp_path, pool=("-P", "threads", "-c", "4"), prefix="media2", **env):
         assert post(client, data).status_code == 200
         wait_until(lambda: len(fake_graph.sent) >= 2, what="two replies", timeout=60)

@@ -4,16 +4,14 @@ parts, retries, permanent errors, status webhooks in any order, and the 24-hour 
 from __future__ import annotations
 
 import copy
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
-from django.utils import timezone
 
 from ai_agents.channels.whatsapp.adapter import text_split
 from ai_agents.conversations.delivery import reply_deliver
-from ai_agents.models import Conversation, Delivery, Message
+from ai_agents.models import Delivery, Message
 from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_B,
     WA_ID,
@@ -21,11 +19,11 @@ from ai_agents.tests.channels.whatsapp.support import (
     binding_create,
     payload,
     post,
-    text_payload,
+    staff_reply,
+    stale_conversation,
     with_number,
 )
 from erp.tenancy.scoping import tenant_scope
-from erp.testing.fake_google import FakeGoogle
 from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
 
@@ -36,18 +34,6 @@ SENT_ID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBJCOTY3NDc0NDFDRUI3NTA0Q0UA"  # send r
 def _deliveries(message: Message) -> list[Delivery]:
     with tenant_scope(message.tenant_id):
         return list(Delivery.objects.filter(message=message).order_by("part"))
-
-
-@pytest.fixture
-def line(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
-) -> Line:
-    return Line(client, tenant_a, fake_google, fake_graph, run_tasks)
 
 
 @pytest.mark.django_db
@@ -265,35 +251,12 @@ def test_a_message_in_parts_reports_its_least_advanced_part(line: Line, client: 
 # --- the 24-hour window ----------------------------------------------------------------------
 
 
-def _stale_conversation(client: Client, tenant: Any, hours: float) -> Conversation:
-    post(client, text_payload("hola", "wamid.old"))  # stored, not answered (no run_tasks)
-    with tenant_scope(tenant):
-        conversation = Conversation.objects.get()
-        Conversation.objects.filter(pk=conversation.pk).update(
-            last_inbound_at=timezone.now() - timedelta(hours=hours)
-        )
-        conversation.refresh_from_db()
-    return conversation
-
-
-def _human_reply(conversation: Conversation, author: Any, text: str) -> Message:
-    with tenant_scope(conversation.tenant_id):
-        return Message.objects.create(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            agent=conversation.agent,
-            role=Message.Role.ASSISTANT,
-            content=text,
-            author=author,
-        )
-
-
 @pytest.mark.django_db
 def test_inside_the_window_a_staff_reply_goes_out_as_text(
     client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = _stale_conversation(client, tenant_a, hours=23)
-    message = _human_reply(conversation, owner.user, "Soy Marta, del equipo.")
+    conversation = stale_conversation(client, tenant_a, hours=23)
+    message = staff_reply(conversation, owner.user, "Soy Marta, del equipo.")
 
     assert reply_deliver(message.pk) == "sent"
     assert fake_graph.sent == [
@@ -318,9 +281,9 @@ def test_outside_the_window_the_configured_template_is_sent_instead(
         "components": reference["template"]["components"],
     }
     wa_binding.save(update_fields=["whatsapp_template"])
-    conversation = _stale_conversation(client, tenant_a, hours=25)
+    conversation = stale_conversation(client, tenant_a, hours=25)
     fake_graph.push(FakeResponse.json(payload("send_template_response")))
-    message = _human_reply(conversation, owner.user, "Su pedido ya salió.")
+    message = staff_reply(conversation, owner.user, "Su pedido ya salió.")
 
     assert reply_deliver(message.pk) == "sent"
     assert fake_graph.sent == [reference]
@@ -340,8 +303,8 @@ def test_outside_the_window_without_a_template_nothing_is_sent_and_it_is_recorde
 ) -> None:
     from django.core import mail
 
-    conversation = _stale_conversation(client, tenant_a, hours=25)
-    message = _human_reply(conversation, owner.user, "¿Sigue ahí?")
+    conversation = stale_conversation(client, tenant_a, hours=25)
+    message = staff_reply(conversation, owner.user, "¿Sigue ahí?")
     mail.outbox.clear()
 
     with run_tasks():

@@ -16,6 +16,7 @@ from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_B,
     URL,
     WA_ID,
+    Line,
     binding_create,
     payload,
     post,
@@ -54,58 +55,47 @@ def _batch() -> dict[str, Any]:
 
 @pytest.mark.django_db
 def test_a_batch_of_several_messages_gets_one_reply_each(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
     for text in ("Sí, de 9 a 14.", "Cancelado.", "Veo su foto."):
-        respond(fake_google, text)
-    with run_tasks():
-        response = post(client, _batch())
+        respond(line.google, text)
+    response = line.customer_sends(_batch())
 
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "stored": 3}
-    stored = user_messages(tenant_a)
+    stored = user_messages(line.tenant)
     assert [m.channel_message_id for m in stored] == [
         "wamid.batch-1",
         "wamid.batch-2",
         "wamid.batch-3",
     ]
     assert [m.content for m in stored][:2] == ["¿Abren el sábado?", "Cancel"]
-    assert len(fake_google.generate_requests) == 3
-    assert sorted((b["to"], b["text"]["body"]) for b in fake_graph.sent) == [
+    assert len(line.google.generate_requests) == 3
+    assert sorted((b["to"], b["text"]["body"]) for b in line.graph.sent) == [
         ("16505551234", "Cancelado."),
         ("16505551234", "Sí, de 9 a 14."),
         ("34600111222", "Veo su foto."),
     ]
-    with tenant_scope(tenant_a):
+    with tenant_scope(line.tenant):
         assert Conversation.objects.count() == 2
 
 
 @pytest.mark.django_db
 def test_the_same_payload_redelivered_gets_exactly_one_reply(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
-    respond(fake_google, "Abrimos de 9 a 14.")
+    respond(line.google, "Abrimos de 9 a 14.")
     data = payload("text")
-    with run_tasks():
-        first = post(client, data)
-        second = post(client, data)
-    third = post(client, data)  # after the answer went out
+    with line.run_tasks():
+        first = post(line.client, data)
+        second = post(line.client, data)
+    third = post(line.client, data)  # after the answer went out
 
     assert [r.status_code for r in (first, second, third)] == [200, 200, 200]
     assert [r.json()["stored"] for r in (first, second, third)] == [1, 0, 0]
-    assert len(user_messages(tenant_a)) == 1
-    assert len(fake_google.generate_requests) == 1
-    assert [b["text"]["body"] for b in fake_graph.sent] == ["Abrimos de 9 a 14."]
+    assert len(user_messages(line.tenant)) == 1
+    assert len(line.google.generate_requests) == 1
+    assert [b["text"]["body"] for b in line.graph.sent] == ["Abrimos de 9 a 14."]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -188,19 +178,13 @@ def test_each_message_type_is_stored_with_its_text_and_facts(
     name: str,
     text: str,
     facts: dict[str, Any],
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
-    respond(fake_google, "Entendido.")
-    with run_tasks():
-        response = post(client, payload(name))
+    respond(line.google, "Entendido.")
+    response = line.customer_sends(payload(name))
 
     assert response.status_code == 200
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.content == text
     meta = message.metadata["channel_metadata"]
     assert meta["type"] == name.split("_")[0]
@@ -208,9 +192,9 @@ def test_each_message_type_is_stored_with_its_text_and_facts(
     for key, expected in facts.items():
         assert {k: meta[key][k] for k in expected} == expected
     # Every one of these is answered (unsupported too: the customer should not be ignored).
-    assert [b["text"]["body"] for b in fake_graph.sent] == ["Entendido."]
-    assert fake_google.generate_requests[0]["contents"][-1]["parts"][0]["text"].count(text) == 1
-    with tenant_scope(tenant_a):
+    assert [b["text"]["body"] for b in line.graph.sent] == ["Entendido."]
+    assert line.google.generate_requests[0]["contents"][-1]["parts"][0]["text"].count(text) == 1
+    with tenant_scope(line.tenant):
         contact = message.conversation.contact
         assert contact is not None
         assert (contact.external_id, contact.name, contact.phone) == (
@@ -222,33 +206,22 @@ def test_each_message_type_is_stored_with_its_text_and_facts(
 
 @pytest.mark.django_db
 def test_a_reaction_is_stored_and_never_answered(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
-    with run_tasks():
-        response = post(client, payload("reaction"))
+    response = line.customer_sends(payload("reaction"))
 
     assert response.status_code == 200
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert message.content == "[Reacción: 👍]"
     assert message.metadata["channel_metadata"]["reaction"]["emoji"] == "👍"
     assert message.metadata["result"]["ignored"] is True
-    assert fake_google.generate_requests == []
-    assert fake_graph.requests == []
+    assert line.google.generate_requests == []
+    assert line.graph.requests == []
 
 
 @pytest.mark.django_db
 def test_an_unknown_future_type_and_odd_items_answer_200_without_crashing(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
+    line: Line,
 ) -> None:
     data = text_payload("x", "wamid.future")
     messages = data["entry"][0]["changes"][0]["value"]["messages"]
@@ -263,14 +236,13 @@ def test_an_unknown_future_type_and_odd_items_answer_200_without_crashing(
     messages.append("garbage")
     data["entry"].append({"id": "x", "changes": [{"field": "account_update", "value": {}}]})
     data["entry"].append({"changes": "nope"})
-    respond(fake_google, "¿Puede escribirlo como texto?")
-    with run_tasks():
-        response = post(client, data)
+    respond(line.google, "¿Puede escribirlo como texto?")
+    response = line.customer_sends(data)
 
     assert response.status_code == 200
-    [message] = user_messages(tenant_a)
+    [message] = user_messages(line.tenant)
     assert "(hologram)" in message.content
-    assert [b["text"]["body"] for b in fake_graph.sent] == ["¿Puede escribirlo como texto?"]
+    assert [b["text"]["body"] for b in line.graph.sent] == ["¿Puede escribirlo como texto?"]
 
 
 @pytest.mark.django_db
@@ -313,28 +285,22 @@ def test_a_message_for_an_unknown_or_inactive_number_is_acknowledged_and_not_sto
 
 @pytest.mark.django_db
 def test_a_binding_of_tenant_b_never_gets_tenant_a_messages(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
+    line: Line,
     tenant_b: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
 ) -> None:
     binding_create(tenant_b, NUMBER_B, token="EAAG-token-b")
-    respond(fake_google, "Respuesta A")
-    respond(fake_google, "Respuesta B")
-    with run_tasks():
-        post(client, text_payload("hola A", "wamid.same-id"))
-    with run_tasks():
+    respond(line.google, "Respuesta A")
+    respond(line.google, "Respuesta B")
+    line.customer_sends(text_payload("hola A", "wamid.same-id"))
+    with line.run_tasks():
         # Same wamid and customer on B's number: a different tenant, its own message.
-        post(client, text_payload("hola B", "wamid.same-id", number=NUMBER_B))
+        post(line.client, text_payload("hola B", "wamid.same-id", number=NUMBER_B))
 
-    assert [m.content for m in user_messages(tenant_a)] == ["hola A"]
+    assert [m.content for m in user_messages(line.tenant)] == ["hola A"]
     assert [m.content for m in user_messages(tenant_b)] == ["hola B"]
     by_number = {
         r.path.split("/")[2]: (r.header("authorization"), r.json().get("text", {}).get("body"))
-        for r in fake_graph.requests
+        for r in line.graph.requests
         if "status" not in r.json()
     }
     assert by_number == {
@@ -342,11 +308,11 @@ def test_a_binding_of_tenant_b_never_gets_tenant_a_messages(
         NUMBER_B: ("Bearer EAAG-token-b", "Respuesta B"),
     }
     # A status arriving on B's number for A's wamid does not touch A's delivery.
-    with tenant_scope(tenant_a):
+    with tenant_scope(line.tenant):
         delivery = Message.objects.get(role="assistant").deliveries.get()
     status = with_number(payload("status_read"), NUMBER_B)
     status["entry"][0]["changes"][0]["value"]["statuses"][0]["id"] = delivery.external_id
-    assert post(client, status).status_code == 200
+    assert post(line.client, status).status_code == 200
     delivery.refresh_from_db()
     assert delivery.status == "sent"
 
@@ -365,23 +331,19 @@ def test_a_batch_over_the_api_body_limit_is_still_accepted(
 
 @pytest.mark.django_db
 def test_an_agent_switched_off_stores_messages_but_never_answers(
-    client: Client,
+    line: Line,
     wa_binding: Any,
-    tenant_a: Any,
-    fake_google: FakeGoogle,
-    fake_graph: FakeGraph,
-    run_tasks: Any,
 ) -> None:
     wa_binding.agent.is_active = False
     wa_binding.agent.save(update_fields=["is_active"])
-    respond(fake_google, "No debería salir.")
+    respond(line.google, "No debería salir.")
 
-    with run_tasks():
-        assert post(client, payload("text")).status_code == 200
+    with line.run_tasks():
+        assert post(line.client, payload("text")).status_code == 200
 
     text = payload("text")["entry"][0]["changes"][0]["value"]["messages"][0]["text"]["body"]
-    assert [m.content for m in user_messages(tenant_a)] == [text]
-    assert fake_google.generate_requests == []
-    assert fake_graph.requests == []  # not even the read mark with "typing…"
-    with tenant_scope(tenant_a):
+    assert [m.content for m in user_messages(line.tenant)] == [text]
+    assert line.google.generate_requests == []
+    assert line.graph.requests == []  # not even the read mark with "typing…"
+    with tenant_scope(line.tenant):
         assert not Message.objects.filter(role="assistant").exists()
