@@ -34,12 +34,14 @@ _USAGE = UsageLog._meta.db_table
 
 
 def _percentiles(column: str, where: str = "true") -> str:
-    # column names of this module, never input
+    """p50, p90 and count of `column` over the facts (NULLs are ignored by the aggregates);
+    column names of this module, never input."""
+    ordered, only = f"WITHIN GROUP (ORDER BY {column})", f"FILTER (WHERE {where})"
     return (
-        "(SELECT json_build_object("  # noqa: S608
-        f"'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY {column})), "
-        f"'p90', round(percentile_cont(0.9) WITHIN GROUP (ORDER BY {column})), "
-        f"'count', count(*)) FROM facts WHERE {column} IS NOT NULL AND {where})"
+        "json_build_object("
+        f"'p50', round(percentile_cont(0.5) {ordered} {only}), "
+        f"'p90', round(percentile_cont(0.9) {ordered} {only}), "
+        f"'count', count({column}) {only})"
     )
 
 
@@ -61,12 +63,28 @@ facts AS MATERIALIZED (
   FROM conv LEFT JOIN followed ON followed.id = conv.id
 )"""  # noqa: S608
 
-_DAYS = """(SELECT coalesce(json_agg(d ORDER BY d.day), '[]') FROM (
-  SELECT to_char(started_at AT TIME ZONE %(tz)s, 'YYYY-MM-DD') AS day,
-         count(*) AS conversations,
+# Every single-number figure in one pass over the facts.
+_TOTALS = f"""
+totals AS (
+  SELECT count(*) AS conversations,
+         count(*) FILTER (WHERE resolved) AS resolved_by_ai,
          count(*) FILTER (WHERE escalated_at IS NOT NULL) AS escalated,
-         count(*) FILTER (WHERE resolved) AS resolved_by_ai
-  FROM facts GROUP BY 1) d)"""
+         round(avg(satisfaction_rating), 2)::text AS csat_average,
+         count(satisfaction_rating) AS csat_responses,
+         coalesce(sum(messages), 0) AS messages,
+         {_percentiles("first_bot_response_ms")} AS bot,
+         {_percentiles("first_human_response_ms", "escalated_at IS NOT NULL")} AS people
+  FROM facts
+)"""  # noqa: S608
+
+# Grouped by date, formatted once per day (not once per conversation).
+_DAYS = """(SELECT coalesce(json_agg(d ORDER BY d.day), '[]') FROM (
+  SELECT to_char(g.day, 'YYYY-MM-DD') AS day, g.conversations, g.escalated, g.resolved_by_ai
+  FROM (SELECT (started_at AT TIME ZONE %(tz)s)::date AS day,
+               count(*) AS conversations,
+               count(*) FILTER (WHERE escalated_at IS NOT NULL) AS escalated,
+               count(*) FILTER (WHERE resolved) AS resolved_by_ai
+        FROM facts GROUP BY 1) g) d)"""
 
 _REASONS = """(SELECT coalesce(json_agg(r ORDER BY r.count DESC, r.reason), '[]') FROM (
   SELECT escalation_reason AS reason, count(*) AS count
@@ -75,17 +93,22 @@ _REASONS = """(SELECT coalesce(json_agg(r ORDER BY r.count DESC, r.reason), '[]'
 # The partial index msg_no_answer is on exactly this expression.
 NO_ANSWER_CONDITION = "(a.metadata -> 'outcome') = '\"no_answer\"'::jsonb"
 
+# The latest no-answer replies of the conversations that have some (their count is a fact),
+# then, for those only, the customer message just before each.
 _QUESTIONS = f"""(SELECT coalesce(json_agg(q.text ORDER BY q.at), '[]') FROM (
-  SELECT left(q.content, {QUESTION_CHARS}) AS text, a.created_at AS at
-  FROM (SELECT id FROM conv WHERE no_answer_replies > 0) conv
-  JOIN {_MSG} a ON a.tenant_id = %(tenant)s AND a.conversation_id = conv.id
-       AND {NO_ANSWER_CONDITION}
+  SELECT left(q.content, {QUESTION_CHARS}) AS text, a.at
+  FROM (
+    SELECT a.conversation_id, a.created_at AS at
+    FROM (SELECT id FROM conv WHERE no_answer_replies > 0) conv
+    JOIN {_MSG} a ON a.tenant_id = %(tenant)s AND a.conversation_id = conv.id
+         AND {NO_ANSWER_CONDITION}
+    ORDER BY a.created_at DESC LIMIT {QUESTIONS_MAX}
+  ) a
   CROSS JOIN LATERAL (
     SELECT m.content FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
-    AND m.conversation_id = conv.id AND m.role = 'user' AND m.created_at <= a.created_at
+    AND m.conversation_id = a.conversation_id AND m.role = 'user' AND m.created_at <= a.at
     ORDER BY m.created_at DESC LIMIT 1
-  ) q
-  ORDER BY a.created_at DESC LIMIT {QUESTIONS_MAX}) q)"""  # noqa: S608
+  ) q) q)"""  # noqa: S608
 
 
 def stats_statement(*, agent: bool, channel: bool) -> str:
@@ -102,20 +125,20 @@ WITH conv AS MATERIALIZED (
   FROM {_CONV} c
   WHERE c.tenant_id = %(tenant)s AND c.started_at >= %(start)s AND c.started_at < %(end)s
   {filters}
-), {_FACTS}
+), {_FACTS}, {_TOTALS}
 SELECT json_build_object(
-  'conversations', (SELECT count(*) FROM facts),
-  'resolved_by_ai', (SELECT count(*) FROM facts WHERE resolved),
-  'escalated', (SELECT count(*) FROM facts WHERE escalated_at IS NOT NULL),
-  'csat_average', (SELECT round(avg(satisfaction_rating), 2)::text FROM facts),
-  'csat_responses', (SELECT count(satisfaction_rating) FROM facts),
-  'bot', {_percentiles("first_bot_response_ms")},
-  'people', {_percentiles("first_human_response_ms", "escalated_at IS NOT NULL")},
-  'messages', (SELECT coalesce(sum(messages), 0) FROM facts),
+  'conversations', t.conversations,
+  'resolved_by_ai', t.resolved_by_ai,
+  'escalated', t.escalated,
+  'csat_average', t.csat_average,
+  'csat_responses', t.csat_responses,
+  'bot', t.bot,
+  'people', t.people,
+  'messages', t.messages,
   'cost_usd', (SELECT coalesce(sum(x.cost_usd), 0)::text FROM conv CROSS JOIN LATERAL (
                  SELECT u.cost_usd FROM {_USAGE} u WHERE u.tenant_id = %(tenant)s
                  AND u.conversation_id = conv.id) x),
   'days', {_DAYS},
   'reasons', {_REASONS},
   'questions', {_QUESTIONS}
-)"""  # noqa: S608
+) FROM totals t"""  # noqa: S608
