@@ -249,7 +249,7 @@ def _explain(loaded: dict[str, Any], period_class: Any) -> None:
     params = {"tenant": period.tenant_id, "start": period.start, "end": period.end}
     params |= {"tz": period.zone.key, "agent": None, "channel": None}
     with connection.cursor() as cursor:
-        sql = stats_statement(agent=False, channel=False)
+        sql = stats_statement(agent=False, channel=False, wide=True)
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
         print("\n".join(row[0] for row in cursor.fetchall()))
 
