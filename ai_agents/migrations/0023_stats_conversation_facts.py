@@ -4,12 +4,13 @@ from django.conf import settings
 from django.db import migrations, models
 
 from ai_agents.services.stats_facts import conversation_facts_backfill
+from erp.tenancy.scoping import all_tenants
 
 
 def backfill(apps, schema_editor):
     """The facts of the conversations made before them, from their messages (in SQL, by
     batches of conversations, each batch committed: the migration is not atomic)."""
-    with schema_editor.connection.cursor() as cursor:
+    with all_tenants(), schema_editor.connection.cursor() as cursor:
         conversation_facts_backfill(cursor=cursor)
 
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.db import transaction
 from django.db.models import F
 from django.db.models.expressions import RawSQL
 
 from erp.tenancy import rows
+from erp.tenancy.rls import ALL_SETTING
 
 BACKFILL_BATCH = 2000
 
@@ -101,18 +103,22 @@ FROM f WHERE c.id = f.id
 
 def conversation_facts_backfill(*, cursor: Any, batch: int = BACKFILL_BATCH) -> int:
     """Every conversation's facts computed from its messages, `batch` conversations per
-    statement (by id; works on an empty table). `cursor`: a migration's or the bench's, with
-    the right to see every tenant. Returns how many conversations were filled in."""
+    statement, each batch its own transaction (by id; works on an empty table). `cursor`: a
+    migration's, the bench's or a test's (a Django cursor). Returns how many conversations were
+    filled in."""
     done, after = 0, None
     while True:
-        cursor.execute(
-            "SELECT id FROM ai_agents_conversation WHERE %(after)s::uuid IS NULL"
-            " OR id > %(after)s::uuid ORDER BY id LIMIT %(n)s",
-            {"after": after, "n": batch},
-        )
-        ids = [row[0] for row in cursor.fetchall()]
-        if not ids:
-            return done
-        cursor.execute(BACKFILL_SQL, {"ids": ids})
+        with transaction.atomic(using=cursor.db.alias):
+            # Every tenant's rows (row-level security is forced, for the owner too).
+            cursor.execute(f"SELECT set_config('{ALL_SETTING}', 'on', true)")
+            cursor.execute(
+                "SELECT id FROM ai_agents_conversation WHERE %(after)s::uuid IS NULL"
+                " OR id > %(after)s::uuid ORDER BY id LIMIT %(n)s",
+                {"after": after, "n": batch},
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return done
+            cursor.execute(BACKFILL_SQL, {"ids": ids})
         done += len(ids)
         after = ids[-1]
