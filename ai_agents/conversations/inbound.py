@@ -24,6 +24,7 @@ from ai_agents.models import Agent, ChannelBinding, Conversation, Message
 from ai_agents.services.conversations import conversation_expire_if_idle
 from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.services.rating import rating_reply_take
+from ai_agents.services.stats_facts import customer_message_changes
 from erp.celery import enqueue
 from erp.storable import storable, storable_text
 from erp.tenancy import rows
@@ -160,6 +161,7 @@ def _message_row(
         "message_count": rows.Add(1),
         "last_message_at": now,
         "last_inbound_at": now,
+        **customer_message_changes(now),
     }
     binding = inbound.binding
     if binding is not None and conversation.binding_id is None:

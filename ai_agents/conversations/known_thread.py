@@ -62,11 +62,14 @@ def prepared_store_statement(
     where, params = open_conversation_where(agent, message.conversation.channel, thread_id)
     counters = (
         "WITH c AS (UPDATE ai_agents_conversation SET message_count = message_count + 1,"  # noqa: S608
-        " last_message_at = %s, last_inbound_at = %s, binding_id = COALESCE(binding_id, %s)"
+        " last_message_at = %s, last_inbound_at = %s, binding_id = COALESCE(binding_id, %s),"
+        # statistics facts (services/stats_facts.customer_message_changes)
+        " customer_messages = customer_messages + 1,"
+        " first_customer_at = COALESCE(first_customer_at, %s)"
         f" WHERE tenant_id = %s AND {where}"
         " AND NOT (status = %s AND COALESCE(last_message_at <= %s, false)) RETURNING id)",
         [
-            *(now, now, binding_id, agent.tenant_id),
+            *(now, now, binding_id, now, agent.tenant_id),
             *params,
             *(Conversation.Status.ACTIVE, now - INACTIVITY_EXPIRY),
         ],

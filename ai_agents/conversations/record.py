@@ -25,6 +25,7 @@ from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost
 from ai_agents.models import Conversation, Message
 from ai_agents.rules.escalation_labels import escalation_record
 from ai_agents.services.inbox_events import inbox_event_publish
+from ai_agents.services.stats_facts import bot_reply_changes
 from erp.celery import enqueue
 from erp.tenancy import rows
 
@@ -163,6 +164,9 @@ def _conversation_changes(turn: Turn, reply: Message | None, now: Any) -> dict[s
         "tokens_used": rows.Add(turn.spent.input_tokens + turn.spent.output_tokens),
         "last_message_at": now,
     }
+    if reply is not None:
+        no_answer = reply.metadata.get("outcome") == "no_answer"
+        changes.update(bot_reply_changes(at=reply.created_at, no_answer=no_answer))
     if turn.model_failed is not None:  # consecutive failures: one more, or back to none
         changes["model_failures"] = rows.Add(1) if turn.model_failed else 0
     if turn.escalation is not None:

@@ -1,5 +1,5 @@
 from ai_agents.models.agent_tests import AgentTestCase, AgentTestRun
-from ai_agents.models.agents import Agent, Contact, Conversation, Message
+from ai_agents.models.agents import Agent, Contact, Conversation
 from ai_agents.models.channels import ChannelBinding, Delivery, HandoffSettings
 from ai_agents.models.inbox import (
     CannedReply,
@@ -8,6 +8,7 @@ from ai_agents.models.inbox import (
     InboxPreference,
 )
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
+from ai_agents.models.messages import Message
 from ai_agents.models.tools import HttpTool
 
 __all__ = [

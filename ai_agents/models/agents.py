@@ -1,4 +1,4 @@
-"""Agents, contacts, conversations and messages."""
+"""Agents, contacts and conversations (their messages: messages.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Func, Q, Value
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from ai_agents.config import (
@@ -195,6 +194,27 @@ class Contact(TenantOwnedModel):
         return self.name or self.external_id
 
 
+# What the statistics read of a conversation (the covering index conv_tenant_started).
+STATS_COLUMNS = [
+    "agent",
+    "channel",
+    "status",
+    "closed_at",
+    "escalated_at",
+    "escalation_reason",
+    "escalated_to",
+    "assigned_to",
+    "claimed_at",
+    "satisfaction_rating",
+    "customer_messages",
+    "assistant_messages",
+    "first_bot_response_ms",
+    "first_human_response_ms",
+    "staff_involved",
+    "no_answer_replies",
+]
+
+
 class Conversation(TenantOwnedModel):
     class Status(models.TextChoices):
         ACTIVE = "active", _("activa")
@@ -296,6 +316,27 @@ class Conversation(TenantOwnedModel):
     started_at = models.DateTimeField(_("iniciada"), auto_now_add=True)
     last_message_at = models.DateTimeField(_("último mensaje"), auto_now_add=True)
     closed_at = models.DateTimeField(_("cerrada el"), null=True, blank=True)
+    # Statistics facts (ai_agents/selectors/stats_sql.py), written with the message that makes
+    # them, in the same UPDATE as the counters above: the customer's messages and the bot's
+    # and the team's (system notes and tool rows are not counted), when the customer first
+    # wrote, how long the bot took to answer that first message, how long a person took to
+    # write after the escalation, whether a person wrote, and the bot's "no answer" replies.
+    # Rows made before them were filled in by migration 0023 (services/stats_facts.py).
+    customer_messages = models.IntegerField(_("mensajes del cliente"), default=0, editable=False)
+    assistant_messages = models.IntegerField(
+        _("mensajes del bot y del equipo"), default=0, editable=False
+    )
+    first_customer_at = models.DateTimeField(
+        _("primer mensaje del cliente"), null=True, editable=False
+    )
+    first_bot_response_ms = models.IntegerField(
+        _("primera respuesta del bot (ms)"), null=True, editable=False
+    )
+    first_human_response_ms = models.IntegerField(
+        _("primera respuesta de una persona (ms)"), null=True, editable=False
+    )
+    staff_involved = models.BooleanField(_("respondió una persona"), default=False, editable=False)
+    no_answer_replies = models.IntegerField(_("respuestas sin datos"), default=0, editable=False)
 
     class Meta:
         verbose_name = _("conversación")
@@ -310,7 +351,12 @@ class Conversation(TenantOwnedModel):
                 fields=["tenant", "channel", "channel_conversation_id"], name="conv_tenant_channel"
             ),
             # Statistics: the period's conversations, and "did a new one follow within 72 h".
-            models.Index(fields=["tenant", "started_at"], name="conv_tenant_started"),
+            # Covering: a year's figures are read from the index (facts above included).
+            models.Index(
+                fields=["tenant", "started_at"],
+                include=STATS_COLUMNS,
+                name="conv_tenant_started",
+            ),
             models.Index(
                 fields=["tenant", "previous_conversation"],
                 condition=Q(previous_conversation__isnull=False),
@@ -333,103 +379,3 @@ class Conversation(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.channel}:{self.channel_conversation_id}"
-
-
-class Message(TenantOwnedModel):
-    class Role(models.TextChoices):
-        USER = "user", _("usuario")
-        ASSISTANT = "assistant", _("asistente")
-        SYSTEM = "system", _("sistema")
-        TOOL = "tool", _("herramienta")
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
-    )
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
-    role = models.CharField(_("rol"), max_length=20, choices=Role.choices)
-    content = models.TextField(_("contenido"))
-    input_tokens = models.IntegerField(_("tokens de entrada"), null=True, blank=True)
-    output_tokens = models.IntegerField(_("tokens de salida"), null=True, blank=True)
-    rag_chunks_used = models.JSONField(_("fragmentos usados"), null=True, blank=True)
-    rag_search_time_ms = models.IntegerField(_("tiempo de búsqueda (ms)"), null=True, blank=True)
-    tool_calls = models.JSONField(_("llamadas a herramientas"), null=True, blank=True)
-    metadata = models.JSONField(_("metadatos"), default=dict, blank=True)
-    # NULL, not "": messages without a channel id stay out of the unique constraint.
-    channel_message_id = models.CharField(  # noqa: DJ001
-        _("id del mensaje en el canal"), max_length=255, null=True, blank=True
-    )
-    reply_to = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replies"
-    )
-    # A staff member's reply (human handoff); None for the customer and the bot.
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("autor"),
-    )
-    # Outbound messages: the summary of their deliveries (see Delivery); "" for inbound.
-    delivery_status = models.CharField(_("entrega"), max_length=20, blank=True)
-    # Set by the pipeline (arrival time for the inbound message), not on INSERT.
-    created_at = models.DateTimeField(_("fecha"), default=timezone.now)
-    search_vector = models.GeneratedField(
-        expression=SearchVector("content", config=TS_CONFIG),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
-
-    class Meta:
-        verbose_name = _("mensaje")
-        verbose_name_plural = _("mensajes")
-        ordering = ["created_at"]
-        indexes = [
-            models.Index(fields=["tenant", "conversation", "created_at"], name="msg_tenant_conv"),
-            models.Index(fields=["tenant", "created_at"], name="msg_tenant_created"),
-            # Only the customer messages still waiting for an answer (see channel_pending_sweep).
-            models.Index(
-                fields=["created_at"],
-                condition=Q(role="user") & ~Q(metadata__has_key="result"),
-                name="msg_unanswered",
-            ),
-            GinIndex(fields=["search_vector"], name="msg_search_vector"),
-            # Replies not yet handed to a channel (see channel_pending_sweep).
-            models.Index(
-                fields=["created_at"],
-                condition=Q(role="assistant", delivery_status=""),
-                name="msg_unsent",
-            ),
-            # Statistics (ai_agents/selectors/stats_sql.py): a conversation's customer and
-            # assistant messages counted from the index alone, staff messages, no-answer replies.
-            models.Index(
-                fields=["tenant", "conversation"],
-                condition=Q(role__in=["user", "assistant"]),
-                name="msg_turns",
-            ),
-            models.Index(
-                fields=["tenant", "conversation", "created_at"],
-                condition=Q(author__isnull=False),
-                name="msg_staff",
-            ),
-            models.Index(
-                fields=["tenant", "conversation", "created_at"],
-                condition=Q(metadata__outcome="no_answer"),
-                name="msg_no_answer",
-            ),
-        ]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "agent", "channel_message_id"],
-                condition=Q(channel_message_id__isnull=False),
-                name="msg_unique_channel_message_id",
-            ),
-            models.CheckConstraint(
-                condition=Q(role__in=["user", "assistant", "system", "tool"]),
-                name="chk_msg_role",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.role}: {self.content[:40]}"

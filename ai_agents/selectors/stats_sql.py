@@ -1,14 +1,15 @@
 """The statistics statement: one round trip, computed in PostgreSQL over indexed columns.
 
-The period's conversations (`started_at` in the tenant's calendar days, index
-`conv_tenant_started`) are read once (`conv`), each with a few facts found by index probes
-(`facts`): its first customer message, the bot's first reply after it, the first staff message
-after the escalation (`msg_staff`), whether a person touched it (`msg_staff`) and whether a new
-conversation followed it within 72 hours (`conv_previous`). Every figure is then an aggregate
-of `facts`, built into one JSON object; the messages and the cost are counted per conversation
-from covering indexes alone (`msg_turns`, `usage_tenant_conversation`): a join would read the
-tenant's whole table. The no-answer replies of those conversations come from `msg_no_answer`,
-each with the customer message just before it.
+The period's conversations (`started_at` in the tenant's calendar days) are read once
+(`conv`) from the covering index `conv_tenant_started`, with the facts each conversation keeps
+(services/stats_facts.py: its customer and assistant messages, the bot's and the people's first
+response, whether a person wrote, its no-answer replies), written with its messages by the
+pipeline and the handoff. Only two things are looked up elsewhere: whether a new conversation of
+the thread followed one within 72 hours (`conv_previous`, one join), and the cost (the usage
+ledger's covering index `usage_tenant_conversation`: probed per conversation, or for a long
+period read once). The no-answer
+replies of the conversations that have some come from `msg_no_answer`, each with the customer
+message just before it. Every figure is an aggregate of `facts`, built into one JSON object.
 
 Definitions (README "Statistics"):
 - resolved by the AI: closed or expired, never escalated, never claimed or assigned, no staff
@@ -33,57 +34,71 @@ _MSG = Message._meta.db_table
 _USAGE = UsageLog._meta.db_table
 
 
-def _msg_probe(condition: str) -> str:
-    """The time of the conversation's first message matching `condition` (index probe)."""
+def _percentiles(column: str, where: str = "true") -> str:
+    """p50, p90 and count of `column` over the facts (NULLs are ignored by the aggregates);
+    column names of this module, never input."""
+    ordered, only = f"WITHIN GROUP (ORDER BY {column})", f"FILTER (WHERE {where})"
     return (
-        f"(SELECT m.created_at FROM {_MSG} m WHERE m.tenant_id = %(tenant)s "  # noqa: S608
-        f"AND m.conversation_id = conv.id AND {condition} ORDER BY m.created_at LIMIT 1)"
+        "json_build_object("
+        f"'p50', round(percentile_cont(0.5) {ordered} {only}), "
+        f"'p90', round(percentile_cont(0.9) {ordered} {only}), "
+        f"'count', count({column}) {only})"
     )
 
 
-def _ms(later: str, earlier: str) -> str:
-    return f"(extract(epoch FROM {later} - {earlier}) * 1000)"
-
-
-def _percentiles(later: str, earlier: str) -> str:
-    value = _ms(later, earlier)  # column names of this module, never input
-    return (
-        "(SELECT json_build_object("  # noqa: S608
-        f"'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY {value})), "
-        f"'p90', round(percentile_cont(0.9) WITHIN GROUP (ORDER BY {value})), "
-        f"'count', count(*)) FROM facts WHERE {later} IS NOT NULL AND {earlier} IS NOT NULL)"
-    )
-
-
-_STAFF = "m.author_id IS NOT NULL"
+# Candidates for "resolved by the AI" (all but the 72-hour rule, `followed`).
+_CANDIDATE = """(c.status IN ('closed', 'expired') AND c.escalated_at IS NULL
+     AND c.assigned_to_id IS NULL AND c.escalated_to_id IS NULL AND c.claimed_at IS NULL
+     AND NOT c.staff_involved)"""
 
 _FACTS = f"""
+followed AS MATERIALIZED (
+  SELECT DISTINCT n.previous_conversation_id AS id
+  FROM conv p JOIN {_CONV} n ON n.tenant_id = %(tenant)s AND n.previous_conversation_id = p.id
+  WHERE p.candidate AND n.previous_conversation_id IS NOT NULL
+    AND n.started_at >= %(start)s
+    AND n.started_at < coalesce(p.closed_at, p.started_at) + interval '{REOPEN_HOURS} hours'
+),
 facts AS MATERIALIZED (
-  SELECT conv.*, fu.at AS first_user,
-    {_msg_probe("m.role = 'assistant' AND m.author_id IS NULL AND m.created_at >= fu.at")}
-      AS first_bot,
-    CASE WHEN conv.escalated_at IS NOT NULL THEN
-      {_msg_probe(_STAFF + " AND m.created_at >= conv.escalated_at")} END AS first_person,
-    (conv.status IN ('closed', 'expired') AND conv.escalated_at IS NULL AND NOT conv.held
-     AND NOT EXISTS (SELECT 1 FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
-                     AND m.conversation_id = conv.id AND {_STAFF})
-     AND NOT EXISTS (SELECT 1 FROM {_CONV} n WHERE n.tenant_id = %(tenant)s
-                     AND n.previous_conversation_id = conv.id
-                     AND n.started_at < coalesce(conv.closed_at, conv.started_at)
-                                        + interval '{REOPEN_HOURS} hours')) AS resolved
-  FROM conv
-  LEFT JOIN LATERAL (
-    SELECT m.created_at AS at FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
-    AND m.conversation_id = conv.id AND m.role = 'user' ORDER BY m.created_at LIMIT 1
-  ) fu ON true
+  SELECT conv.*, (conv.candidate AND followed.id IS NULL) AS resolved
+  FROM conv LEFT JOIN followed ON followed.id = conv.id
 )"""  # noqa: S608
 
-_DAYS = """(SELECT coalesce(json_agg(d ORDER BY d.day), '[]') FROM (
-  SELECT to_char(started_at AT TIME ZONE %(tz)s, 'YYYY-MM-DD') AS day,
-         count(*) AS conversations,
+# The cost of the period's conversations, from the usage ledger's covering index
+# usage_tenant_conversation either way: probed conversation by conversation (a short period),
+# or, for a long one (most of the tenant's conversations), read once, summed per conversation
+# in the index's order, then matched (faster than 50,000 probes: bench/stats.py).
+WIDE_DAYS = 62
+_COST_PROBES = f"""(SELECT coalesce(sum(x.cost_usd), 0)::text FROM conv CROSS JOIN LATERAL (
+  SELECT u.cost_usd FROM {_USAGE} u WHERE u.tenant_id = %(tenant)s
+  AND u.conversation_id = conv.id) x)"""  # noqa: S608
+_COST_SCAN = f"""(SELECT coalesce(sum(u.cost), 0)::text FROM (
+  SELECT conversation_id, sum(cost_usd) AS cost FROM {_USAGE}
+  WHERE tenant_id = %(tenant)s AND conversation_id IS NOT NULL GROUP BY 1
+) u JOIN conv ON conv.id = u.conversation_id)"""  # noqa: S608
+
+# Every single-number figure in one pass over the facts.
+_TOTALS = f"""
+totals AS (
+  SELECT count(*) AS conversations,
+         count(*) FILTER (WHERE resolved) AS resolved_by_ai,
          count(*) FILTER (WHERE escalated_at IS NOT NULL) AS escalated,
-         count(*) FILTER (WHERE resolved) AS resolved_by_ai
-  FROM facts GROUP BY 1) d)"""
+         round(avg(satisfaction_rating), 2)::text AS csat_average,
+         count(satisfaction_rating) AS csat_responses,
+         coalesce(sum(messages), 0) AS messages,
+         {_percentiles("first_bot_response_ms")} AS bot,
+         {_percentiles("first_human_response_ms", "escalated_at IS NOT NULL")} AS people
+  FROM facts
+)"""  # noqa: S608
+
+# Grouped by date, formatted once per day (not once per conversation).
+_DAYS = """(SELECT coalesce(json_agg(d ORDER BY d.day), '[]') FROM (
+  SELECT to_char(g.day, 'YYYY-MM-DD') AS day, g.conversations, g.escalated, g.resolved_by_ai
+  FROM (SELECT (started_at AT TIME ZONE %(tz)s)::date AS day,
+               count(*) AS conversations,
+               count(*) FILTER (WHERE escalated_at IS NOT NULL) AS escalated,
+               count(*) FILTER (WHERE resolved) AS resolved_by_ai
+        FROM facts GROUP BY 1) g) d)"""
 
 _REASONS = """(SELECT coalesce(json_agg(r ORDER BY r.count DESC, r.reason), '[]') FROM (
   SELECT escalation_reason AS reason, count(*) AS count
@@ -92,49 +107,50 @@ _REASONS = """(SELECT coalesce(json_agg(r ORDER BY r.count DESC, r.reason), '[]'
 # The partial index msg_no_answer is on exactly this expression.
 NO_ANSWER_CONDITION = "(a.metadata -> 'outcome') = '\"no_answer\"'::jsonb"
 
+# The latest no-answer replies of the conversations that have some (their count is a fact),
+# then, for those only, the customer message just before each.
 _QUESTIONS = f"""(SELECT coalesce(json_agg(q.text ORDER BY q.at), '[]') FROM (
-  SELECT left(q.content, {QUESTION_CHARS}) AS text, a.created_at AS at
-  FROM conv
-  JOIN {_MSG} a ON a.tenant_id = %(tenant)s AND a.conversation_id = conv.id
-       AND {NO_ANSWER_CONDITION}
+  SELECT left(q.content, {QUESTION_CHARS}) AS text, a.at
+  FROM (
+    SELECT a.conversation_id, a.created_at AS at
+    FROM (SELECT id FROM conv WHERE no_answer_replies > 0) conv
+    JOIN {_MSG} a ON a.tenant_id = %(tenant)s AND a.conversation_id = conv.id
+         AND {NO_ANSWER_CONDITION}
+    ORDER BY a.created_at DESC LIMIT {QUESTIONS_MAX}
+  ) a
   CROSS JOIN LATERAL (
     SELECT m.content FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
-    AND m.conversation_id = conv.id AND m.role = 'user' AND m.created_at <= a.created_at
+    AND m.conversation_id = a.conversation_id AND m.role = 'user' AND m.created_at <= a.at
     ORDER BY m.created_at DESC LIMIT 1
-  ) q
-  ORDER BY a.created_at DESC LIMIT {QUESTIONS_MAX}) q)"""  # noqa: S608
+  ) q) q)"""  # noqa: S608
 
 
-def stats_statement(*, agent: bool, channel: bool) -> str:
+def stats_statement(*, agent: bool, channel: bool, wide: bool = False) -> str:
     """The statement for the filters in use (parameters: tenant, start, end, tz, agent,
-    channel)."""
+    channel); `wide`: a long period (its cost read by `_COST_SCAN`)."""
     filters = " AND c.agent_id = %(agent)s" if agent else ""
     filters += " AND c.channel = %(channel)s" if channel else ""
     return f"""
 WITH conv AS MATERIALIZED (
   SELECT c.id, c.status, c.started_at, c.closed_at, c.escalated_at, c.escalation_reason,
-         c.satisfaction_rating,
-         (c.assigned_to_id IS NOT NULL OR c.escalated_to_id IS NOT NULL
-          OR c.claimed_at IS NOT NULL) AS held
+         c.satisfaction_rating, c.customer_messages + c.assistant_messages AS messages,
+         c.first_bot_response_ms, c.first_human_response_ms, c.no_answer_replies,
+         {_CANDIDATE} AS candidate
   FROM {_CONV} c
   WHERE c.tenant_id = %(tenant)s AND c.started_at >= %(start)s AND c.started_at < %(end)s
   {filters}
-), {_FACTS}
+), {_FACTS}, {_TOTALS}
 SELECT json_build_object(
-  'conversations', (SELECT count(*) FROM facts),
-  'resolved_by_ai', (SELECT count(*) FROM facts WHERE resolved),
-  'escalated', (SELECT count(*) FROM facts WHERE escalated_at IS NOT NULL),
-  'csat_average', (SELECT round(avg(satisfaction_rating), 2)::text FROM facts),
-  'csat_responses', (SELECT count(satisfaction_rating) FROM facts),
-  'bot', {_percentiles("first_bot", "first_user")},
-  'people', {_percentiles("first_person", "escalated_at")},
-  'messages', (SELECT count(*) FROM conv CROSS JOIN LATERAL (
-                 SELECT 1 FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
-                 AND m.conversation_id = conv.id AND m.role IN ('user', 'assistant')) x),
-  'cost_usd', (SELECT coalesce(sum(x.cost_usd), 0)::text FROM conv CROSS JOIN LATERAL (
-                 SELECT u.cost_usd FROM {_USAGE} u WHERE u.tenant_id = %(tenant)s
-                 AND u.conversation_id = conv.id) x),
+  'conversations', t.conversations,
+  'resolved_by_ai', t.resolved_by_ai,
+  'escalated', t.escalated,
+  'csat_average', t.csat_average,
+  'csat_responses', t.csat_responses,
+  'bot', t.bot,
+  'people', t.people,
+  'messages', t.messages,
+  'cost_usd', {_COST_SCAN if wide else _COST_PROBES},
   'days', {_DAYS},
   'reasons', {_REASONS},
   'questions', {_QUESTIONS}
-)"""  # noqa: S608
+) FROM totals t"""  # noqa: S608

@@ -28,6 +28,7 @@ from django.utils.translation import gettext as _
 from ai_agents.models import Conversation, HandoffSettings, Message
 from ai_agents.services import customer_notice
 from ai_agents.services.inbox_events import conversation_changed
+from ai_agents.services.stats_facts import staff_reply_updates
 from erp.api.errors import ServiceError
 from erp.celery import enqueue
 
@@ -307,6 +308,7 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
                 claim_expires_at=until,
                 message_count=F("message_count") + 1,
                 last_message_at=now,
+                **staff_reply_updates(now),
             )
         )
         if not held:

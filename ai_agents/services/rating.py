@@ -19,6 +19,8 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
@@ -177,7 +179,11 @@ def _reply_store(
             )
             Conversation.objects.for_tenant(conversation.tenant_id).filter(
                 pk=conversation.pk
-            ).update(last_inbound_at=now)
+            ).update(
+                last_inbound_at=now,
+                customer_messages=F("customer_messages") + 1,
+                first_customer_at=Coalesce("first_customer_at", Value(now)),
+            )
     except IntegrityError:
         return None
     conversation.last_inbound_at = now

@@ -22,10 +22,14 @@ import zoneinfo
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
+
 from ai_agents.models import Agent, Conversation, Message
+from ai_agents.services.stats_facts import conversation_facts_backfill
 from ai_agents.tests.handoff_helpers import agent_for
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
+from erp.tenancy.scoping import all_tenants
 
 ZONE = zoneinfo.ZoneInfo("America/Mexico_City")
 PERIOD = {"from": "2026-03-01", "to": "2026-03-07"}
@@ -132,6 +136,10 @@ def stats_week(tenant: Tenant, staff: Any) -> dict[str, Any]:
     _cost(c7, tenant, "0.100")  # outside the period
     _cost(None, tenant, "0.500")  # knowledge-base embeddings: not a conversation's cost
     made.update({f"c{i}": c for i, c in enumerate((c1, c2, c3, c4, c5, c6, c7, c8, c9), 1)})
+    # Rows made the old way (messages without their conversation's facts): the backfill of
+    # migration 0023 fills the facts in.
+    with all_tenants(), connection.cursor() as cursor:
+        conversation_facts_backfill(cursor=cursor)
     return made
 
 

@@ -73,6 +73,22 @@ def test_the_week_by_hand(api_a: Any, owner: Persona) -> None:
     assert body["timezone"] == "America/Mexico_City"
 
 
+def test_a_whole_year_reads_the_cost_in_one_pass_with_the_same_definitions(
+    api_a: Any, owner: Persona
+) -> None:
+    stats_week(owner.tenant, owner.user)
+
+    body = api_a.get(URL, {"from": "2025-03-10", "to": "2026-03-10"}).json()  # 366 days
+
+    assert body["conversations"] == 9  # the week's seven, c7 and c9
+    assert body["messages"] == 20
+    assert body["cost_usd"] == "0.180000"  # c7's 0.100 now in; never the 0.500 of embeddings
+    assert body["resolved_by_ai"] == 2  # c1, c6 (c7, 96 h later, does not reopen it)
+    assert body["first_response_ms"]["bot"]["count"] == 9
+    assert body["first_response_ms"]["people"] == {"p50": 210000, "p90": 282000, "count": 2}
+    assert len(body["per_day"]) == 366
+
+
 def test_filters_by_agent_and_channel(api_a: Any, owner: Persona) -> None:
     week = stats_week(owner.tenant, owner.user)
 

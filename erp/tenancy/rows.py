@@ -214,6 +214,15 @@ class Add:
     amount: int
 
 
+@dataclass(frozen=True)
+class Sql:
+    """`column = <sql>` in `update_statement` (an expression of this module's callers, never
+    input; its values in `params`)."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+
+
 def update_statement(
     model: type[Model],
     *,
@@ -224,7 +233,8 @@ def update_statement(
     params: Sequence[Any] = (),
 ) -> Statement:
     """UPDATE of one row of this tenant (`values`: field name -> value or `Add`), guarded by
-    `where`; its rowcount is 0 when the row is gone or `where` no longer holds."""
+    `where`; its rowcount is 0 when the row is gone or `where` no longer holds. An `Sql`
+    value sees the row as it was before the UPDATE."""
     meta = model._meta
     quote = connection.ops.quote_name
     sets: list[str] = []
@@ -235,6 +245,9 @@ def update_statement(
         if isinstance(value, Add):
             sets.append(f"{column} = {column} + %s")
             set_params.append(value.amount)
+        elif isinstance(value, Sql):
+            sets.append(f"{column} = {value.sql}")
+            set_params.extend(value.params)
         else:
             sets.append(f"{column} = %s")
             set_params.append(field.get_db_prep_save(value, connection))

@@ -189,6 +189,10 @@ def test_a_bare_5_rates_and_a_5_of_another_tenants_customer_rates_nothing(
     assert len(fake_google.generate_requests) == calls
     stored = Message.objects.for_tenant(tenant_a).get(channel_message_id="wamid.five")
     assert stored.conversation_id == conversation.pk and stored.metadata["result"]
+    # The rating is a customer message of the conversation (statistics: its message count).
+    customer = Message.objects.for_tenant(tenant_a).filter(conversation=conversation, role="user")
+    rated = Conversation.objects.for_tenant(tenant_a).get(pk=conversation.pk)
+    assert rated.customer_messages == customer.count() >= 2
 
 
 @pytest.mark.django_db
