@@ -305,7 +305,8 @@ class HandoffSettingsForm(forms.ModelForm):
         if self.instance.pk:
             self.initial["notify_emails"] = "\n".join(self.instance.notify_emails or [])
         self.initial.pop("webhook_secret", None)
-        self.fields["media_retention_days"].required = False  # empty: 0, nothing kept
+        if "media_retention_days" in self.fields:  # absent for a read-only member
+            self.fields["media_retention_days"].required = False  # empty: 0, nothing kept
 
     def clean_media_retention_days(self) -> int:
         return int(self.cleaned_data.get("media_retention_days") or 0)

@@ -152,6 +152,7 @@ def _body(request: Request) -> dict[str, Any]:
 class AgentTestListView(TenantGenericAPIView):
     permission_classes = [CanTestAgents]
 
+    @extend_schema(responses={200: None}, operation_id="v1_agents_tests_list")
     def get(self, request: Request, agent_id: Any) -> Response:
         agent = access_agent(self.tenant, agent_id)
         cases = AgentTestCase.objects.for_tenant(agent.tenant_id).filter(agent=agent)
@@ -186,6 +187,7 @@ class AgentTestDetailView(TenantGenericAPIView):
         own = AgentTestCase.objects.for_tenant(self.tenant).filter(agent=agent)
         return access_tenant_object(AgentTestCase, self.tenant, case_id, queryset=own)
 
+    @extend_schema(responses={200: None})
     def get(self, request: Request, agent_id: Any, case_id: Any) -> Response:
         return Response(case_json(self._case(agent_id, case_id)))
 

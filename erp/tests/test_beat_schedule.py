@@ -18,6 +18,7 @@ def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> Non
         "ai-agents-expire-conversations": "ai_agents.bulk_expire_conversations",
         "ai-agents-channel-pending-sweep": "ai_agents.channel_pending_sweep",
         "ai-agents-renotify-escalations": "ai_agents.bulk_renotify_escalations",
+        "ai-agents-media-expire": "ai_agents.bulk_media_expire",
         "correo-digest-daily": "correo.tasks.bulk_correo_digest_all",
     }
     assert schedule["ai-agents-expire-conversations"]["schedule"] == 15 * 60.0
@@ -27,6 +28,7 @@ def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> Non
     assert schedule["ai-agents-renotify-escalations"]["schedule"] == float(
         settings.HANDOFF_RENOTIFY_SWEEP_SECONDS
     )
+    assert schedule["ai-agents-media-expire"]["schedule"] == 60 * 60.0
     assert schedule["correo-digest-daily"]["schedule"] == crontab(hour=6, minute=0)
     assert app.conf.beat_schedule == schedule
     assert [entry["task"] for entry in schedule.values() if entry["task"] not in app.tasks] == []

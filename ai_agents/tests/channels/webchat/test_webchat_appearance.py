@@ -255,7 +255,7 @@ def test_admin_labels_in_english(client: Any, owner: Persona, binding: ChannelBi
         f"/admin/ai_agents/channelbinding/{binding.pk}/change/", HTTP_ACCEPT_LANGUAGE="en"
     ).content.decode()
     assert "Web chat appearance" in page
-    assert "Launcher text" in page or "launcher text" in page.lower()
+    assert "launcher text" in page.lower()
     assert "Apariencia del chat web" not in page
 
 
