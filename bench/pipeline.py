@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/pipeline.py [--messages 200] [--latency-ms 300] [--concurrency 50]
                                       [--seconds 60] [--processes 5] [--load-text unique|pool]
-                                      [--no-kb] [--skip-load] [--think-ms 0] [--show-sql]
+                                      [--no-kb] [--no-triggers] [--skip-load] [--think-ms 0]
+                                      [--show-sql]
                                       [--profile N] [--embedding local|remote]
                                       [--embedding-latency-ms 50] [--smoke]
 
@@ -484,6 +485,11 @@ def main() -> None:
     parser.add_argument("--load-text", choices=["unique", "pool"], default="unique")
     parser.add_argument("--no-kb", action="store_true", help="agent without knowledge base")
     parser.add_argument(
+        "--no-triggers",
+        action="store_true",
+        help="agent without escalation triggers (the engine alone, without the detectors)",
+    )
+    parser.add_argument(
         "--embedding",
         choices=["local", "remote"],
         default="local",
@@ -547,6 +553,7 @@ def run(args: argparse.Namespace) -> None:
                     "tokens_per_minute": 10_000_000,
                 },
                 "knowledge_bases": [] if args.no_kb else [kb.pk],
+                **({"escalation_triggers": []} if args.no_triggers else {}),
             },
         )
 
@@ -564,8 +571,9 @@ def run(args: argparse.Namespace) -> None:
         if args.profile:
             import cProfile
 
-            profiler = cProfile.Profile()
+            profiler = cProfile.Profile(time.thread_time)
             profiler.enable()
+        process_started = time.process_time()
         for i in range(args.messages):
             question = SEQUENTIAL_QUESTIONS[(i // 20) % len(SEQUENTIAL_QUESTIONS)]
             text = uncached(f"{question} ({i})")
@@ -578,6 +586,7 @@ def run(args: argparse.Namespace) -> None:
             own_code.append((total - inner - _inner.embedding) * 1000)
             queries.append(len(statements.seen))
             last_sql = statements.seen
+        process_cpu = (time.process_time() - process_started) / max(args.messages, 1) * 1000
         if profiler is not None:
             import pstats
 
@@ -604,6 +613,8 @@ def run(args: argparse.Namespace) -> None:
                 f"  max {max(queries)}   (goal <= 20)\n"
                 f"  CPU of this thread    median {statistics.median(cpu):6.2f} ms"
                 f"  P95 {percentile(cpu, 0.95):6.2f} ms   (PostgreSQL's not included)\n"
+                f"  CPU of the process    mean {process_cpu:6.2f} ms"
+                f"   (with the embedding pool)\n"
                 f"  machine: {load_before} before, {_busy_line()} after;"
                 f" reference Python loop {_reference_loop_ms():.0f} ms;\n"
                 f"  {_round_trips_ms()}"
