@@ -40,6 +40,11 @@ def _steps(progress: SetupProgress) -> list[Step]:
         )
     else:
         documents_url = _add_url("admin:ai_agents_knowledgebase_add", tenant_id)
+    try_url = (
+        reverse("admin:ai_agents_agent_playground", args=[progress.agent_id])
+        if progress.agent_id
+        else reverse("admin:ai_agents_agent_changelist")
+    )
     return [
         Step(
             "agent",
@@ -59,8 +64,8 @@ def _steps(progress: SetupProgress) -> list[Step]:
             "try",
             _("Probarlo"),
             progress.has_tried,
-            reverse("admin:ai_agents_agent_changelist"),
-            _("Ir a los agentes"),
+            try_url,
+            _("Probar agente") if progress.agent_id else _("Ir a los agentes"),
         ),
         Step(
             "channel",

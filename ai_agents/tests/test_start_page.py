@@ -65,6 +65,15 @@ def test_a_new_tenant_starts_with_nothing_ticked_and_links_to_each_place(owner: 
     assert 'href="/"' in admin_index  # "Ver el sitio" leads to this page, not back to the admin
 
 
+def test_try_it_leads_to_the_first_agents_playground(owner: Persona) -> None:
+    agent = agent_for(owner.tenant)
+    client = Client()
+    client.force_login(owner.user)
+    page = client.get("/").content.decode()
+    assert f'href="/admin/ai_agents/agent/{agent.pk}/playground/"' in page
+    assert client.get(f"/admin/ai_agents/agent/{agent.pk}/playground/").status_code == 200
+
+
 def test_each_tenant_counts_only_its_own_rows(owner: Persona, outsider: Persona) -> None:
     _set_up_everything(outsider.tenant)
 
