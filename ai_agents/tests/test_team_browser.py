@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core import mail
 
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.testing.accessibility import axe_check
 from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
 from erp.testing.fixtures import Persona
-from erp.testing.team import team_roles
+from erp.testing.team import INVITE_LINK, team_roles
 
 pytestmark = [*BROWSER_TEST, pytest.mark.usefixtures("fresh_invite_allowance")]
 
@@ -56,7 +57,10 @@ def _invite_on_a_laptop(browser: Any, base: str, owner: Persona, tmp_path: Path)
         )
         page.screenshot(path=str(tmp_path / "team_laptop_es.png"), full_page=True)
         assert axe_check(page) == []
-        return str(page.get_by_label("Enlace para elegir la contraseña", exact=False).input_value())
+        expect(invitation).to_contain_text("Le hemos enviado el enlace por correo")
+        assert "/password/set/" not in page.content()  # to the person's address only
+        [link] = INVITE_LINK.findall(str(mail.outbox[-1].body))
+        return str(link)
     finally:
         laptop.close()
 
@@ -122,7 +126,7 @@ def test_the_team_page_on_a_phone_in_english(
         page.get_by_label("Role", exact=True).select_option("admin")
         page.get_by_role("button", name="Invite", exact=True).click()
         expect(page.locator("#invitation")).to_contain_text("bob@acme.test is on the team.")
-        expect(page.locator("#invitation")).to_contain_text("copy the link")
+        expect(page.locator("#invitation")).to_contain_text("We have sent the link by e-mail")
         _fits_a_phone(page)
         page.screenshot(path=str(tmp_path / "team_phone_en_owner.png"), full_page=True)
         assert axe_check(page) == []

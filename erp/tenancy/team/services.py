@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -43,11 +42,10 @@ class Invitation:
     membership: Membership
     created_user: bool  # a new account, with no password yet
     already_member: bool
-    # The person still has to choose a password: the e-mail carries a link.
+    # The person still has to choose a password: the e-mail carries a link. The link goes to
+    # that address only, never to the inviter: whoever could set the password would own the
+    # account, and with it every tenant that later invites the same address.
     needs_password: bool
-    # The link may be shown to the inviter too: the account is theirs alone to hand out (new,
-    # or invited only by this tenant and never used). Never for an account of other tenants.
-    link_shareable: bool
 
 
 def _role_checked(role: str, by_role: str) -> str:
@@ -92,12 +90,6 @@ def invite_quota_take(*, tenant: Tenant) -> None:
         )
 
 
-def _only_here(user: AbstractBaseUser, tenant: Tenant) -> bool:
-    # Crossing tenants on purpose: is this account anybody else's to use?
-    elsewhere = Membership.objects.unscoped().filter(user=user).exclude(tenant=tenant)
-    return not elsewhere.exists()
-
-
 @transaction.atomic
 def member_invite(*, tenant: Tenant, email: str, role: str, by_role: str) -> Invitation:
     """Add the person with this e-mail to the tenant with `role`, creating the account (no
@@ -124,7 +116,6 @@ def member_invite(*, tenant: Tenant, email: str, role: str, by_role: str) -> Inv
         created_user=created,
         already_member=already,
         needs_password=needs_password,
-        link_shareable=needs_password and not user.is_superuser and _only_here(user, tenant),
     )
 
 

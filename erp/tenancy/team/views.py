@@ -94,12 +94,11 @@ def team_page(request: HttpRequest, tenant_slug: str) -> HttpResponse:
     return _render(request, _me(request, tenant_slug))
 
 
-def _invitation_context(invitation: Invitation, link: str | None, sent: bool) -> dict[str, Any]:
+def _invitation_context(invitation: Invitation, sent: bool) -> dict[str, Any]:
     user = invitation.membership.user
     return {
         "invitation": invitation,
         "invited_email": user.email or user.username,
-        "link": link if invitation.link_shareable else "",
         "sent": sent,
         "mail_configured": mail_configured(),
         "link_days": link_days(),
@@ -108,7 +107,7 @@ def _invitation_context(invitation: Invitation, link: str | None, sent: bool) ->
 
 @require_POST
 @staff_member_required
-@never_cache  # the answer may carry a set-password link
+@never_cache
 def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
     me = _me(request, tenant_slug)
     email = request.POST.get("email", "")[:300]
@@ -121,7 +120,7 @@ def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
         form = {"email": email, "role": role}
         return _render(request, me, status=error.status, error=error.message, form=form)
     user = invitation.membership.user
-    # One token for the e-mail and the page: the same link in both places.
+    # The set-password link goes to the person's own address only (see Invitation).
     link = password_link(user) if invitation.needs_password else None
     sent = False
     if not invitation.already_member or invitation.needs_password:
@@ -132,7 +131,7 @@ def team_invite(request: HttpRequest, tenant_slug: str) -> HttpResponse:
             inviter=request.user.get_full_name() or request.user.email,  # type: ignore[union-attr]  # staff only
             link=link,
         )
-    return _render(request, me, **_invitation_context(invitation, link, sent))
+    return _render(request, me, **_invitation_context(invitation, sent))
 
 
 def _target(me: Membership, membership_id: str) -> Membership:
