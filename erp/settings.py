@@ -338,6 +338,8 @@ else:
     EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
     EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
     EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+# SMTP never waits longer than this (invitations and budget notices are sent inline).
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "no-reply@localhost")
 
 # --- REST framework and API docs ------------------------------------------------------------
