@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -59,14 +60,39 @@ def conversation_media_resolve(*, conversation: Conversation) -> int:
     conversation (two voice notes in a row start two tasks): the second waits for the first,
     then finds nothing left, so each note is fetched and transcribed once."""
     key = f"wa-media:{conversation.pk}"
-    waited_until = time.monotonic() + LOCK_WAIT_S
+    token = uuid.uuid4().hex
     connection_release()  # nothing held while waiting
-    while not cache.add(key, "1", LOCK_TTL_S) and time.monotonic() < waited_until:
-        time.sleep(0.1)
+    held = _lock_take(key, token)
     try:
-        return _pending_resolve(conversation, lock=key)
+        return _pending_resolve(conversation, lock=key if held else "")
     finally:
-        cache.delete(key)
+        if held:
+            _lock_give_back(key, token)
+
+
+def _lock_take(key: str, token: str) -> bool:
+    """Waits up to LOCK_WAIT_S for the conversation's media lock; False when another task
+    still holds it then, or when the cache is down (resolving twice beats not answering)."""
+    waited_until = time.monotonic() + LOCK_WAIT_S
+    try:
+        while not cache.add(key, token, LOCK_TTL_S):
+            if time.monotonic() >= waited_until:
+                return False
+            time.sleep(0.1)
+    except Exception:
+        logger.warning("whatsapp.media_lock_unavailable", exc_info=True)
+        return False
+    return True
+
+
+def _lock_give_back(key: str, token: str) -> None:
+    """Deletes the lock only while it is still this task's (it may have expired and been taken
+    by another task meanwhile)."""
+    try:
+        if cache.get(key) == token:
+            cache.delete(key)
+    except Exception:
+        logger.warning("whatsapp.media_lock_unavailable", exc_info=True)
 
 
 def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
@@ -81,7 +107,8 @@ def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
         .order_by("created_at")
     )
     for message in pending:
-        cache.touch(lock, LOCK_TTL_S)  # each message gets the lock's whole time
+        if lock:
+            cache.touch(lock, LOCK_TTL_S)  # each message gets the lock's whole time
         try:
             message_media_resolve(message=message, conversation=conversation)
         except Exception:  # a bug here must not keep the customer without an answer
