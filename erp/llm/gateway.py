@@ -386,6 +386,11 @@ def llm_media_text(
     model = chosen.media_model(request)
     request = dataclasses.replace(request, model=model)
     _ensure_credits(context, chosen.name, model)
+    # A spent budget in "handoff_only" refuses media reading too (BudgetExhausted); with
+    # "cheaper_model" the media model stays (there is no cheaper reader to switch to).
+    budget_request(
+        LlmRequest(messages=(), model=model), tenant=context.tenant, provider=chosen.name
+    )
     result, started = _attempted(
         _Attempts(retry, LlmRequest(messages=(), timeout_s=request.timeout_s)),
         lambda attempt: chosen.media_text(

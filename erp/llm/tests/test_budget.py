@@ -13,12 +13,15 @@ from django.utils import timezone
 
 from erp.llm.budget import budget_check, month_spend
 from erp.llm.errors import BudgetExhausted, NoCredits
-from erp.llm.gateway import CallContext, llm_generate
+from erp.llm.gateway import CallContext, llm_generate, llm_media_text
 from erp.llm.models import BudgetNotice, UsageLog
+from erp.llm.providers.openai_compat import OpenAICompatProvider
 from erp.llm.tests.google_kit import FAST, MODEL, ask
+from erp.llm.types import MediaRequest
 from erp.tenancy.models import Tenant
 from erp.testing.factories import usage_spent
 from erp.testing.fake_google import FakeGoogle
+from erp.testing.fake_openai import FakeOpenAI
 
 CHEAP = "gemini-2.5-flash-lite"
 
@@ -76,6 +79,24 @@ def test_handoff_only_refuses_the_call_as_no_credits(
 
     assert isinstance(raised.value, NoCredits)  # every caller already handles it
     assert fake_google.generate_requests == []
+
+
+@pytest.mark.django_db
+def test_handoff_only_refuses_reading_a_voice_note_too(
+    fake_openai: FakeOpenAI, tenant_a: Tenant, settings: Any
+) -> None:
+    settings.AI_CREDITS_MODE = "off"
+    _budget(tenant_a, "5.00")
+    voice = MediaRequest(data=b"OggS", mime_type="audio/ogg", task="transcribe", prompt="T")
+    context = CallContext(tenant=tenant_a, operation="transcription")
+    provider = OpenAICompatProvider.from_settings()
+    fake_openai.transcription_script = ["hola"]
+    assert llm_media_text(voice, context=context, provider=provider, retry=FAST).text == "hola"
+
+    usage_spent(tenant_a, "5")
+    with pytest.raises(BudgetExhausted):
+        llm_media_text(voice, context=context, provider=provider, retry=FAST)
+    assert len(fake_openai.transcription_requests) == 1  # the spent budget made no call
 
 
 @pytest.mark.django_db
