@@ -58,6 +58,9 @@ class BudgetState:
         return self.percent >= 100
 
 
+MICRO = Decimal(1_000_000)
+
+
 def _month_start(tenant: Tenant, now: dt.datetime | None = None) -> dt.datetime:
     local = (now or timezone.now()).astimezone(zoneinfo.ZoneInfo(tenant.timezone))
     return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
@@ -79,17 +82,34 @@ def month_spend(*, tenant: Tenant, now: dt.datetime | None = None) -> Decimal:
         logger.warning("budget.cache_unavailable", extra={"error": type(exc).__name__})
         cached = None
     if cached is not None:
-        return Decimal(cached)
+        return Decimal(int(cached)) / MICRO
     total = (
         UsageLog.objects.for_tenant(tenant)
         .filter(created_at__gte=start)
         .aggregate(total=Sum("cost_usd"))["total"]
     ) or Decimal("0")
-    try:
-        cache.set(key, str(total), SPEND_CACHE_SECONDS)
+    try:  # whole micro-dollars: an integer the cache adds to atomically (`spend_add`)
+        cache.set(key, int((total * MICRO).to_integral_value()), SPEND_CACHE_SECONDS)
     except Exception as exc:
         logger.warning("budget.cache_unavailable", extra={"error": type(exc).__name__})
     return total
+
+
+def spend_add(*, tenant: Tenant, cost_usd: Decimal) -> None:
+    """A costed row was written: the cached month spend grows by its cost, so a busy tenant's
+    next check reads the cache instead of summing the month again (only tenants with a budget;
+    no cached figure: the next check sums)."""
+    if tenant.monthly_budget_usd is None:
+        return
+    try:
+        cache.incr(
+            _key("spend", tenant, f"{_month_start(tenant):%Y-%m}"),
+            int((Decimal(cost_usd) * MICRO).to_integral_value()),
+        )
+    except ValueError:
+        pass  # not cached now
+    except Exception as exc:
+        logger.warning("budget.cache_unavailable", extra={"error": type(exc).__name__})
 
 
 def spend_forget(*, tenant: Tenant) -> None:

@@ -14,7 +14,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from erp.llm.budget import spend_forget
+from erp.llm.budget import spend_add
 from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
 from erp.tenancy import rows
@@ -131,7 +131,7 @@ def usage_record(
             rows.write(_insert_and_debit_statement(log), durable=True)
     rows.inserted([log])
     if cost:
-        spend_forget(tenant=tenant)
+        spend_add(tenant=tenant, cost_usd=cost)
     return log
 
 

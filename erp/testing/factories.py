@@ -55,7 +55,7 @@ class MembershipFactory(factory.django.DjangoModelFactory[Membership]):
 
 def usage_spent(tenant: Tenant, usd: str) -> None:
     """A ledger row costing `usd` this month (model "test/cent-per-token": a cent a token),
-    written the way the gateway writes them (forgets the cached spend)."""
+    written the way the gateway writes them (adds to the cached spend)."""
     from erp.llm.models import ModelPrice
     from erp.llm.usage import usage_record
 

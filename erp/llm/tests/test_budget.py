@@ -82,6 +82,18 @@ def test_handoff_only_refuses_the_call_as_no_credits(
 
 
 @pytest.mark.django_db
+def test_a_costed_row_adds_to_the_cached_spend_without_summing_again(
+    tenant_a: Tenant, django_assert_num_queries: Any
+) -> None:
+    _budget(tenant_a, "100.00")
+    usage_spent(tenant_a, "1.25")
+    assert month_spend(tenant=tenant_a) == Decimal("1.25")  # summed once, then cached
+    usage_spent(tenant_a, "2.50")
+    with django_assert_num_queries(0):
+        assert month_spend(tenant=tenant_a) == Decimal("3.75")
+
+
+@pytest.mark.django_db
 def test_handoff_only_refuses_reading_a_voice_note_too(
     fake_openai: FakeOpenAI, tenant_a: Tenant, settings: Any
 ) -> None:
