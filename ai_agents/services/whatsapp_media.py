@@ -45,6 +45,10 @@ MEDIA_KINDS = ("audio", "image")
 # Another task resolving the same conversation's media is waited for this long at most (a
 # fetch and a model call: MEDIA retry policy's 90 s); the lock expires on its own after TTL.
 LOCK_WAIT_S, LOCK_TTL_S = 120.0, 150
+# One run reads at most this many media messages, for at most this long: past either, a voice
+# note gets the ask-to-write reply and an image the "[imagen recibida]" note (no paid call),
+# so a flood of media neither runs up the bill nor holds a real-time thread for long.
+MEDIA_PER_RUN, MEDIA_RUN_S = 10, 180.0
 TRANSCRIBE_PROMPT = (
     "Transcribe this voice note verbatim, in its language. Answer with the transcript only."
 )
@@ -106,7 +110,11 @@ def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
         .exclude(metadata__has_key="result")
         .order_by("created_at")
     )
-    for message in pending:
+    deadline = time.monotonic() + MEDIA_RUN_S
+    for n, message in enumerate(pending):
+        if n >= MEDIA_PER_RUN or time.monotonic() >= deadline:
+            _skipped(message, conversation)
+            continue
         if lock:
             cache.touch(lock, LOCK_TTL_S)  # each message gets the lock's whole time
         try:
@@ -119,6 +127,18 @@ def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
                 facts.update(ask_to_write=True, language=(get_language() or "es")[:2])
             _save(message, text=message.content, facts=facts)
     return len(pending)
+
+
+def _skipped(message: Message, conversation: Conversation) -> None:
+    """Past the run's media budget: stored as not read, with no fetch and no model call."""
+    raw = ((message.metadata or {}).get("channel_metadata") or {}).get("media") or {}
+    kind = str(message.metadata["channel_metadata"]["type"])
+    facts: dict[str, Any] = {"kind": kind, "media_id": str(raw.get("id") or ""), "source": "none"}
+    caption = str(raw.get("caption") or "").strip()
+    text = _unread(message, "whatsapp.media_skipped", "too_many", facts=facts, caption=caption)
+    if facts.get("ask_to_write"):
+        facts["language"] = _language(conversation, before=message)
+    _save(message, text=text, facts=facts)
 
 
 def message_media_resolve(*, message: Message, conversation: Conversation) -> dict[str, Any]:

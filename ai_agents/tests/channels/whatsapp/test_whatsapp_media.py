@@ -118,6 +118,25 @@ def test_a_voice_note_that_cannot_be_heard_asks_the_customer_to_write(
 
 
 @pytest.mark.django_db
+def test_past_the_runs_media_budget_nothing_is_fetched_or_paid(
+    line: Line, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agents.services import whatsapp_media
+
+    monkeypatch.setattr(whatsapp_media, "MEDIA_PER_RUN", 0)  # a flood: the budget is spent
+    line.graph.media_put(AUDIO_ID, VOICE, "audio/ogg; codecs=opus", token=TOKEN_A)
+
+    line.customer_sends(payload("audio_voice"))
+
+    [message] = user_messages(line.tenant)
+    assert message.metadata["media"]["error"] == "too_many"
+    assert message.metadata["media"]["ask_to_write"] is True
+    assert line.graph.media_requests == [] and line.google.generate_requests == []
+    assert usage_rows(line.tenant, "transcription") == []
+    assert sent_texts(line.graph) == [ASK_ES]
+
+
+@pytest.mark.django_db
 def test_without_a_model_a_voice_note_is_not_fetched_and_the_customer_is_asked_to_write(
     client: Client,
     wa_binding: Any,
