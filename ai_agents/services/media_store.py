@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,9 +75,17 @@ def media_expire() -> int:
     return removed
 
 
+WRITE_GRACE = timedelta(minutes=10)
+
+
 def _tenant_expire(tenant_dir: Path, *, now: datetime) -> int:
     removed = 0
     for path in tenant_dir.iterdir():
+        # A file written moments ago may still be waiting for its message's `keep_until`
+        # (saved once the model has read it): left for the next run.
+        written = datetime.fromtimestamp(path.stat().st_mtime, tz=now.tzinfo)
+        if now - written < WRITE_GRACE:
+            continue
         message = Message.objects.filter(pk=path.stem).first() if _is_uuid(path.stem) else None
         facts = ((message.metadata or {}).get("media") or {}) if message is not None else {}
         until = parse_datetime(str(facts.get("keep_until") or ""))

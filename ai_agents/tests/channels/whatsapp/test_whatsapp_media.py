@@ -5,6 +5,9 @@ too large, model error, no model) gets the customer a request to write instead."
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -242,8 +245,14 @@ def test_audio_is_kept_for_the_tenants_retention_days_then_deleted(
         metadata = message.metadata
         metadata["media"]["keep_until"] = "2020-01-01T00:00:00+00:00"
         Message.objects.filter(pk=message.pk).update(metadata=metadata)
+    # A file written moments ago (its message's keep_until not saved yet) is left alone.
+    fresh = kept.parent / f"{uuid.uuid4()}.ogg"
+    fresh.write_bytes(VOICE)
+    assert bulk_media_expire() == 0 and kept.exists() and fresh.exists()
+    an_hour_ago = time.time() - 3600
+    os.utime(kept, (an_hour_ago, an_hour_ago))
     assert bulk_media_expire() == 1
-    assert not kept.exists()
+    assert not kept.exists() and fresh.exists()
     [message] = user_messages(line.tenant)
     assert message.metadata["media"]["file"] == ""
     assert message.content == TRANSCRIPT  # the transcript stays
