@@ -32,6 +32,7 @@ from ai_agents.services.playground import (
     HistoryTurn,
     agent_playground,
 )
+from erp.api.errors import error_body
 from erp.api.views import TenantGenericAPIView
 from erp.tenancy.permissions import HasTenant
 from erp.tenancy.selectors import access_tenant_object
@@ -212,4 +213,8 @@ class AgentTestRunView(TenantGenericAPIView):
     @extend_schema(request=None, responses={200: None})
     def post(self, request: Request, agent_id: Any) -> Response:
         agent = access_agent(self.tenant, agent_id)
-        return Response(run_json(service.agent_tests_run(agent=agent)))
+        try:
+            run = service.agent_tests_run(agent=agent)
+        except service.AgentTestsBusy as error:
+            return Response(error_body(error.code, error.message), status=error.status)
+        return Response(run_json(run))

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -29,6 +30,7 @@ from ai_agents.models.agent_tests import (
 from ai_agents.rules.text import normalize
 from ai_agents.services.agents import EDITABLE
 from ai_agents.services.playground import PlaygroundResult, agent_playground
+from erp.api.errors import ServiceError
 from erp.tenancy.scoping import acts_for
 
 Expectation = AgentTestCase.Expectation
@@ -147,9 +149,36 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
+class AgentTestsBusy(ServiceError):
+    code = "run_in_progress"
+    status = 409
+
+
+# One run per agent at a time (two would spend the tokens twice); the lock outlives a run
+# stopped midway by this long at most.
+RUN_LOCK_S = 30 * 60
+
+
+def run_lock_key(agent: Agent) -> str:
+    return f"agent-tests-run:{agent.pk}"
+
+
 @acts_for("agent")
 def agent_tests_run(*, agent: Agent) -> AgentTestRun:
-    """Runs every saved case of the agent; returns the run recorded."""
+    """Runs every saved case of the agent; returns the run recorded. AgentTestsBusy while
+    another run of the same agent is going on."""
+    key = run_lock_key(agent)
+    if not cache.add(key, "1", RUN_LOCK_S):
+        raise AgentTestsBusy(
+            _("Las pruebas de este agente ya se están ejecutando: espere a que terminen.")
+        )
+    try:
+        return _cases_run(agent)
+    finally:
+        cache.delete(key)
+
+
+def _cases_run(agent: Agent) -> AgentTestRun:
     cases = list(
         AgentTestCase.objects.for_tenant(agent.tenant_id)
         .filter(agent=agent)

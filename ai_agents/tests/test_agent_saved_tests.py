@@ -151,6 +151,32 @@ def test_two_tenants_see_each_agents_tests_only_under_their_own(
     assert AgentTestRun.objects.unscoped().count() == 0
 
 
+def test_one_run_per_agent_at_a_time(api_a: Any, tenant_a: Tenant) -> None:
+    from django.core.cache import cache
+    from django.core.management.base import CommandError
+
+    from ai_agents.models import Agent
+    from ai_agents.services.agent_tests import run_lock_key
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+    key = run_lock_key(Agent.objects.for_tenant(tenant_a).get(pk=agent_id))
+    cache.add(key, "1", 60)  # another run of this agent is going on
+    try:
+        busy = api_a.post(f"/api/v1/agents/{agent_id}/tests/run")
+        assert busy.status_code == 409
+        assert busy.json()["error"]["code"] == "run_in_progress"
+        assert "ya se están ejecutando" in busy.json()["error"]["message"]
+        with pytest.raises(CommandError, match="ya se están ejecutando"):
+            call_command("agent_test", agent_id)
+        assert AgentTestRun.objects.for_tenant(tenant_a).count() == 0
+    finally:
+        cache.delete(key)
+    done = api_a.post(f"/api/v1/agents/{agent_id}/tests/run")
+    assert done.status_code == 200 and done.json()["passed"] == 1
+    assert cache.get(key) is None  # a finished run lets the next one in
+
+
 def test_command_refuses_an_unknown_agent() -> None:
     from django.core.management.base import CommandError
 

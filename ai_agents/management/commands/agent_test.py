@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ai_agents.models import Agent, AgentTestRun
-from ai_agents.services.agent_tests import agent_tests_run
+from ai_agents.services.agent_tests import AgentTestsBusy, agent_tests_run
 from erp.tenancy.scoping import all_tenants
 
 QUESTION_COLUMN = 48
@@ -31,7 +31,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         agent = _agent(options["agent_id"])
-        run = agent_tests_run(agent=agent)
+        try:
+            run = agent_tests_run(agent=agent)
+        except AgentTestsBusy as error:
+            raise CommandError(error.message) from None
         for line in run_table(run):
             self.stdout.write(line)
         failing = run.regressions or (options["strict"] and run.failed)
