@@ -188,7 +188,8 @@ def test_command_refuses_an_unknown_agent() -> None:
 
 def test_a_new_document_or_prompt_is_named_among_the_changes(api_a: Any, tenant_a: Tenant) -> None:
     from ai_agents.models import KnowledgeBase
-    from ai_agents.services.knowledge import document_add, document_ingest
+    from ai_agents.services.knowledge import document_ingest
+    from ai_agents.services.knowledge_documents import document_add
     from erp.tenancy.scoping import tenant_scope
 
     agent_id = offline_agent(api_a, tenant_a)
