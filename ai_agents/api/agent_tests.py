@@ -13,8 +13,10 @@ tokens); another tenant's agent is 404.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -166,7 +168,10 @@ class AgentTestListView(TenantGenericAPIView):
         runs = AgentTestRun.objects.for_tenant(agent.tenant_id).filter(agent=agent)
         last = runs.filter(state=AgentTestRun.State.DONE).order_by("-ran_at").first()
         current = (
-            runs.filter(state__in=[AgentTestRun.State.QUEUED, AgentTestRun.State.RUNNING])
+            runs.filter(
+                state__in=[AgentTestRun.State.QUEUED, AgentTestRun.State.RUNNING],
+                ran_at__gte=timezone.now() - timedelta(seconds=service.RUN_LOCK_S),  # else lost
+            )
             .order_by("-ran_at")
             .first()
         )

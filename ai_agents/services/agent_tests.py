@@ -181,9 +181,17 @@ def agent_tests_start(*, agent: Agent) -> AgentTestRun:
     """Queues a run of every saved case of the agent (bulk queue, after commit); returns it
     `queued`. AgentTestsBusy while another run of the same agent is going on."""
     run = _run_begin(agent)
-    run_id = str(run.pk)
-    transaction.on_commit(lambda: enqueue("ai_agents.bulk_agent_tests_run", run_id))
+    transaction.on_commit(lambda: _run_enqueue(run))
     return run
+
+
+def _run_enqueue(run: AgentTestRun) -> None:
+    try:
+        enqueue("ai_agents.bulk_agent_tests_run", str(run.pk))
+    except Exception:  # the broker is down: said on the run, and the agent is free again
+        logger.warning("agent_tests.enqueue_failed", extra={"run_id": str(run.pk)}, exc_info=True)
+        _run_fail(run, _("No se pudo poner en cola la ejecución. Inténtelo de nuevo."))
+        _lock_give_back(run_lock_key(run.agent), str(run.pk))
 
 
 @acts_for("agent")
@@ -200,6 +208,14 @@ def _run_begin(agent: Agent) -> AgentTestRun:
             _("Las pruebas de este agente ya se están ejecutando: espere a que terminen.")
         )
     try:
+        # The lock was free: a run still queued or going on was lost with its worker.
+        AgentTestRun.objects.for_tenant(agent.tenant_id).filter(
+            agent=agent, state__in=[State.QUEUED, State.RUNNING]
+        ).update(
+            state=State.FAILED,
+            error=_("La ejecución se interrumpió (el proceso que la ejecutaba se detuvo)."),
+            finished_at=timezone.now(),
+        )
         total = AgentTestCase.objects.for_tenant(agent.tenant_id).filter(agent=agent).count()
         return AgentTestRun.objects.create(
             id=run_id, tenant_id=agent.tenant_id, agent=agent, cases_total=total

@@ -228,6 +228,35 @@ def test_a_queued_run_holds_the_agent_until_the_worker_ran_it(
     assert api_a.post(f"{url}/run").status_code == 202  # the agent is free again
 
 
+def test_a_run_lost_with_its_worker_does_not_hold_the_agent_for_ever(
+    api_a: Any, tenant_a: Tenant, run_tasks: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    import datetime as dt
+
+    from django.core.cache import cache
+
+    from ai_agents.models import Agent
+    from ai_agents.services.agent_tests import run_lock_key
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+    url = f"/api/v1/agents/{agent_id}/tests"
+    with django_capture_on_commit_callbacks():  # queued; its worker dies: the task never ends
+        lost = api_a.post(f"{url}/run").json()
+    AgentTestRun.objects.for_tenant(tenant_a).filter(pk=lost["id"]).update(state="running")
+    # Past the lock's 30 minutes the page no longer follows it, and a new run may start.
+    AgentTestRun.objects.for_tenant(tenant_a).filter(pk=lost["id"]).update(
+        ran_at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=31)
+    )
+    assert api_a.get(url).json()["current_run"] is None
+    cache.delete(run_lock_key(Agent.objects.for_tenant(tenant_a).get(pk=agent_id)))
+
+    assert _run(api_a, run_tasks, agent_id)["passed"] == 1
+    old = api_a.get(f"{url}/runs/{lost['id']}").json()
+    assert old["state"] == "failed"
+    assert old["error"] == "La ejecución se interrumpió (el proceso que la ejecutaba se detuvo)."
+
+
 def test_a_run_past_its_time_limit_fails_in_words_and_keeps_what_ran(
     api_a: Any, tenant_a: Tenant, run_tasks: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
