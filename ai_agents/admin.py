@@ -22,7 +22,7 @@ from ai_agents.admin_agent_form import AgentForm
 from ai_agents.admin_documents import TextDocumentAddMixin
 from ai_agents.admin_playground import AgentPlaygroundMixin
 from ai_agents.models import Agent, Chunk, Document, HandoffSettings, HttpTool, KnowledgeBase
-from ai_agents.services import knowledge as services
+from ai_agents.services import knowledge_documents
 from erp.tenancy.admin_base import TenantAdminMixin, TenantOwnedAdmin
 from erp.tenancy.admin_secrets import (
     SecretFieldsAdminMixin,
@@ -170,7 +170,7 @@ class DocumentAdmin(TextDocumentAddMixin, TenantOwnedAdmin):
     def reindex(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         count = 0
         for document in queryset:
-            services.document_reindex(document=document)
+            knowledge_documents.document_reindex(document=document)
             count += 1
         messages.success(request, _("%(n)s documento(s) en cola.") % {"n": count})
 

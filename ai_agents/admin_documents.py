@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy
 
 from ai_agents.models import Document, KnowledgeBase
 from ai_agents.services import knowledge as services
+from ai_agents.services import knowledge_documents
 from erp.tenancy.admin_base import managed_tenant_ids
 
 TEXT_MAX_CHARS = 100_000
@@ -60,12 +61,8 @@ class TextDocumentAddMixin:
         if bound is not None and form.is_valid():
             data = form.cleaned_data
             try:
-                added = services.document_add(
-                    kb=data["knowledge_base"],
-                    data=data["text"].encode(),
-                    title=data["title"],
-                    mime_type="text/markdown",  # plain text reads as paragraphs
-                    source=Document.Source.TEXT,
+                added = knowledge_documents.document_add_text(
+                    kb=data["knowledge_base"], title=data["title"], text=data["text"]
                 )
             except services.KnowledgeError as exc:
                 form.add_error("text", str(exc))

@@ -11,8 +11,9 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ai_agents.models import Document, KnowledgeBase
+from ai_agents.models import KnowledgeBase
 from ai_agents.services import knowledge as services
+from ai_agents.services import knowledge_documents
 
 
 class UrlImportForm(forms.Form):
@@ -27,7 +28,7 @@ class PasteTextForm(forms.Form):
     text = forms.CharField(label=gettext_lazy("Texto"), strip=False, widget=forms.Textarea)
 
 
-def _report(request: HttpRequest, name: str, added: services.DocumentAdded) -> None:
+def _report(request: HttpRequest, name: str, added: knowledge_documents.DocumentAdded) -> None:
     if added.created:
         messages.success(request, _("%(name)s: en cola.") % {"name": name})
     else:
@@ -47,7 +48,7 @@ def kb_upload(request: HttpRequest, kb: KnowledgeBase) -> None:
         messages.error(request, _("Elija al menos un archivo."))
     for upload in files:
         try:
-            added = services.document_add(
+            added = knowledge_documents.document_add(
                 kb=kb,
                 data=upload.read(),
                 filename=upload.name or "",
@@ -66,7 +67,9 @@ def kb_import_url(request: HttpRequest, kb: KnowledgeBase) -> None:
         return
     url = form.cleaned_data["url"]
     try:
-        added = services.document_add_from_url(kb=kb, url=url, title=form.cleaned_data["title"])
+        added = knowledge_documents.document_add_from_url(
+            kb=kb, url=url, title=form.cleaned_data["title"]
+        )
     except services.KnowledgeError as exc:
         messages.error(request, f"{url}: {exc}")
         return
@@ -80,13 +83,8 @@ def kb_paste_text(request: HttpRequest, kb: KnowledgeBase) -> None:
         return
     title = form.cleaned_data["title"]
     try:
-        added = services.document_add(
-            kb=kb,
-            data=form.cleaned_data["text"].encode(),
-            # Markdown reads plain text as paragraphs and keeps any headings (as the API does).
-            mime_type="text/markdown",
-            title=title,
-            source=Document.Source.TEXT,
+        added = knowledge_documents.document_add_text(
+            kb=kb, title=title, text=form.cleaned_data["text"]
         )
     except services.KnowledgeError as exc:
         messages.error(request, f"{title}: {exc}")

@@ -35,6 +35,7 @@ def playground_labels() -> dict[str, str]:
         "you": _("Cliente"),
         "agent": _("Agente"),
         "running": _("Ejecutando…"),
+        "progress": _("Ejecutando: %(done)s de %(total)s pruebas…"),
         "generic": _("No se pudo completar. Inténtelo de nuevo."),
         "network": _("Sin conexión con el servidor."),
         "config_changed": _("Cambió desde la ejecución anterior: %(parts)s."),

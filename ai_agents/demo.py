@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ai_agents.services.knowledge import document_add_and_ingest, knowledge_base_get_or_create
+from ai_agents.services.knowledge import knowledge_base_get_or_create
+from ai_agents.services.knowledge_documents import document_add_and_ingest
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import tenant_scope
 

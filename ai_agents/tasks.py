@@ -13,8 +13,9 @@ from ai_agents.conversations import store
 from ai_agents.conversations.delivery import reply_deliver, typing_show
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
 from ai_agents.conversations.store import conversations_in_turn
-from ai_agents.models import Conversation, Document, Message
+from ai_agents.models import AgentTestRun, Conversation, Document, Message
 from ai_agents.services import handoff_notify
+from ai_agents.services.agent_tests import RUN_HARD_S, RUN_SOFT_S, agent_test_run_execute
 from ai_agents.services.conversations import conversations_expire
 from ai_agents.services.escalation_summary import escalation_summary_improve
 from ai_agents.services.handoff_renotify import renotify_due
@@ -55,6 +56,19 @@ def bulk_ingest_document(document_id: str) -> str:
         return ""
     with tenant_scope(document.tenant_id):
         return document_ingest(document=document).status
+
+
+@shared_task(
+    name="ai_agents.bulk_agent_tests_run", soft_time_limit=RUN_SOFT_S, time_limit=RUN_HARD_S
+)
+def bulk_agent_tests_run(run_id: str) -> str:
+    """Runs a queued "Ejecutar todas" of an agent's saved tests (bulk queue). Returns the run's
+    final state; "" if it is gone."""
+    run = AgentTestRun.objects.unscoped().select_related("agent").filter(pk=run_id).first()
+    if run is None:
+        return ""
+    with tenant_scope(run.tenant_id):
+        return agent_test_run_execute(run=run).state
 
 
 @shared_task(

@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> None:
     from ai_agents.knowledge import embeddings
     from ai_agents.models import KnowledgeBase
     from ai_agents.selectors import knowledge as selectors
-    from ai_agents.services.knowledge import document_add, document_ingest
+    from ai_agents.services.knowledge import document_ingest
+    from ai_agents.services.knowledge_documents import document_add
     from erp.tenancy.scoping import tenant_scope
 
     rng = random.Random(7)

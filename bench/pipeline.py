@@ -86,11 +86,8 @@ from django.db import connection  # noqa: E402
 from ai_agents.conversations.engine import Inbound, message_process  # noqa: E402
 from ai_agents.models import Agent, Conversation, KnowledgeBase, Message  # noqa: E402
 from ai_agents.services.agents import agent_create  # noqa: E402
-from ai_agents.services.knowledge import (  # noqa: E402
-    document_add,
-    document_ingest,
-    knowledge_base_create,
-)
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create  # noqa: E402
+from ai_agents.services.knowledge_documents import document_add  # noqa: E402
 from erp import embedded  # noqa: E402
 from erp.llm import gateway  # noqa: E402
 from erp.llm.types import EmbeddingResult, LlmRequest, LlmResult, TextDelta  # noqa: E402

@@ -129,7 +129,8 @@ def fixture() -> dict[str, Any]:
     from decimal import Decimal
 
     from ai_agents.services.agents import agent_create
-    from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+    from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+    from ai_agents.services.knowledge_documents import document_add
     from erp.tenancy.models import Tenant
     from erp.tenancy.scoping import tenant_scope
     from erp.tenancy.services import apikey_create

@@ -25,7 +25,8 @@ from ai_agents.models import (
 )
 from ai_agents.services.agents import agent_create
 from ai_agents.services.canned_replies import canned_reply_create
-from ai_agents.services.knowledge import document_add, knowledge_base_create
+from ai_agents.services.knowledge import knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from correo.models import ChatQuery, Digest
 from erp.llm.models import BudgetNotice, UsageLog
 from erp.tenancy.models import ApiKey, Membership, Tenant

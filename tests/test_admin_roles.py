@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 
 from ai_agents.models import Document
-from ai_agents.services.knowledge import document_add, knowledge_base_create
+from ai_agents.services.knowledge import knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from erp.tenancy.models import ApiKey, Membership, Tenant
 from erp.tenancy.services import apikey_create
 from erp.testing.factories import MembershipFactory, UserFactory

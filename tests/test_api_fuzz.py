@@ -42,7 +42,8 @@ from schemathesis.generation import GenerationMode
 from ai_agents.conversations.inbound import Inbound, message_receive
 from ai_agents.models import ChannelBinding, Conversation
 from ai_agents.services.agents import agent_create
-from ai_agents.services.knowledge import document_add, knowledge_base_create
+from ai_agents.services.knowledge import knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from correo.tests.factories import zoho_connection_create
 from correo.tests.fake_zoho import _fake_zoho_server, fake_zoho  # noqa: F401 (fixtures)
 from erp.tenancy.models import Membership

@@ -4,7 +4,8 @@
   the pipeline, nothing stored (ai_agents/services/playground.py);
 - `GET/POST /api/v1/agents/{id}/tests`, `GET/PATCH/DELETE /api/v1/agents/{id}/tests/{case}`:
   the saved cases {"question", "expectation": contains|escalates|no_answer, "expected_text"};
-- `POST /api/v1/agents/{id}/tests/run`: runs them all, returns the run and what changed.
+- `POST /api/v1/agents/{id}/tests/run`: queues a run of them all (202, the run `queued`);
+  `GET /api/v1/agents/{id}/tests/runs/{run}`: its state, progress, results and what changed.
 
 Rights: owner/admin of the agent's tenant, or an API key of it (a test spends the tenant's
 tokens); another tenant's agent is 404.
@@ -12,8 +13,10 @@ tokens); another tenant's agent is 404.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -135,7 +138,12 @@ def run_json(run: AgentTestRun | None) -> dict[str, Any] | None:
         return None
     return {
         "id": str(run.pk),
+        "state": run.state,
+        "cases_total": run.cases_total,
+        "cases_done": run.cases_done,
+        "error": run.error,
         "ran_at": run.ran_at,
+        "finished_at": run.finished_at,
         "passed": run.passed,
         "failed": run.failed,
         "regressions": run.regressions,
@@ -157,16 +165,21 @@ class AgentTestListView(TenantGenericAPIView):
     def get(self, request: Request, agent_id: Any) -> Response:
         agent = access_agent(self.tenant, agent_id)
         cases = AgentTestCase.objects.for_tenant(agent.tenant_id).filter(agent=agent)
-        last = (
-            AgentTestRun.objects.for_tenant(agent.tenant_id)
-            .filter(agent=agent)
+        runs = AgentTestRun.objects.for_tenant(agent.tenant_id).filter(agent=agent)
+        last = runs.filter(state=AgentTestRun.State.DONE).order_by("-ran_at").first()
+        current = (
+            runs.filter(
+                state__in=[AgentTestRun.State.QUEUED, AgentTestRun.State.RUNNING],
+                ran_at__gte=timezone.now() - timedelta(seconds=service.RUN_LOCK_S),  # else lost
+            )
             .order_by("-ran_at")
             .first()
         )
         return Response(
             {
                 "results": [case_json(c) for c in cases.order_by("created_at", "id")],
-                "last_run": run_json(last),
+                "last_run": run_json(last),  # the last one that ran to the end
+                "current_run": run_json(current),  # queued or going on, else null
             }
         )
 
@@ -207,14 +220,47 @@ class AgentTestDetailView(TenantGenericAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+RunRead = inline_serializer(
+    "AgentTestRun",
+    {
+        "id": serializers.UUIDField(),
+        "state": serializers.ChoiceField(AgentTestRun.State.values),
+        "cases_total": serializers.IntegerField(),
+        "cases_done": serializers.IntegerField(),
+        "error": serializers.CharField(),
+        "ran_at": serializers.DateTimeField(),
+        "finished_at": serializers.DateTimeField(allow_null=True),
+        "passed": serializers.IntegerField(),
+        "failed": serializers.IntegerField(),
+        "regressions": serializers.IntegerField(),
+        "changes": serializers.DictField(),
+        "results": serializers.ListField(child=serializers.DictField()),
+    },
+)
+
+
 class AgentTestRunView(TenantGenericAPIView):
     permission_classes = [CanTestAgents]
 
-    @extend_schema(request=None, responses={200: None})
+    @extend_schema(request=None, responses={202: RunRead, 409: None})
     def post(self, request: Request, agent_id: Any) -> Response:
+        """Queues a run of every saved case (the bulk worker runs them one after the other);
+        poll `tests/runs/{run}` until its state is `done` or `failed`."""
         agent = access_agent(self.tenant, agent_id)
         try:
-            run = service.agent_tests_run(agent=agent)
+            run = service.agent_tests_start(agent=agent)
         except service.AgentTestsBusy as error:
             return Response(error_body(error.code, error.message), status=error.status)
-        return Response(run_json(run))
+        return Response(run_json(run), status=status.HTTP_202_ACCEPTED)
+
+
+class AgentTestRunDetailView(TenantGenericAPIView):
+    permission_classes = [CanTestAgents]
+
+    @extend_schema(responses={200: RunRead})
+    def get(self, request: Request, agent_id: Any, run_id: Any) -> Response:
+        agent = access_agent(self.tenant, agent_id)
+        own = AgentTestRun.objects.for_tenant(self.tenant).filter(agent=agent)
+        return Response(
+            run_json(access_tenant_object(AgentTestRun, self.tenant, run_id, queryset=own))
+        )

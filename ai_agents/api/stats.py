@@ -12,7 +12,6 @@ import zoneinfo
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
@@ -27,6 +26,7 @@ from ai_agents.selectors.stats import StatsPeriod, conversation_rows, stats_body
 from ai_agents.selectors.stats import stats_rows as figures_rows
 from erp.api.views import TenantAPIView
 from erp.llm.api import UsageQuerySerializer
+from erp.streaming import RowsStreamingHttpResponse
 from erp.tenancy.models import Tenant
 from erp.tenancy.permissions import HasTenant
 
@@ -94,8 +94,9 @@ def _safe(value: Any) -> Any:
     return value
 
 
-def csv_response(rows: Iterable[list[Any]], filename: str) -> StreamingHttpResponse:
-    """A streamed CSV download (cells that a spreadsheet would run as formulas are quoted)."""
+def csv_response(rows: Iterable[list[Any]], filename: str) -> RowsStreamingHttpResponse:
+    """A streamed CSV download, under ASGI too (cells that a spreadsheet would run as formulas
+    are quoted)."""
     writer = csv.writer(_Echo())
 
     def lines() -> Iterator[str]:
@@ -103,7 +104,7 @@ def csv_response(rows: Iterable[list[Any]], filename: str) -> StreamingHttpRespo
         for row in rows:
             yield writer.writerow([_safe(value) for value in row])
 
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response = RowsStreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
@@ -112,11 +113,11 @@ def _filename(kind: str, period: StatsPeriod) -> str:
     return f"{kind}-{period.date_from.isoformat()}-{period.date_to.isoformat()}.csv"
 
 
-def stats_csv(period: StatsPeriod) -> StreamingHttpResponse:
+def stats_csv(period: StatsPeriod) -> RowsStreamingHttpResponse:
     return csv_response(figures_rows(stats_read(period=period)), _filename("stats", period))
 
 
-def conversations_csv(period: StatsPeriod) -> StreamingHttpResponse:
+def conversations_csv(period: StatsPeriod) -> RowsStreamingHttpResponse:
     return csv_response(conversation_rows(period=period), _filename("conversations", period))
 
 

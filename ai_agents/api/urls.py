@@ -150,6 +150,11 @@ urlpatterns += [
         name="agent-test-run",
     ),
     path(
+        "agents/<str:agent_id>/tests/runs/<str:run_id>",
+        agent_test_views.AgentTestRunDetailView.as_view(),
+        name="agent-test-run-detail",
+    ),
+    path(
         "agents/<str:agent_id>/tests/<str:case_id>",
         agent_test_views.AgentTestDetailView.as_view(),
         name="agent-test-detail",

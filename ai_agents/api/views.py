@@ -24,6 +24,8 @@ from ai_agents.api.serializers import (
 from ai_agents.models import Document, KnowledgeBase
 from ai_agents.selectors.knowledge import document_list, knowledge_base_list, knowledge_search
 from ai_agents.services import knowledge as services
+from ai_agents.services import knowledge_documents
+from ai_agents.services.knowledge_documents import DocumentAdded
 from erp.api.views import TenantGenericAPIView
 from erp.tenancy.models import Tenant
 from erp.tenancy.selectors import access_tenant_object
@@ -136,51 +138,54 @@ class DocumentListView(mixins.ListModelMixin, TenantGenericAPIView):
             url_form = UrlDocumentSerializer(data=request.data)
             url_form.is_valid(raise_exception=True)
             try:
-                added = services.document_add_from_url(
+                added = knowledge_documents.document_add_from_url(
                     kb=kb,
                     url=url_form.validated_data["url"],
                     title=url_form.validated_data.get("title", ""),
                 )
-            except services.DocumentFetchFailed as exc:
+            except knowledge_documents.DocumentFetchFailed as exc:
                 raise _upstream_error(exc) from None
             except services.DocumentTooLarge as exc:
                 raise _bad_request(exc) from None
             except services.KnowledgeError as exc:
                 raise exceptions.ValidationError({"url": [str(exc)]}) from None
             return _added_response(added)
-        if upload is not None:
-            title = request.data.get("title", "") if isinstance(request.data, dict) else ""
-            upload_form = UploadDocumentSerializer(data={"title": title})
-            upload_form.is_valid(raise_exception=True)
-            data = upload.read()
-            args: dict[str, Any] = {
-                "filename": upload.name or "",
-                "mime_type": upload.content_type,
-                "title": upload_form.validated_data["title"] or upload.name or "",
-                "source": Document.Source.UPLOAD,
-            }
-        else:
-            form = TextDocumentSerializer(data=request.data)
-            if not form.is_valid():
-                if "file" in request.data or request.content_type.startswith("multipart/"):
-                    raise exceptions.ValidationError({"file": [_("Adjunte un archivo.")]})
-                raise exceptions.ValidationError(form.errors)
-            data = form.validated_data["text"].encode()
-            args = {
-                "filename": "",
-                # Markdown reads plain text as paragraphs and keeps any headings.
-                "mime_type": "text/markdown",
-                "title": form.validated_data["title"],
-                "source": Document.Source.TEXT,
-            }
         try:
-            added = services.document_add(kb=kb, data=data, **args)
+            if upload is not None:
+                added = _add_upload(kb, upload, request.data)
+            else:
+                added = _add_text(kb, request)
         except services.KnowledgeError as exc:
             raise _bad_request(exc) from None
         return _added_response(added)
 
 
-def _added_response(added: services.DocumentAdded) -> Response:
+def _add_upload(kb: KnowledgeBase, upload: Any, data: Mapping[str, Any]) -> DocumentAdded:
+    title = data.get("title", "") if isinstance(data, dict) else ""
+    upload_form = UploadDocumentSerializer(data={"title": title})
+    upload_form.is_valid(raise_exception=True)
+    return knowledge_documents.document_add(
+        kb=kb,
+        data=upload.read(),
+        filename=upload.name or "",
+        mime_type=upload.content_type,
+        title=upload_form.validated_data["title"] or upload.name or "",
+        source=Document.Source.UPLOAD,
+    )
+
+
+def _add_text(kb: KnowledgeBase, request: Request) -> DocumentAdded:
+    form = TextDocumentSerializer(data=request.data)
+    if not form.is_valid():
+        if "file" in request.data or request.content_type.startswith("multipart/"):
+            raise exceptions.ValidationError({"file": [_("Adjunte un archivo.")]})
+        raise exceptions.ValidationError(form.errors)
+    return knowledge_documents.document_add_text(
+        kb=kb, title=form.validated_data["title"], text=form.validated_data["text"]
+    )
+
+
+def _added_response(added: DocumentAdded) -> Response:
     code = status.HTTP_202_ACCEPTED if added.created else status.HTTP_200_OK
     body = DocumentSerializer(added.document).data
     body["duplicate"] = not added.created
@@ -210,7 +215,7 @@ class DocumentDetailView(_DocumentMixin, TenantGenericAPIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, kb_id: Any, doc_id: Any) -> Response:
-        services.document_delete(document=self._document(kb_id, doc_id))
+        knowledge_documents.document_delete(document=self._document(kb_id, doc_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -220,7 +225,7 @@ class DocumentReindexView(_DocumentMixin, TenantGenericAPIView):
 
     @extend_schema(request=None, responses={202: DocumentSerializer})
     def post(self, request: Request, kb_id: Any, doc_id: Any) -> Response:
-        document = services.document_reindex(document=self._document(kb_id, doc_id))
+        document = knowledge_documents.document_reindex(document=self._document(kb_id, doc_id))
         return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
 
 

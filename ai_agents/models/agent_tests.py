@@ -45,12 +45,26 @@ class AgentTestCase(TenantOwnedModel):
 
 
 class AgentTestRun(TenantOwnedModel):
-    """One "Ejecutar todas": the counts, the configuration it ran on (a digest per part:
-    prompt, settings, documents) and what changed since the run before."""
+    """One "Ejecutar todas": queued, run case by case on the bulk queue (progress and the
+    results so far saved after each), then the counts, the configuration it ran on (a digest
+    per part: prompt, settings, documents) and what changed since the run before."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", _("en cola")
+        RUNNING = "running", _("en curso")
+        DONE = "done", _("terminada")
+        FAILED = "failed", _("fallida")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="test_runs")
     ran_at = models.DateTimeField(_("ejecutada"), auto_now_add=True)
+    state = models.CharField(
+        _("estado"), max_length=10, choices=State.choices, default=State.QUEUED
+    )
+    cases_total = models.PositiveIntegerField(_("pruebas"), default=0)
+    cases_done = models.PositiveIntegerField(_("pruebas hechas"), default=0)
+    error = models.TextField(_("error"), blank=True)  # why a failed run stopped, in words
+    finished_at = models.DateTimeField(_("terminada"), null=True, blank=True)
     passed = models.PositiveIntegerField(_("pasan"), default=0)
     failed = models.PositiveIntegerField(_("fallan"), default=0)
     regressions = models.PositiveIntegerField(_("regresiones"), default=0)

@@ -206,6 +206,8 @@ def stats_rows(stats: Stats) -> Iterator[list[Any]]:
         yield [day["day"], day["conversations"], day["escalated"], day["resolved_by_ai"]]
 
 
+# Conversations read per round trip of the export's server-side cursor.
+CSV_CHUNK_ROWS = 2000
 CONVERSATION_COLUMNS = (
     "id",
     "started_at",
@@ -247,7 +249,7 @@ def conversation_rows(*, period: StatsPeriod) -> Iterator[list[Any]]:
         "previous_conversation_id",
     )
     yield list(CONVERSATION_COLUMNS)
-    for row in values.iterator(chunk_size=2000):
+    for row in values.iterator(chunk_size=CSV_CHUNK_ROWS):
         yield [_cell(value, period.zone) for value in row]
 
 

@@ -4,18 +4,24 @@ person, say it does not know). "Ejecutar todas" runs each through the playground
 what changed since the one before: the configuration parts (prompt, settings, documents) and
 the cases whose result changed. A regression is a case that passed last time and fails now.
 
-No transaction is held during a run: each question waits for the model; the results are
-written together at the end.
+The page and the API queue the run (`agent_tests_start`: the bulk task
+"ai_agents.bulk_agent_tests_run" runs it within RUN_SOFT_S); `manage.py agent_test` runs it
+in-process (`agent_tests_run`). Either way one run per agent at a time. No transaction is held
+during a run: each question waits for the model; the progress and the results so far are
+saved after each case, the cases' results together at the end.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -31,7 +37,10 @@ from ai_agents.rules.text import normalize
 from ai_agents.services.agents import EDITABLE
 from ai_agents.services.playground import PlaygroundResult, agent_playground
 from erp.api.errors import ServiceError
+from erp.celery import enqueue
 from erp.tenancy.scoping import acts_for
+
+logger = logging.getLogger(__name__)
 
 Expectation = AgentTestCase.Expectation
 # The agent's fields each part of the digest covers (what "what changed" names): the prompt
@@ -154,9 +163,13 @@ class AgentTestsBusy(ServiceError):
     status = 409
 
 
-# One run per agent at a time (two would spend the tokens twice); the lock outlives a run
-# stopped midway by this long at most.
+# One run per agent at a time (two would spend the tokens twice). A queued run must be done
+# within RUN_SOFT_S (its task's soft limit; the hard one a minute later); the lock outlives a
+# run stopped midway by this long at most.
+RUN_SOFT_S = 20 * 60
+RUN_HARD_S = RUN_SOFT_S + 60
 RUN_LOCK_S = 30 * 60
+State = AgentTestRun.State
 
 
 def run_lock_key(agent: Agent) -> str:
@@ -164,21 +177,96 @@ def run_lock_key(agent: Agent) -> str:
 
 
 @acts_for("agent")
+def agent_tests_start(*, agent: Agent) -> AgentTestRun:
+    """Queues a run of every saved case of the agent (bulk queue, after commit); returns it
+    `queued`. AgentTestsBusy while another run of the same agent is going on."""
+    run = _run_begin(agent)
+    transaction.on_commit(lambda: _run_enqueue(run))
+    return run
+
+
+def _run_enqueue(run: AgentTestRun) -> None:
+    try:
+        enqueue("ai_agents.bulk_agent_tests_run", str(run.pk))
+    except Exception:  # the broker is down: said on the run, and the agent is free again
+        logger.warning("agent_tests.enqueue_failed", extra={"run_id": str(run.pk)}, exc_info=True)
+        _run_fail(run, _("No se pudo poner en cola la ejecución. Inténtelo de nuevo."))
+        _lock_give_back(run_lock_key(run.agent), str(run.pk))
+
+
+@acts_for("agent")
 def agent_tests_run(*, agent: Agent) -> AgentTestRun:
-    """Runs every saved case of the agent; returns the run recorded. AgentTestsBusy while
-    another run of the same agent is going on."""
+    """Runs every saved case of the agent here and now (the command); returns the run."""
+    return agent_test_run_execute(run=_run_begin(agent))
+
+
+def _run_begin(agent: Agent) -> AgentTestRun:
+    run_id = uuid.uuid4()
     key = run_lock_key(agent)
-    if not cache.add(key, "1", RUN_LOCK_S):
+    if not cache.add(key, str(run_id), RUN_LOCK_S):
         raise AgentTestsBusy(
             _("Las pruebas de este agente ya se están ejecutando: espere a que terminen.")
         )
     try:
-        return _cases_run(agent)
+        # The lock was free: a run still queued or going on was lost with its worker.
+        AgentTestRun.objects.for_tenant(agent.tenant_id).filter(
+            agent=agent, state__in=[State.QUEUED, State.RUNNING]
+        ).update(
+            state=State.FAILED,
+            error=_("La ejecución se interrumpió (el proceso que la ejecutaba se detuvo)."),
+            finished_at=timezone.now(),
+        )
+        total = AgentTestCase.objects.for_tenant(agent.tenant_id).filter(agent=agent).count()
+        return AgentTestRun.objects.create(
+            id=run_id, tenant_id=agent.tenant_id, agent=agent, cases_total=total
+        )
+    except BaseException:
+        cache.delete(key)
+        raise
+
+
+@acts_for("run")
+def agent_test_run_execute(*, run: AgentTestRun) -> AgentTestRun:
+    """Runs a queued run's cases, saving the progress after each; `done` with the results, or
+    `failed` with the reason in words (past RUN_SOFT_S, or a bug). A run already taken (a
+    task delivered twice) is returned as is. Lets the agent's next run in at the end."""
+    runs = AgentTestRun.objects.for_tenant(run.tenant_id).filter(pk=run.pk)
+    if not runs.filter(state=State.QUEUED).update(state=State.RUNNING):
+        return runs.get()
+    run.state = State.RUNNING
+    try:
+        return _cases_run(run)
+    except SoftTimeLimitExceeded:
+        minutes = RUN_SOFT_S // 60
+        reason = _(
+            "Las pruebas superaron el tiempo máximo (%(minutes)s min): se guardaron las "
+            "terminadas. Reduzca el número de pruebas o el tiempo de respuesta del agente."
+        ) % {"minutes": minutes}
+        return _run_fail(run, reason)
+    except Exception as exc:
+        logger.exception("agent_tests.run_crashed", extra={"run_id": str(run.pk)})
+        reason = _("Error interno al ejecutar las pruebas (%(type)s).") % {
+            "type": type(exc).__name__
+        }
+        return _run_fail(run, reason)
     finally:
+        _lock_give_back(run_lock_key(run.agent), str(run.pk))
+
+
+def _lock_give_back(key: str, token: str) -> None:
+    """Only while the lock is still this run's (past RUN_LOCK_S another run may hold it)."""
+    if cache.get(key) == token:
         cache.delete(key)
 
 
-def _cases_run(agent: Agent) -> AgentTestRun:
+def _run_fail(run: AgentTestRun, reason: str) -> AgentTestRun:
+    run.state, run.error, run.finished_at = State.FAILED, reason, timezone.now()
+    run.save(update_fields=["state", "error", "finished_at"])
+    return run
+
+
+def _cases_run(run: AgentTestRun) -> AgentTestRun:
+    agent = run.agent
     cases = list(
         AgentTestCase.objects.for_tenant(agent.tenant_id)
         .filter(agent=agent)
@@ -187,16 +275,22 @@ def _cases_run(agent: Agent) -> AgentTestRun:
     digest = agent_config_digest(agent=agent)
     previous = (
         AgentTestRun.objects.for_tenant(agent.tenant_id)
-        .filter(agent=agent)
+        .filter(agent=agent, state=State.DONE)
+        .exclude(pk=run.pk)
         .order_by("-ran_at")
         .first()
     )
+    runs = AgentTestRun.objects.for_tenant(run.tenant_id).filter(pk=run.pk)
+    runs.update(cases_total=len(cases))
     results = []
     for case in cases:
         outcome = agent_playground(agent=agent, text=case.question)
         verdict = case_judge(case, outcome)
         results.append(_case_result(case, outcome, verdict))
-    return _run_store(agent=agent, cases=cases, results=results, digest=digest, previous=previous)
+        runs.update(cases_done=len(results), results=results)  # the page shows them as they come
+    run.cases_total = run.cases_done = len(cases)
+    run.results = results
+    return _run_store(run=run, cases=cases, digest=digest, previous=previous)
 
 
 def _case_result(
@@ -219,13 +313,12 @@ def _case_result(
 
 def _run_store(
     *,
-    agent: Agent,
+    run: AgentTestRun,
     cases: list[AgentTestCase],
-    results: list[dict[str, Any]],
     digest: dict[str, str],
     previous: AgentTestRun | None,
 ) -> AgentTestRun:
-    now = timezone.now()
+    now, results = timezone.now(), run.results
     changed_parts = (
         []
         if previous is None
@@ -240,20 +333,16 @@ def _run_store(
         "first_run": previous is None,
     }
     with transaction.atomic():
+        rows = AgentTestCase.objects.for_tenant(run.tenant_id)
         for case, result in zip(cases, results, strict=True):
-            case.last_passed, case.last_reply, case.last_run_at = (
-                result["passed"],
-                result["reply"],
-                now,
+            # An update, not a save: a case deleted while the run went on stays deleted.
+            rows.filter(pk=case.pk).update(
+                last_passed=result["passed"], last_reply=result["reply"], last_run_at=now
             )
-            case.save(update_fields=["last_passed", "last_reply", "last_run_at"])
-        return AgentTestRun.objects.create(
-            tenant_id=agent.tenant_id,
-            agent=agent,
-            passed=sum(1 for r in results if r["passed"]),
-            failed=sum(1 for r in results if not r["passed"]),
-            regressions=sum(1 for r in results if r["regression"]),
-            config_digest=digest,
-            changes=changes,
-            results=results,
-        )
+        run.state, run.finished_at = State.DONE, now
+        run.passed = sum(1 for r in results if r["passed"])
+        run.failed = sum(1 for r in results if not r["passed"])
+        run.regressions = sum(1 for r in results if r["regression"])
+        run.config_digest, run.changes = digest, changes
+        run.save()
+        return run

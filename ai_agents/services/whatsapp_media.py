@@ -121,9 +121,8 @@ def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
             message_media_resolve(message=message, conversation=conversation)
         except Exception:  # a bug here must not keep the customer without an answer
             logger.exception("whatsapp.media_resolve_failed", extra={"message_id": str(message.pk)})
-            kind = message.metadata["channel_metadata"]["type"]
-            facts = {"kind": kind, "source": "none", "error": "internal"}
-            if kind == "audio":
+            facts = {**_facts_of(message), "error": "internal"}
+            if facts["kind"] == "audio":
                 facts.update(ask_to_write=True, language=(get_language() or "es")[:2])
             _save(message, text=message.content, facts=facts)
     return len(pending)
@@ -131,30 +130,39 @@ def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
 
 def _skipped(message: Message, conversation: Conversation) -> None:
     """Past the run's media budget: stored as not read, with no fetch and no model call."""
-    raw = ((message.metadata or {}).get("channel_metadata") or {}).get("media") or {}
-    kind = str(message.metadata["channel_metadata"]["type"])
-    facts: dict[str, Any] = {"kind": kind, "media_id": str(raw.get("id") or ""), "source": "none"}
-    caption = str(raw.get("caption") or "").strip()
+    facts = _facts_of(message)
+    caption = _caption_of(message)
     text = _unread(message, "whatsapp.media_skipped", "too_many", facts=facts, caption=caption)
     if facts.get("ask_to_write"):
         facts["language"] = _language(conversation, before=message)
     _save(message, text=text, facts=facts)
 
 
-def message_media_resolve(*, message: Message, conversation: Conversation) -> dict[str, Any]:
-    """Fetches, reads and stores one voice note or image; returns its `metadata["media"]`."""
+def _facts_of(message: Message) -> dict[str, Any]:
+    """The start of a message's `metadata["media"]`: what the webhook said about the file,
+    nothing read yet."""
     channel = (message.metadata or {}).get("channel_metadata") or {}
-    kind = str(channel.get("type") or "")
     raw = channel.get("media") or {}
-    agent = conversation.agent
-    facts: dict[str, Any] = {
-        "kind": kind,
+    return {
+        "kind": str(channel.get("type") or ""),
         "media_id": str(raw.get("id") or ""),
         "mime_type": str(raw.get("mime_type") or ""),
         "duration_s": raw.get("duration"),  # Meta does not send it today
         "source": "none",
     }
-    caption = str(raw.get("caption") or "").strip()
+
+
+def _caption_of(message: Message) -> str:
+    channel = (message.metadata or {}).get("channel_metadata") or {}
+    return str((channel.get("media") or {}).get("caption") or "").strip()
+
+
+def message_media_resolve(*, message: Message, conversation: Conversation) -> dict[str, Any]:
+    """Fetches, reads and stores one voice note or image; returns its `metadata["media"]`."""
+    facts = _facts_of(message)
+    kind = facts["kind"]
+    caption = _caption_of(message)
+    agent = conversation.agent
     provider = _provider(agent)
     days = _retention_days(conversation.tenant_id)
     text = message.content

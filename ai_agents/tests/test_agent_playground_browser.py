@@ -1,7 +1,8 @@
 """The "Probar agente" page in Debian's Chromium (Playwright): reached from the agent's admin
 page, it shows the reply, the passages with their scores and a fired keyword trigger; a saved
-test is added and "Ejecutar todas" shows its result, then, once the documents are removed,
-the regression and what changed; English; a phone
+test is added and "Ejecutar todas" (run by a real Celery worker, the page polling the run)
+shows its result, then, once the documents are removed, the regression and what changed;
+English; a phone
 (390x844: 44 px targets, 16 px fields); axe-core finds no serious issue; another tenant's
 owner gets 404."""
 
@@ -42,7 +43,7 @@ def _ask(page: Any, text: str) -> None:
 
 
 def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
-    browser: Any, asgi_server: str, owner: Persona
+    browser: Any, asgi_server: str, celery_worker_process: Any, owner: Persona
 ) -> None:
     from playwright.sync_api import expect
 
@@ -79,7 +80,9 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         expect(page.locator("#pg-cases tr")).to_have_count(1)
         expect(page.locator("#pg-cases")).to_contain_text("sin ejecutar")
         page.click("#pg-run")
+        expect(page.locator("#pg-run")).to_be_disabled()  # until the worker is done
         expect(page.locator("#pg-run-summary")).to_contain_text("1 pasan, 0 fallan, 0 regresiones.")
+        expect(page.locator("#pg-run")).to_be_enabled()
         expect(page.locator("#pg-run-summary")).to_contain_text("Primera ejecución.")
         expect(page.locator("#pg-cases .pg-passed")).to_have_text("pasa")
         assert axe_check(page) == []

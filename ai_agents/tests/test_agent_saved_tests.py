@@ -1,8 +1,9 @@
 """Saved tests of an agent through `/api/v1/agents/{id}/tests` and `manage.py agent_test`:
-create, edit, delete, "Ejecutar todas" with what changed since the last run (a settings change
-turns a passing case into a regression), the command's table and exit code, bad input named,
-and two tenants (the outsider gets 404 and changes nothing; a member of both sees each
-agent's tests only under its tenant)."""
+create, edit, delete, "Ejecutar todas" queued (202, the bulk task runs it, the run read back
+with its progress) with what changed since the last run (a settings change turns a passing
+case into a regression), a run stopped by its time limit, the command's table and exit code,
+bad input named, and two tenants (the outsider gets 404 and changes nothing; a member of both
+sees each agent's tests only under its tenant)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,19 @@ def _add(api: Any, agent_id: str, case: dict[str, Any]) -> dict[str, Any]:
     return dict(response.json())
 
 
+def _run(api: Any, run_tasks: Any, agent_id: str) -> dict[str, Any]:
+    """ "Ejecutar todas": queued (202), run by the bulk task, read back once done."""
+    with run_tasks():
+        queued = api.post(f"/api/v1/agents/{agent_id}/tests/run")
+        assert queued.status_code == 202, queued.content
+        assert (queued.json()["state"], queued.json()["cases_done"]) == ("queued", 0)
+    run = api.get(f"/api/v1/agents/{agent_id}/tests/runs/{queued.json()['id']}")
+    assert run.status_code == 200
+    assert run.json()["state"] == "done"
+    assert run.json()["cases_done"] == run.json()["cases_total"]
+    return dict(run.json())
+
+
 def _command(agent_id: str, *options: str) -> tuple[int, str]:
     out = StringIO()
     try:
@@ -42,21 +56,22 @@ def _command(agent_id: str, *options: str) -> tuple[int, str]:
 
 
 def test_run_all_shows_what_changed_and_the_command_gates_on_regressions(
-    api_a: Any, tenant_a: Tenant
+    api_a: Any, tenant_a: Tenant, run_tasks: Any
 ) -> None:
     agent_id = offline_agent(api_a, tenant_a)
     price, refund, cake = (_add(api_a, agent_id, c) for c in (PRICE, REFUND_CASE, CAKE))
     assert refund["expectation_label"] == "pasa a una persona"
     assert price["last_passed"] is None
 
-    first = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    first = _run(api_a, run_tasks, agent_id)
+    assert first["cases_total"] == 3
     assert (first["passed"], first["failed"], first["regressions"]) == (3, 0, 0)
     assert first["changes"]["first_run"] is True
 
     # The business drops its refund trigger: that case now fails, a regression.
     patched = api_a.patch(f"/api/v1/agents/{agent_id}", {"escalation_triggers": []}, format="json")
     assert patched.status_code == 200
-    second = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    second = _run(api_a, run_tasks, agent_id)
     assert (second["passed"], second["failed"], second["regressions"]) == (2, 1, 1)
     assert second["changes"]["config"] == ["settings"]
     assert second["changes"]["cases"] == [refund["id"]]
@@ -108,13 +123,14 @@ def test_edit_delete_and_bad_input(api_a: Any, tenant_a: Tenant, member_client: 
     assert api_a.get(f"{url}/not-a-uuid").status_code == 404
     assert member_client.get(url).status_code == 403
     assert member_client.post(f"{url}/run").status_code == 403
+    assert member_client.get(f"{url}/runs/{case['id']}").status_code == 403
 
     assert api_a.delete(f"{url}/{case['id']}").status_code == 204
     assert AgentTestCase.objects.unscoped().count() == 0
 
 
 def test_two_tenants_see_each_agents_tests_only_under_their_own(
-    api_a: Any, api_b: Any, tenant_a: Tenant, tenant_b: Tenant
+    api_a: Any, api_b: Any, tenant_a: Tenant, tenant_b: Tenant, run_tasks: Any
 ) -> None:
     agent_a = offline_agent(api_a, tenant_a)
     agent_b = create_agent(api_b, provider="offline")
@@ -150,8 +166,15 @@ def test_two_tenants_see_each_agents_tests_only_under_their_own(
         assert both.post(f"{url}/run", HTTP_X_TENANT=other).status_code == 404
     assert AgentTestRun.objects.unscoped().count() == 0
 
+    run_a = _run(api_a, run_tasks, agent_a)["id"]
+    assert api_b.get(f"{base}/runs/{run_a}").status_code == 404
+    assert api_b.get(f"/api/v1/agents/{agent_b}/tests/runs/{run_a}").status_code == 404
+    assert both.get(f"{base}/runs/{run_a}", HTTP_X_TENANT="globex").status_code == 404
+    assert both.get(f"{base}/runs/{run_a}", HTTP_X_TENANT="acme").json()["passed"] == 1
+    assert api_a.get(f"{base}/runs/not-a-uuid").status_code == 404
 
-def test_one_run_per_agent_at_a_time(api_a: Any, tenant_a: Tenant) -> None:
+
+def test_one_run_per_agent_at_a_time(api_a: Any, tenant_a: Tenant, run_tasks: Any) -> None:
     from django.core.cache import cache
     from django.core.management.base import CommandError
 
@@ -172,9 +195,101 @@ def test_one_run_per_agent_at_a_time(api_a: Any, tenant_a: Tenant) -> None:
         assert AgentTestRun.objects.for_tenant(tenant_a).count() == 0
     finally:
         cache.delete(key)
-    done = api_a.post(f"/api/v1/agents/{agent_id}/tests/run")
-    assert done.status_code == 200 and done.json()["passed"] == 1
+    assert _run(api_a, run_tasks, agent_id)["passed"] == 1
     assert cache.get(key) is None  # a finished run lets the next one in
+
+
+def test_a_queued_run_holds_the_agent_until_the_worker_ran_it(
+    api_a: Any, tenant_a: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    from erp.celery import app
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+    url = f"/api/v1/agents/{agent_id}/tests"
+    with django_capture_on_commit_callbacks() as queued_tasks:  # no worker yet
+        queued = api_a.post(f"{url}/run").json()
+    listed = api_a.get(url).json()
+    assert listed["current_run"]["id"] == queued["id"] and listed["last_run"] is None
+    again = api_a.post(f"{url}/run")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "run_in_progress"
+    assert AgentTestRun.objects.for_tenant(tenant_a).count() == 1
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:  # the worker takes the task (twice: a redelivery runs nothing more)
+        for callback in [*queued_tasks, *queued_tasks]:
+            callback()
+    finally:
+        app.conf.task_always_eager = previous
+    listed = api_a.get(url).json()
+    assert listed["current_run"] is None
+    assert listed["last_run"]["id"] == queued["id"] and listed["last_run"]["passed"] == 1
+    assert api_a.post(f"{url}/run").status_code == 202  # the agent is free again
+
+
+def test_a_run_lost_with_its_worker_does_not_hold_the_agent_for_ever(
+    api_a: Any, tenant_a: Tenant, run_tasks: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    import datetime as dt
+
+    from django.core.cache import cache
+
+    from ai_agents.models import Agent
+    from ai_agents.services.agent_tests import run_lock_key
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+    url = f"/api/v1/agents/{agent_id}/tests"
+    with django_capture_on_commit_callbacks():  # queued; its worker dies: the task never ends
+        lost = api_a.post(f"{url}/run").json()
+    AgentTestRun.objects.for_tenant(tenant_a).filter(pk=lost["id"]).update(state="running")
+    # Past the lock's 30 minutes the page no longer follows it, and a new run may start.
+    AgentTestRun.objects.for_tenant(tenant_a).filter(pk=lost["id"]).update(
+        ran_at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=31)
+    )
+    assert api_a.get(url).json()["current_run"] is None
+    cache.delete(run_lock_key(Agent.objects.for_tenant(tenant_a).get(pk=agent_id)))
+
+    assert _run(api_a, run_tasks, agent_id)["passed"] == 1
+    old = api_a.get(f"{url}/runs/{lost['id']}").json()
+    assert old["state"] == "failed"
+    assert old["error"] == "La ejecución se interrumpió (el proceso que la ejecutaba se detuvo)."
+
+
+def test_a_run_past_its_time_limit_fails_in_words_and_keeps_what_ran(
+    api_a: Any, tenant_a: Tenant, run_tasks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from ai_agents.services import agent_tests
+
+    agent_id = offline_agent(api_a, tenant_a)
+    first = _add(api_a, agent_id, PRICE)
+    second = _add(api_a, agent_id, CAKE)
+    real = agent_tests.agent_playground
+    asked: list[str] = []
+
+    def playground(**kwargs: Any) -> Any:
+        asked.append(kwargs["text"])
+        if len(asked) == 2:  # Celery raises this inside whatever runs at the soft limit
+            raise SoftTimeLimitExceeded()
+        return real(**kwargs)
+
+    monkeypatch.setattr(agent_tests, "agent_playground", playground)
+    with run_tasks():
+        queued = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    run = api_a.get(f"/api/v1/agents/{agent_id}/tests/runs/{queued['id']}").json()
+    assert run["state"] == "failed"
+    assert "superaron el tiempo máximo (20 min)" in run["error"]
+    assert (run["cases_done"], run["cases_total"]) == (1, 2)
+    assert [r["id"] for r in run["results"]] == [first["id"]]
+    listed = api_a.get(f"/api/v1/agents/{agent_id}/tests").json()
+    assert listed["last_run"] is None and listed["current_run"] is None
+    assert [c["last_passed"] for c in listed["results"]] == [None, None]  # not a finished run
+    assert second["id"] not in {r["id"] for r in run["results"]}
+    monkeypatch.setattr(agent_tests, "agent_playground", real)
+    assert _run(api_a, run_tasks, agent_id)["passed"] == 2  # the agent is free again
 
 
 def test_command_refuses_an_unknown_agent() -> None:
@@ -186,14 +301,17 @@ def test_command_refuses_an_unknown_agent() -> None:
         call_command("agent_test", "00000000-0000-0000-0000-000000000000")
 
 
-def test_a_new_document_or_prompt_is_named_among_the_changes(api_a: Any, tenant_a: Tenant) -> None:
+def test_a_new_document_or_prompt_is_named_among_the_changes(
+    api_a: Any, tenant_a: Tenant, run_tasks: Any
+) -> None:
     from ai_agents.models import KnowledgeBase
-    from ai_agents.services.knowledge import document_add, document_ingest
+    from ai_agents.services.knowledge import document_ingest
+    from ai_agents.services.knowledge_documents import document_add
     from erp.tenancy.scoping import tenant_scope
 
     agent_id = offline_agent(api_a, tenant_a)
     _add(api_a, agent_id, PRICE)
-    api_a.post(f"/api/v1/agents/{agent_id}/tests/run")
+    _run(api_a, run_tasks, agent_id)
     with tenant_scope(tenant_a):
         kb = KnowledgeBase.objects.get()
         added = document_add(
@@ -201,7 +319,7 @@ def test_a_new_document_or_prompt_is_named_among_the_changes(api_a: Any, tenant_
         )
         document_ingest(document=added.document)
     api_a.patch(f"/api/v1/agents/{agent_id}", {"system_prompt": "Eres Lucía."}, format="json")
-    run = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    run = _run(api_a, run_tasks, agent_id)
     assert run["changes"]["config"] == ["prompt", "documents"]
     assert run["changes"]["cases"] == [] and run["changes"]["first_run"] is False
 

@@ -13,7 +13,8 @@ from django.test import Client
 
 from ai_agents.models import Message
 from ai_agents.services.agents import agent_update
-from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from ai_agents.tests.channels.whatsapp.support import Line, post, respond, text_payload
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle

@@ -11,7 +11,8 @@ from django.core.cache import cache
 
 from ai_agents.knowledge import embeddings
 from ai_agents.knowledge.spaces import LOCAL_MODEL
-from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from erp.tenancy.models import Tenant
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,8 @@ from django.db import connection, transaction
 from ai_agents.knowledge import embeddings
 from ai_agents.models import Document
 from ai_agents.selectors.knowledge import _search_rows, _search_statement
-from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import all_tenants, tenant_scope
 from erp.testing.fixtures import owner_connection

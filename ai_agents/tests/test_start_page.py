@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from ai_agents.services.knowledge import document_add, knowledge_base_create
+from ai_agents.services.knowledge import knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from ai_agents.tests.handoff_helpers import agent_for, binding_for, conversation_make
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Membership, Tenant

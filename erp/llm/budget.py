@@ -3,9 +3,10 @@ model call does once it is spent.
 
 Spend is every ledger row of the tenant's calendar month (its timezone): model calls,
 transcription and channel messages. The gateway asks before each model call, so the sum is
-cached in Redis for `SPEND_CACHE_SECONDS` and forgotten whenever a costed row of a tenant
-with a budget is written (rows deferred to the end of a reply land a moment later: the
-next check may miss them, the one after that sees them). At 100 % the tenant's
+cached in Redis for `SPEND_CACHE_SECONDS` and grows by each costed row of a tenant with a
+budget as it is written (`spend_add`; a channel charge only when its row is new, not a
+retry's duplicate). Rows deferred to the end of a reply land a moment later: the next
+check may miss them, the one after that sees them. At 100 % the tenant's
 `budget_action` applies: "cheaper_model" swaps the request's model, "handoff_only" raises
 `BudgetExhausted` (the agent escalates instead of answering). The owners are e-mailed once
 per month and threshold; `BudgetNotice`'s unique constraint makes "once" hold across workers.
@@ -108,16 +109,6 @@ def spend_add(*, tenant: Tenant, cost_usd: Decimal) -> None:
         )
     except ValueError:
         pass  # not cached now
-    except Exception as exc:
-        logger.warning("budget.cache_unavailable", extra={"error": type(exc).__name__})
-
-
-def spend_forget(*, tenant: Tenant) -> None:
-    """A costed row was written: the next check sums again (only tenants with a budget)."""
-    if tenant.monthly_budget_usd is None:
-        return
-    try:
-        cache.delete(_key("spend", tenant, f"{_month_start(tenant):%Y-%m}"))
     except Exception as exc:
         logger.warning("budget.cache_unavailable", extra={"error": type(exc).__name__})
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from erp.llm.budget import spend_forget
+from erp.llm.budget import spend_add
 from erp.llm.models import ChannelPrice, Operation, UsageLog
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
@@ -73,9 +73,11 @@ def channel_charge_record(
     agent_id: uuid.UUID | None = None,
     conversation_id: uuid.UUID | None = None,
     message_id: uuid.UUID | None = None,
-) -> UsageLog:
-    """The ledger row of one billable message sent (operation "channel_message", provider the
-    channel, model "<country>/<category>"); nothing new when `charge_key` was billed already."""
+) -> bool:
+    """Writes the ledger row of one billable message sent (operation "channel_message",
+    provider the channel, model "<country>/<category>"); False, and nothing new, when
+    `charge_key` was billed already. Run now, never deferred: whether the row is new decides
+    whether the cached month spend grows."""
     now = timezone.now()
     country = phone_country(phone)
     price = channel_price(channel=channel, country=country, category=category, on=now.date())
@@ -94,7 +96,8 @@ def channel_charge_record(
     sql, params = rows.insert_statement([log])
     # A channel's charge is Meta's bill, not the AI credit: no debit, only the ledger row.
     with tenant_scope(tenant):
-        rows.write((f"{sql} ON CONFLICT DO NOTHING", params), durable=True)
-    if price:
-        spend_forget(tenant=tenant)
-    return log
+        [outcome] = rows.run_together([(f"{sql} ON CONFLICT DO NOTHING RETURNING 1", params)])
+    inserted = bool(outcome.rows)
+    if inserted and price:
+        spend_add(tenant=tenant, cost_usd=price)
+    return inserted

@@ -10,11 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Sum
 
 from ai_agents.models import Document
-from ai_agents.services.knowledge import (
-    KnowledgeError,
-    document_add_and_ingest,
-    knowledge_base_get_or_create,
-)
+from ai_agents.services.knowledge import KnowledgeError, knowledge_base_get_or_create
+from ai_agents.services.knowledge_documents import document_add_and_ingest
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import tenant_scope
 

@@ -172,7 +172,32 @@
       var body = $("pg-cases");
       body.replaceChildren.apply(body, data.results.map(function (c) { return row(c, byId[c.id]); }));
       summary(data.last_run);
+      if (data.current_run && !watching) watch(data.current_run);  // a run queued before this page
     }).catch(function (err) { showError(err.message); });
+  }
+  // A run goes on in the background (bulk worker): its progress is read every POLL_MS until it
+  // is done (then the table and the summary show it) or failed (its reason in words).
+  var POLL_MS = 1000;
+  var watching = false;
+  function progress(run) {
+    $("pg-run").disabled = true;
+    $("pg-run-summary").textContent = format(t.progress, { done: run.cases_done, total: run.cases_total });
+  }
+  function watch(run) {
+    watching = true;
+    progress(run);
+    if (run.state === "done" || run.state === "failed") {
+      watching = false;
+      $("pg-run").disabled = false;
+      return load().then(function () { if (run.state === "failed") showError(run.error || t.generic); });
+    }
+    return new Promise(function (resolve) { setTimeout(resolve, POLL_MS); }).then(function () {
+      return call("GET", "/tests/runs/" + run.id);
+    }).then(watch, function (err) {
+      watching = false;
+      $("pg-run").disabled = false;
+      showError(err.message);
+    });
   }
   $("pg-case-form").addEventListener("submit", function (e) {
     e.preventDefault();
@@ -190,8 +215,9 @@
     var button = $("pg-run");
     button.disabled = true;
     $("pg-run-summary").textContent = t.running;
-    call("POST", "/tests/run").then(load).catch(function (err) { showError(err.message); }).then(function () {
+    call("POST", "/tests/run").then(watch, function (err) {
       button.disabled = false;
+      showError(err.message);
     });
   });
   load();

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from erp.tenancy.models import Tenant
 from erp.testing.fake_google import FakeGoogle
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from ai_agents.tests.conversations.support import (
     create_agent,
     push_answer,

@@ -266,7 +266,8 @@ def test_an_unknown_conversation_variable_in_an_http_tool_is_a_readable_error(
 def test_knowledge_search_tool_uses_the_rag_settings_and_its_passages_are_cited(
     api_a: Any, tenant_a: Tenant, fake_google: FakeGoogle
 ) -> None:
-    from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+    from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+    from ai_agents.services.knowledge_documents import document_add
 
     kb = knowledge_base_create(tenant=tenant_a, name="FAQ")
     doc = (

@@ -10,11 +10,11 @@ from rest_framework.test import APIClient
 from ai_agents.knowledge import embeddings
 from ai_agents.models import Chunk, Document
 from ai_agents.services.knowledge import (
-    document_add,
     document_ingest,
     knowledge_base_create,
     knowledge_base_update,
 )
+from ai_agents.services.knowledge_documents import document_add
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
 

@@ -6,7 +6,8 @@ import pytest
 
 from ai_agents.models import Chunk, Document
 from ai_agents.selectors.knowledge import knowledge_search
-from ai_agents.services.knowledge import document_add, document_ingest, knowledge_base_create
+from ai_agents.services.knowledge import document_ingest, knowledge_base_create
+from ai_agents.services.knowledge_documents import document_add
 from erp.tenancy.models import Tenant
 
 HOURS = (

@@ -6,9 +6,11 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
+from erp.llm.budget import month_spend
 from erp.llm.models import ChannelPrice, UsageLog
 from erp.llm.pricing import channel_charge_record, channel_price, phone_country
 from erp.tenancy.models import Tenant
@@ -90,3 +92,37 @@ def test_a_charge_key_is_billed_once(tenant_a: Tenant, tenant_b: Tenant) -> None
     # a charge is Meta's bill, not the AI credit
     balance = Tenant.objects.get(pk=tenant_a.pk).ai_credit_balance_usd
     assert balance == tenant_a.ai_credit_balance_usd
+
+
+@pytest.mark.django_db
+def test_only_a_new_charge_moves_the_cached_month_spend(
+    tenant_a: Tenant, tenant_b: Tenant, django_assert_num_queries: Any
+) -> None:
+    # given: a tenant with a budget whose month spend is cached (nothing spent yet)
+    tenant_a.monthly_budget_usd = Decimal("100.00")
+    tenant_a.save()
+    assert month_spend(tenant=tenant_a) == Decimal("0")
+
+    def charge(tenant: Tenant, key: str) -> bool:
+        return channel_charge_record(
+            tenant=tenant,
+            charge_key=key,
+            channel="whatsapp",
+            phone="5215512345678",
+            category="service",
+        )
+
+    # when: a message is billed, then its retry comes back with the same key
+    assert charge(tenant_a, "whatsapp:1") is True
+    with django_assert_num_queries(0):  # the cache grew by the price: no new sum
+        assert month_spend(tenant=tenant_a) == Decimal("0.005")
+    assert charge(tenant_a, "whatsapp:1") is False
+
+    # then: the duplicate neither adds to the cached figure nor drops it
+    with django_assert_num_queries(0):
+        assert month_spend(tenant=tenant_a) == Decimal("0.005")
+    # another tenant's charge with the same key is its own, and not tenant A's spend
+    assert charge(tenant_b, "whatsapp:1") is True
+    assert charge(tenant_a, "whatsapp:2") is True
+    with django_assert_num_queries(0):
+        assert month_spend(tenant=tenant_a) == Decimal("0.010")
