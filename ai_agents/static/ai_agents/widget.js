@@ -18,9 +18,8 @@
  *                       data-role=user|assistant, data-human=true|false, data-id (message id,
  *                       "" until stored), data-streaming=true while tokens arrive; inside them
  *                       [data-wc=author] and [data-wc=text]
- *   [data-wc=options]   the choices of the latest bot answer, under it: [data-wc=option]
- *                       buttons (data-id); a click sends the title as the visitor's message
- *                       with the option's id; they go away with the next message
+ *   [data-wc=options]   chips under the latest bot answer: [data-wc=option] buttons (data-id);
+ *                       a click sends the title with the option's id; gone at the next message
  *   [data-wc=note]      "your message reached the person" notes inside the log
  *   [data-wc=event]     a customer notice inside the log (data-notice=claim|release|close|
  *                       rating_thanks|comment_thanks): a person took over, handed back, closed
@@ -84,7 +83,6 @@
     ".txt{white-space:pre-wrap;overflow-wrap:anywhere}",
     ".chips{display:flex;flex-wrap:wrap;gap:6px;align-self:flex-start;max-width:95%}",
     ".chip{min-height:44px;padding:6px 12px;border:1px solid var(--wc-primary,#1f5fbf);border-radius:22px;background:#fff;color:var(--wc-primary,#1f5fbf);cursor:pointer;text-align:left}",
-    ".chip:hover{background:#eef4fd}",
     ".note{align-self:center;font-size:13px;color:#555e6b;text-align:center}",
     ".greet{white-space:pre-wrap;overflow-wrap:anywhere}",
     ".err{margin:0;padding:6px 12px;color:#8a1c1c;background:#fdecec;font-size:13px}",
@@ -279,14 +277,11 @@
   function chips(li, options) {
     chipsClear();
     if (!options || !options.length || !li.parentNode) return;
-    var box = el("div", { "data-wc": "options", "class": "chips", role: "group", "aria-label": t("options") || (lang === "en" ? "Options" : "Opciones") });
+    var box = el("div", { "data-wc": "options", "class": "chips", role: "group", "aria-label": t("options") });
     options.forEach(function (option) {
       var button = el("button", { "data-wc": "option", "class": "chip", type: "button", "data-id": option.id || "" }, option.title || "");
       if (option.description) button.title = option.description;
-      button.addEventListener("click", function () {
-        if (busy) return;
-        send(option.title || "", option.id || "");
-      });
+      button.addEventListener("click", function () { if (!busy) send(option.title || "", option.id || ""); });
       box.appendChild(button);
     });
     li.parentNode.insertBefore(box, li.nextSibling);
