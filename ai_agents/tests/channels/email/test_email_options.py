@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.core import mail
+from django.core.mail import EmailMultiAlternatives
 
 from ai_agents.models import ChannelBinding, Message
 from ai_agents.tests.channels.email.support import email_binding, eml, post, respond
@@ -50,6 +51,7 @@ def test_options_go_as_a_numbered_list_and_a_reply_with_the_number_chooses(
         "1. Sábado — de 10 a 14\n"
         "2. Domingo"
     )
+    assert isinstance(sent, EmailMultiAlternatives)
     html, kind = sent.alternatives[0]
     assert kind == "text/html"
     assert "<ol><li>Sábado — de 10 a 14</li><li>Domingo</li></ol>" in html
