@@ -54,7 +54,7 @@ def test_options_go_as_a_numbered_list_and_a_reply_with_the_number_chooses(
     assert isinstance(sent, EmailMultiAlternatives)
     html, kind = sent.alternatives[0]
     assert kind == "text/html"
-    assert "<ol><li>Sábado — de 10 a 14</li><li>Domingo</li></ol>" in html
+    assert "<ol><li>Sábado — de 10 a 14</li><li>Domingo</li></ol>" in str(html)
 
     with run_tasks():
         post(client, binding, _reply(sent.extra_headers["Message-ID"], "2"))
