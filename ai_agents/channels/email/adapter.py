@@ -66,9 +66,9 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
     with transaction.atomic():  # the answer is queued on commit, after the thread is recorded
         thread_id = email_thread_find(binding=binding, parsed=parsed)
         text = parsed.text
-        chosen = {}  # a reply naming an option of our last answer (its number or title)
+        chosen: dict[str, Any] = {}  # a reply naming an option of our last answer
         if thread_id is not None:
-            chosen = email_option_pick(binding=binding, thread_id=thread_id, text=text.strip())
+            text, chosen = email_option_pick(binding=binding, thread_id=thread_id, text=text)
         else:
             root = parsed.references[0] if parsed.references else parsed.message_id
             thread_id = thread_key(parsed.sender, root)

@@ -2,7 +2,8 @@
 the text, in the plain body and in an HTML alternative, with a line that says the customer may
 answer with the number or the title. A reply in that thread that is only a number of the list
 or a title ("2", "2.", "Envío urgente") is the customer choosing that option: its id goes to the
-message's metadata (`option_id`), like a WhatsApp button or a web chat chip."""
+message's metadata (`option_id`), like a WhatsApp button or a web chat chip, and a bare number
+is stored with the title after it ("2 (Domingo)": the model never saw the list as numbers)."""
 
 from __future__ import annotations
 
@@ -37,11 +38,15 @@ def email_bodies(message: Message) -> tuple[str, str | None]:
     return text, html
 
 
-def email_option_pick(*, binding: ChannelBinding, thread_id: str, text: str) -> dict[str, Any]:
-    """{"option_id": ...} when `text` chooses an option of the latest bot answer of this
-    thread (the binding's tenant and agent), else {}."""
-    if not text or len(text) > 200:
-        return {}
+def email_option_pick(
+    *, binding: ChannelBinding, thread_id: str, text: str
+) -> tuple[str, dict[str, Any]]:
+    """(the text, {"option_id": ...}) when `text` chooses an option of the latest bot answer
+    of this thread (the binding's tenant and agent); a bare number gets the option's title
+    after it ("2 (Domingo)"), so the model and the staff read what was chosen. Otherwise
+    (`text`, {})."""
+    if not text.strip() or len(text) > 200:
+        return text, {}
     latest = (
         Message.objects.for_tenant(binding.tenant_id)
         .filter(
@@ -55,4 +60,11 @@ def email_option_pick(*, binding: ChannelBinding, thread_id: str, text: str) -> 
         .first()
     )
     chosen = option_chosen(text, options_of(latest))
-    return {"option_id": chosen["id"]} if chosen else {}
+    if chosen is None:
+        return text, {}
+    named = (
+        text
+        if chosen["title"].casefold() in text.casefold()
+        else f"{text.strip()} ({chosen['title']})"
+    )
+    return named, {"option_id": chosen["id"]}

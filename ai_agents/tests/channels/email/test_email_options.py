@@ -62,6 +62,7 @@ def test_options_go_as_a_numbered_list_and_a_reply_with_the_number_chooses(
         chosen = Message.objects.filter(role="user").order_by("created_at").last()
     assert chosen is not None
     assert chosen.metadata["channel_metadata"]["option_id"] == "sun"
+    assert chosen.content == "2 (Domingo)"  # what the model and the staff read
     assert mail.outbox[-1].body == "Le esperamos el domingo."  # answered, no list this time
 
 
