@@ -1,7 +1,7 @@
 """The answer's `options` as chips in the widget (Debian's Chromium, the app under uvicorn, the
 customer's page with a strict CSP): the chips show under the bot's answer, a click sends the
 chip's title as the visitor's message with the option's id, the chips go away and the next
-answer appears."""
+answer appears. After a reload the history shows them again under the latest answer."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ def test_chips_show_under_the_answer_and_a_click_brings_the_next_answer(
     chips = page.get_by_role("group", name="Opciones").get_by_role("button")
     expect(chips).to_have_text(["Recoger en tienda", "Envío a domicilio"])
     expect(chips.nth(1)).to_have_attribute("title", "24-48 h")
+
+    page.reload()  # the history brings the chips back under the latest answer
+    expect(replies).to_have_text([ASKED])
+    expect(chips).to_have_text(["Recoger en tienda", "Envío a domicilio"])
 
     page.get_by_role("button", name="Envío a domicilio").click()
     expect(replies).to_have_text([ASKED, NEXT])
