@@ -34,7 +34,9 @@ def email_bodies(message: Message) -> tuple[str, str | None]:
         + "</li>"
         for o in options
     )
-    html = f"{linebreaks(message.content)}\n<p>{escape(hint)}</p>\n<ol>{items}</ol>"
+    html = (
+        f"{linebreaks(message.content, autoescape=True)}\n<p>{escape(hint)}</p>\n<ol>{items}</ol>"
+    )
     return text, html
 
 

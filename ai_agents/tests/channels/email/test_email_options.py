@@ -10,6 +10,7 @@ import pytest
 from django.core import mail
 from django.core.mail import EmailMultiAlternatives
 
+from ai_agents.channels.email.options import email_bodies
 from ai_agents.models import ChannelBinding, Message
 from ai_agents.tests.channels.email.support import email_binding, eml, post, respond
 from erp.tenancy.scoping import tenant_scope
@@ -96,3 +97,15 @@ def test_a_title_chooses_too_and_other_text_or_another_tenant_chooses_nothing(
     with tenant_scope(tenant_b):
         [message] = Message.objects.filter(role="user")
     assert "option_id" not in message.metadata["channel_metadata"]
+
+
+def test_the_html_body_escapes_the_answer_and_the_options() -> None:
+    message = Message(
+        content="Elija <b>uno</b>:\n<script>alert(1)</script>",
+        metadata={"options": [{"title": "<i>A</i>"}, {"title": "B & C"}]},
+    )
+    text, html = email_bodies(message)
+    assert html is not None
+    assert "<script>" not in html and "<b>" not in html and "<i>" not in html
+    assert "&lt;script&gt;" in html and "<li>&lt;i&gt;A&lt;/i&gt;</li><li>B &amp; C</li>" in html
+    assert text.endswith("1. <i>A</i>\n2. B & C")  # plain text is shown as it is
