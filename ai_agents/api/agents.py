@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ai_agents.api import sse
+from ai_agents.api.message_schema import MessageResultSerializer
 from ai_agents.api.permissions import CanEditKnowledge
 from ai_agents.models import Agent
 from ai_agents.services import agents as services
@@ -147,7 +148,7 @@ class AgentMessageView(TenantGenericAPIView):
 
         return [HasTenant()]
 
-    @extend_schema(request=MessageInputSerializer, responses={200: None})
+    @extend_schema(request=MessageInputSerializer, responses={200: MessageResultSerializer})
     def post(self, request: Request, agent_id: Any) -> Response:
         from ai_agents.conversations.engine import Inbound, message_process
         from ai_agents.conversations.inbound import inbound_clean

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ai_agents.models import Agent, HttpTool
+from ai_agents.rules.options import OPTIONS_FIELD
 from ai_agents.tools import builtin  # noqa: F401  (registers the built-in tools)
 from ai_agents.tools.registry import ToolSpec, registry
 from erp.llm.actions import ActionSpec, build_action_schema
@@ -33,6 +34,8 @@ COMMON_FIELDS: dict[str, dict[str, Any]] = {
         "type": "boolean",
         "description": "true si la información disponible no responde la pregunta",
     },
+    # Choices the customer can pick (ai_agents/rules/options.py; buttons, chips, a list).
+    "options": OPTIONS_FIELD,
 }
 ACTION_SCHEMA = build_action_schema(ACTIONS, COMMON_FIELDS)
 

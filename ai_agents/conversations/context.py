@@ -21,6 +21,7 @@ from ai_agents.conversations.no_answer import NO_ANSWER_INSTRUCTION, confident_h
 from ai_agents.models import Agent, Contact, Conversation
 from ai_agents.rules import escalation, history, intent
 from ai_agents.rules.history import HistoryItem
+from ai_agents.rules.options import OPTIONS_INSTRUCTION
 from ai_agents.rules.prompt import format_spanish_datetime, render_system_prompt
 from ai_agents.selectors.knowledge import SearchHit
 from ai_agents.services.history_summary import (
@@ -342,6 +343,7 @@ def build_request(
         )
     )
     parts.append(str(NO_ANSWER_INSTRUCTION))
+    parts.append(str(OPTIONS_INSTRUCTION))
     if any(t.at is not None for t in history if t.role in TURN_ROLES):
         parts.append(str(HISTORY_TIME_NOTE))
     messages = _turn_messages(agent, history)

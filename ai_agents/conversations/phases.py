@@ -27,6 +27,7 @@ from ai_agents.conversations.session import turn_system_prompt
 from ai_agents.conversations.turn import Turn
 from ai_agents.knowledge.chunking import estimate_tokens
 from ai_agents.rules.input_bound import input_bound
+from ai_agents.rules.options import options_clean
 from erp import ratelimit
 from erp.llm.gateway import CallContext
 from erp.llm.types import LlmRequest, LlmResult
@@ -180,3 +181,6 @@ def decide(turn: Turn, result: LlmResult, parsed: Any) -> None:
         turn.reply_text = turn.agent.fallback_message  # never show the customer raw JSON
     else:
         turn.reply_text = parsed.answer or turn.agent.fallback_message
+        options = options_clean(parsed.fields.get("options")) if parsed.answer else []
+        if options:
+            turn.meta["options"] = options  # kept with the reply; each channel shows them

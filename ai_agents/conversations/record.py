@@ -130,6 +130,7 @@ def _result(turn: Turn, reply: Message | None) -> TurnResult:
             citations=citations(turn.retrieval.hits)
             if turn.reply_text and escalation is None and turn.meta.get("outcome") != "no_answer"
             else [],
+            options=list(turn.meta.get("options") or []) if escalation is None else [],
         ),
         conversation_status=Conversation.Status.ESCALATED
         if escalation is not None

@@ -123,6 +123,8 @@ class ReplyOut:
     id: str
     text: str
     citations: list[dict[str, Any]]
+    # Choices offered with the answer ({"id", "title", "description"?}; ai_agents/rules/options.py).
+    options: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ class TurnResult:
                 "id": self.reply.id,
                 "text": self.reply.text,
                 "citations": list(self.reply.citations),
+                "options": [dict(o) for o in self.reply.options],
             },
             "conversation_status": self.conversation_status,
             "escalation": None
@@ -190,7 +193,12 @@ class TurnResult:
             message_id=body.get("message_id"),
             reply=None
             if not reply
-            else ReplyOut(id=reply["id"], text=reply["text"], citations=reply["citations"]),
+            else ReplyOut(
+                id=reply["id"],
+                text=reply["text"],
+                citations=reply["citations"],
+                options=list(reply.get("options") or []),
+            ),
             conversation_status=body.get("conversation_status"),
             escalation=None
             if not escalation

@@ -14,6 +14,7 @@ from ai_agents.inbox.media import media_view
 from ai_agents.models import Conversation, ConversationNote, Message
 from ai_agents.rules.delivery_labels import delivery_text, failure_code
 from ai_agents.rules.escalation_labels import conversation_escalation
+from ai_agents.rules.options import options_of
 from ai_agents.services import handoff
 from erp.tenancy.models import Membership
 
@@ -44,6 +45,10 @@ def message_row(message: Message, zone: Any) -> dict[str, Any]:
         "delivery_status": message.delivery_status,
         "delivery": delivery_label(message),
         "media": media_view(message),
+        # The choices a bot answer offered (ai_agents/rules/options.py): small chips under it.
+        "options": [o["title"] for o in options_of(message.metadata)]
+        if message.role == Message.Role.ASSISTANT
+        else [],
     }
 
 

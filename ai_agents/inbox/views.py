@@ -144,6 +144,7 @@ def _cursor(raw: str) -> datetime | None:
 def _page_texts() -> dict[str, str]:
     return {
         "note": _("Nota interna"),
+        "options": _("Opciones ofrecidas"),
         "holder_other": _("Atendida por %(name)s desde %(since)s (reservada hasta %(until)s)"),
         "holder_me": _("La atiende usted desde %(since)s (reservada hasta %(until)s)"),
         "customer": _("Cliente"),

@@ -70,6 +70,7 @@ class PlaygroundResult:
     model: str | None
     error: str | None  # in words, for a person
     notes: list[str] = field(default_factory=list)
+    options: list[dict[str, str]] = field(default_factory=list)  # buttons / chips offered
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,6 +132,7 @@ def _result(turn: Turn) -> PlaygroundResult:
     decision = turn.escalation
     return PlaygroundResult(
         reply=turn.reply_text or "",
+        options=list(meta.get("options") or []),
         escalation=None
         if decision is None
         else {

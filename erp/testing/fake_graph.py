@@ -2,7 +2,10 @@
 
 `POST /{version}/{phone_number_id}/messages`: a mark-as-read body (`"status": "read"`) gets
 `{"success": true}`; a send consumes the scripted queue (`push`) or, when it is empty, answers
-like Meta with a fresh wamid. Every request is recorded with its exact JSON body.
+like Meta with a fresh wamid. Every request is recorded with its exact JSON body. A send
+outside Meta's limits (text over 4096 characters, interactive buttons or lists that break a
+documented limit: fake_graph_rules.py) is refused with 131009, as Meta does, and kept in
+`rejected` with the reason.
 
     def test_x(fake_graph):
         fake_graph.push(fake_graph.error(130429), fake_graph.error(500, status=500))
@@ -26,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from erp.testing.fake_graph_rules import send_problem
 from erp.testing.fake_http import FakeRequest, FakeResponse, FakeServer
 
 VERSION = "v24.0"
@@ -45,6 +49,7 @@ ERROR_MESSAGES = {
         "More than 24 hours have passed since the recipient last replied to the sender number.",
     ),
     190: ("Error validating access token: Session has expired.", ""),
+    131009: ("(#131009) Parameter value is not valid", "Parameter value is not valid"),
 }
 
 
@@ -57,6 +62,7 @@ class FakeGraph:
         self._lock = threading.Lock()
         self.media: dict[str, tuple[bytes, str, str]] = {}  # id -> (data, mime, token)
         self.lookup_bodies: dict[str, dict[str, Any]] = {}  # id -> a recorded lookup answer
+        self.rejected: list[tuple[str, Any]] = []  # (problem, body) refused with 131009
 
     def start(self) -> FakeGraph:
         self.server.start()
@@ -74,6 +80,7 @@ class FakeGraph:
             self.read_mark_response = None
             self.media.clear()
             self.lookup_bodies.clear()
+            self.rejected.clear()
         self.server.requests_clear()
 
     @property
@@ -104,12 +111,13 @@ class FakeGraph:
                 self.lookup_bodies[media_id] = {**lookup, "url": url}
 
     @staticmethod
-    def error(code: int, *, status: int = 400) -> FakeResponse:
+    def error(code: int, *, status: int = 400, details: str = "") -> FakeResponse:
         """A Graph error envelope (the shape of payloads/whatsapp_error_*_response.json)."""
         if status >= 500 and code >= 500:
             body = {"error": {"message": "An unexpected error has occurred.", "code": code}}
             return FakeResponse.json(body, status=status)
-        message, details = ERROR_MESSAGES.get(code, (f"(#{code}) error", ""))
+        message, known = ERROR_MESSAGES.get(code, (f"(#{code}) error", ""))
+        details = details or known
         error: dict[str, Any] = {"message": message, "type": "OAuthException", "code": code}
         if details:
             error["error_data"] = {"messaging_product": "whatsapp", "details": details}
@@ -149,6 +157,11 @@ class FakeGraph:
             n = next(self._ids)
         if scripted is not None:
             return scripted
+        problem = send_problem(body)
+        if problem is not None:
+            with self._lock:
+                self.rejected.append((problem, body))
+            return self.error(131009, details=problem)
         to = str(body.get("to", "")) if isinstance(body, dict) else ""
         return FakeResponse.json(
             {

@@ -27,12 +27,13 @@ from email.headerregistry import Address
 from email.utils import make_msgid
 from typing import Any
 
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMessage, EmailMultiAlternatives
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ai_agents.channels.email.options import email_bodies, email_option_pick
 from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_subject
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
@@ -65,7 +66,10 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
     with transaction.atomic():  # the answer is queued on commit, after the thread is recorded
         thread_id = email_thread_find(binding=binding, parsed=parsed)
         text = parsed.text
-        if thread_id is None:
+        chosen: dict[str, Any] = {}  # a reply naming an option of our last answer
+        if thread_id is not None:
+            text, chosen = email_option_pick(binding=binding, thread_id=thread_id, text=text)
+        else:
             root = parsed.references[0] if parsed.references else parsed.message_id
             thread_id = thread_key(parsed.sender, root)
             if parsed.subject:
@@ -84,6 +88,7 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
                 "reply_references": parsed.reply_references,
                 "attachments": [a.__dict__ for a in parsed.attachments],
                 **({"auto_reply": parsed.machine} if parsed.machine else {}),
+                **chosen,
             },
         )
         answer = not parsed.machine
@@ -213,13 +218,16 @@ class EmailAdapter:
             thread_ids_extend(data, [message_id])
             row.channel_data = data
             row.save(update_fields=["channel_data"])
-        email = EmailMessage(
+        text, html = email_bodies(message)  # the answer's options numbered (options.py)
+        email = EmailMultiAlternatives(
             subject=subject,
-            body=message.content,
+            body=text,
             from_email=str(Address(display_name=_sender_name(binding), addr_spec=binding.address)),
             to=[recipient],
             headers=headers,
         )
+        if html is not None:
+            email.attach_alternative(html, "text/html")
         return _send_with_retries(email, delivery)
 
     def typing(self, *, binding: Any, conversation: Any, inbound: Any) -> None:

@@ -4,8 +4,10 @@
     GET  /api/webchat/{key}/config?lang=   -> {"lang", "texts", "appearance", ...} (no session)
     POST /api/webchat/{key}/sessions   {"token"?, "lang"?} -> {"token", "lang", "texts", ...}
     GET  /api/webchat/{key}/messages?after=<iso>   header X-Webchat-Token -> history + state
-    POST /api/webchat/{key}/messages   {"text", "client_message_id"?} -> SSE (token, citations,
-                                       done, error) or JSON without `Accept: text/event-stream`
+    POST /api/webchat/{key}/messages   {"text", "client_message_id"?, "option_id"?} -> SSE (token,
+                                       citations, done, error) or JSON without
+                                       `Accept: text/event-stream`; `option_id`: the chip clicked
+                                       (its title is the text), kept in the message's metadata
 
 The key is in the path so a CORS preflight (which carries no body and no token) is answered
 for exactly the binding's origins. No cookies are involved (the token travels in a header), so
@@ -36,6 +38,7 @@ from ai_agents.api import sse
 from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.channels.webchat.appearance import appearance_public
 from ai_agents.models import ChannelBinding
+from ai_agents.rules.options import ID_MAX
 from ai_agents.services import rating
 from ai_agents.services.typing import customer_typing_mark
 from erp.api.errors import json_error
@@ -278,6 +281,13 @@ def _message_post(request: HttpRequest, session: webchat.Session) -> HttpRespons
         )
     client_id = data.get("client_message_id")
     client_id = client_id if isinstance(client_id, str) else ""
+    option_id = data.get("option_id", "")
+    if not isinstance(option_id, str) or len(option_id) > ID_MAX:
+        return json_error(
+            400,
+            _("«option_id» debe ser un texto de hasta %(n)s caracteres.") % {"n": ID_MAX},
+            code="option_id_invalid",
+        )
     for scope, subject, rule in (
         ("visitor-msgs", session.visitor_id, webchat.VISITOR_MESSAGES),
         ("ip-msgs", _client_ip(request), webchat.IP_MESSAGES),
@@ -286,7 +296,7 @@ def _message_post(request: HttpRequest, session: webchat.Session) -> HttpRespons
         if not limited.allowed:
             return _limited(limited)
     agent = session.binding.agent
-    inbound = webchat.visitor_inbound(session, text, client_id)
+    inbound = webchat.visitor_inbound(session, text, client_id, option_id=option_id)
     present = functools.partial(webchat.reply_present, session)
     if sse.wants_stream(request) and agent.processing["streaming_enabled"]:
         return sse.stream_response(agent, inbound, present)

@@ -29,6 +29,7 @@ from ai_agents.channels.webchat.origins import origin_matches, origin_normalize
 from ai_agents.conversations.inbound import Inbound, inbound_clean
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.rules.delivery_labels import RANK, status_moves_forward
+from ai_agents.rules.options import options_clean, options_of
 from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.services.typing import staff_typing
 from erp import ratelimit
@@ -186,6 +187,8 @@ def message_public(message: Message) -> dict[str, Any]:
         "author_name": (author.first_name if author is not None else "") or "",
         # A customer notice (a person took over, handed back, closed): shown in its own style.
         "notice": str((message.metadata or {}).get("customer_notice") or ""),
+        # The choices a bot answer offered (chips under the latest one).
+        "options": options_of(message.metadata) if message.role == Message.Role.ASSISTANT else [],
     }
 
 
@@ -237,12 +240,18 @@ def messages_mark(session: Session, ids: list[str], status: str) -> int:
     return moved
 
 
-def visitor_inbound(session: Session, text: str, client_message_id: str = "") -> Inbound:
+def visitor_inbound(
+    session: Session, text: str, client_message_id: str = "", *, option_id: str = ""
+) -> Inbound:
     """The pipeline input for one visitor message. A client id makes a retried POST return the
-    stored result; it is namespaced by visitor so nobody can replay another visitor's id."""
+    stored result; it is namespaced by visitor so nobody can replay another visitor's id.
+    `option_id`: the chip the visitor clicked (its title is `text`)."""
     message_id = None
     if client_message_id:
         message_id = f"webchat:{session.visitor_id}:{client_message_id[:80]}"
+    metadata = {"binding_id": str(session.binding.pk)}
+    if option_id:
+        metadata["option_id"] = option_id
     return inbound_clean(
         Inbound(
             text=text,
@@ -250,7 +259,7 @@ def visitor_inbound(session: Session, text: str, client_message_id: str = "") ->
             channel=CHANNEL,
             thread_id=session.thread_id,
             channel_message_id=message_id,
-            metadata={"binding_id": str(session.binding.pk)},
+            metadata=metadata,
             binding=session.binding,
         )
     )
@@ -268,6 +277,7 @@ def reply_present(session: Session, body: dict[str, Any]) -> dict[str, Any]:
             "id": reply["id"],
             "text": reply["text"],
             "citations": [{"title": c.get("title", "")} for c in reply.get("citations") or []],
+            "options": options_clean(reply.get("options")),
         },
         **conversation_state(session),
     }
@@ -312,6 +322,7 @@ def widget_texts(
             "you": _("Usted"),
             "bot": agent_name,
             "person": _("Persona del equipo"),
+            "options": _("Opciones"),
             "state_human": _("Le atiende una persona"),
             "state_waiting": _("Le pasamos con una persona; le atenderá en breve"),
             "delivered_to_person": _("Su mensaje ha llegado a la persona que le atiende."),

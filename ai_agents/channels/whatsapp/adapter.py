@@ -30,6 +30,7 @@ from ai_agents.channels.whatsapp.graph import (
     GraphResult,
     messages_post_with_retries,
 )
+from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, inbound_accept
@@ -345,6 +346,8 @@ class WhatsAppAdapter:
         interactive = (message.metadata or {}).get("wa_interactive")
         if window_open(conversation) and isinstance(interactive, dict):
             bodies = [interactive_body(to, message.content, interactive)]
+        elif window_open(conversation) and (chosen := options_bodies(to, message, text_split)):
+            bodies = chosen  # the answer's options: buttons or a list (options.py)
         elif window_open(conversation):
             bodies = [text_body(to, part) for part in text_split(message.content)]
         elif (binding.whatsapp_template or {}).get("name"):

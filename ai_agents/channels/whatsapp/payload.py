@@ -170,7 +170,11 @@ def message_text(kind: str, raw_body: Any) -> tuple[str, dict[str, Any]]:
     if kind == "interactive":
         reply = _dict(body.get(str(body.get("type") or "")))
         title = str(reply.get("title") or "")
-        facts = {"interactive": {"type": body.get("type"), "id": reply.get("id"), "title": title}}
+        facts: dict[str, Any] = {
+            "interactive": {"type": body.get("type"), "id": reply.get("id"), "title": title}
+        }
+        if isinstance(reply.get("id"), str) and reply["id"]:
+            facts["option_id"] = reply["id"][:256]  # the button or list row chosen
         return title or _("[El cliente pulsó una opción]"), facts
     if kind == "button":  # quick-reply button of a template
         label = str(body.get("text") or "")

@@ -93,6 +93,12 @@
     when.setAttribute("datetime", m.created_at);
     li.appendChild(when);
     li.appendChild(el("span", "text", m.content));
+    if (m.options && m.options.length) { // the choices a bot answer offered
+      var chips = el("ul", "options");
+      chips.setAttribute("aria-label", t.options || "");
+      m.options.forEach(function (title) { chips.appendChild(el("li", "", title)); });
+      li.appendChild(chips);
+    }
     showDelivery(li, m);
     place(li, m.created_at);
   }

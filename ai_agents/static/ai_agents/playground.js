@@ -80,6 +80,9 @@
   function show(r) {
     $("pg-result").hidden = false;
     $("pg-reply").textContent = r.reply || "—";
+    var options = r.options || []; // the choices the customer would see as buttons or chips
+    $("pg-options").hidden = !options.length;
+    $("pg-options").replaceChildren.apply($("pg-options"), options.map(function (o) { return el("li", "", o.title); }));
     var esc = $("pg-escalation");
     esc.hidden = !r.escalation;
     esc.textContent = r.escalation ? t.escalated + " (" + r.escalation.reason + ", " + r.escalation.priority + "): " + r.escalation.detail : "";

@@ -18,6 +18,8 @@
  *                       data-role=user|assistant, data-human=true|false, data-id (message id,
  *                       "" until stored), data-streaming=true while tokens arrive; inside them
  *                       [data-wc=author] and [data-wc=text]
+ *   [data-wc=options]   chips under the latest bot answer: [data-wc=option] buttons (data-id);
+ *                       a click sends the title with the option's id; gone at the next message
  *   [data-wc=note]      "your message reached the person" notes inside the log
  *   [data-wc=event]     a customer notice inside the log (data-notice=claim|release|close|
  *                       rating_thanks|comment_thanks): a person took over, handed back, closed
@@ -79,6 +81,8 @@
     ".msg[data-human=true]{background:#e3f4e6}",
     ".who{display:block;font-size:12px;color:#555e6b}",
     ".txt{white-space:pre-wrap;overflow-wrap:anywhere}",
+    ".chips{display:flex;flex-wrap:wrap;gap:6px;align-self:flex-start;max-width:95%}",
+    ".chip{min-height:44px;padding:6px 12px;border:1px solid var(--wc-primary,#1f5fbf);border-radius:22px;background:#fff;color:var(--wc-primary,#1f5fbf);cursor:pointer;text-align:left}",
     ".note{align-self:center;font-size:13px;color:#555e6b;text-align:center}",
     ".greet{white-space:pre-wrap;overflow-wrap:anywhere}",
     ".err{margin:0;padding:6px 12px;color:#8a1c1c;background:#fdecec;font-size:13px}",
@@ -258,6 +262,7 @@
       log.scrollTop = log.scrollHeight;
       return ev;
     }
+    chipsClear(); // any new message ends the choice
     var human = !!msg.human;
     var li = el("div", { "data-wc": "message", "class": "msg", "data-role": msg.role, "data-human": String(human), "data-id": msg.id || "" });
     var who = msg.role === "user" ? t("you") : human ? (msg.author_name || t("person")) : t("bot");
@@ -266,6 +271,24 @@
     log.appendChild(li);
     log.scrollTop = log.scrollHeight;
     return li;
+  }
+
+  // The choices of a bot answer, under it (only the latest answer keeps them).
+  function chips(li, options) {
+    chipsClear();
+    if (!options || !options.length || !li.parentNode) return;
+    var box = el("div", { "data-wc": "options", "class": "chips", role: "group", "aria-label": t("options") });
+    options.forEach(function (option) {
+      var button = el("button", { "data-wc": "option", "class": "chip", type: "button", "data-id": option.id || "" }, option.title || "");
+      if (option.description) button.title = option.description;
+      button.addEventListener("click", function () { if (!busy) send(option.title || "", option.id || ""); });
+      box.appendChild(button);
+    });
+    li.parentNode.insertBefore(box, li.nextSibling);
+    log.scrollTop = log.scrollHeight;
+  }
+  function chipsClear() {
+    log.querySelectorAll("[data-wc=options]").forEach(function (box) { box.remove(); });
   }
 
   function time(iso) { return Date.parse(String(iso || "").replace(/(\.\d{3})\d+/, "$1")) || 0; }
@@ -311,7 +334,9 @@
         if (busy) return; // a send is streaming: the poll after it shows what was stored
         var list = data.messages || [];
         var fresh = list.filter(function (m) { return !seen[m.id]; });
-        fresh.forEach(bubble);
+        var shown = fresh.map(bubble);
+        var last = fresh[fresh.length - 1];
+        if (last && last.role === "assistant" && last.options && last.options.length) chips(shown[shown.length - 1], last.options);
         arrived(fresh, list);
         if (list.length) cursor = list[list.length - 1].created_at;
         setState(data);
@@ -360,7 +385,7 @@
     return parts[parts.length - 1];
   }
 
-  function send(text) {
+  function send(text, optionId) {
     busy = true; sendBtn.disabled = true; showError(""); thanks.hidden = true;
     var mine = bubble({ role: "user", text: text });
     var reply = bubble({ role: "assistant", text: "" });
@@ -368,17 +393,22 @@
     reply.setAttribute("data-streaming", "true"); reply.setAttribute("aria-busy", "true");
     var clientId = Date.now().toString(36) + Math.random().toString(36).slice(2, 10);
     var failed = false; // a refused or broken send: the queued text is not sent after it
+    var answered = []; // the options of the reply, shown as chips once it is complete
     function finish() {
       busy = false; sendBtn.disabled = false;
       reply.removeAttribute("data-streaming"); reply.setAttribute("aria-busy", "false");
       if (!replyText.textContent) reply.remove();
+      else if (answered.length) chips(reply, answered);
       if (!mine.getAttribute("data-id")) mine.remove(); // not confirmed: the poll shows it if stored
     }
     function handle(name, data) {
       if (name === "token") { replyText.textContent += data.text || ""; log.scrollTop = log.scrollHeight; }
       else if (name === "done") {
         if (data.message_id) { mine.setAttribute("data-id", data.message_id); seen[data.message_id] = true; }
-        if (data.reply) { reply.setAttribute("data-id", data.reply.id); seen[data.reply.id] = true; replyText.textContent = data.reply.text; }
+        if (data.reply) {
+          reply.setAttribute("data-id", data.reply.id); seen[data.reply.id] = true; replyText.textContent = data.reply.text;
+          answered = data.reply.options || [];
+        }
         else {
           replyText.textContent = ""; // a person took over while the bot wrote: its words are dropped
           if (data.state === "human" || data.state === "waiting") note(t("delivered_to_person"));
@@ -390,7 +420,9 @@
       }
     }
     return session().then(function () {
-      return call("POST", "/messages", { text: text, client_message_id: clientId }, "text/event-stream");
+      var body = { text: text, client_message_id: clientId };
+      if (optionId) body.option_id = optionId;
+      return call("POST", "/messages", body, "text/event-stream");
     }).then(function (r) {
       if (!r.ok) { failed = true; return errorText(r).then(function (msg) { input.value = text; showError(msg); }); }
       if (!r.body || !window.TextDecoder) return r.text().then(function (all) { parseEvents(all + "\n\n", handle); });
