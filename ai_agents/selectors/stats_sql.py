@@ -3,13 +3,13 @@
 The period's conversations (`started_at` in the tenant's calendar days) are read once
 (`conv`) from the covering index `conv_tenant_started`, with the facts each conversation keeps
 (services/stats_facts.py: its customer and assistant messages, the bot's and the people's first
-response, whether a person wrote, its no-answer replies), written with its messages by the
-pipeline and the handoff. Only two things are looked up elsewhere: whether a new conversation of
-the thread followed one within 72 hours (`conv_previous`, one join), and the cost (the usage
-ledger's covering index `usage_tenant_conversation`: probed per conversation, or for a long
-period read once). The no-answer
-replies of the conversations that have some come from `msg_no_answer`, each with the customer
-message just before it. Every figure is an aggregate of `facts`, built into one JSON object.
+response, whether a person wrote, its no-answer replies, its cost), written with its messages by
+the pipeline and the handoff, the cost by the usage ledger's own statement
+(erp/llm/conversation_cost.py). Only one thing is looked up elsewhere: whether a new
+conversation of the thread followed one within 72 hours (`conv_previous`, one join). The
+no-answer replies of the conversations that have some come from `msg_no_answer`, each with the
+customer message just before it. Every figure is an aggregate of `facts`, built into one JSON
+object.
 
 Definitions (README "Statistics"):
 - resolved by the AI: closed or expired, never escalated, never claimed or assigned, no staff
@@ -17,13 +17,12 @@ Definitions (README "Statistics"):
 - first response: bot = first bot reply after the first customer message; people = first staff
   message after the escalation;
 - messages: customer and assistant messages (bot and staff) of the period's conversations;
-- cost: the usage ledger rows of the period's conversations.
+- cost: the usage ledger rows of the period's conversations (kept summed on each one).
 """
 
 from __future__ import annotations
 
 from ai_agents.models import Conversation, Message
-from erp.llm.models import UsageLog
 
 REOPEN_HOURS = 72
 QUESTIONS_MAX = 5000  # the latest no-answer replies read per request (grouped in Python)
@@ -31,7 +30,6 @@ QUESTION_CHARS = 300
 
 _CONV = Conversation._meta.db_table
 _MSG = Message._meta.db_table
-_USAGE = UsageLog._meta.db_table
 
 
 def _percentiles(column: str, where: str = "true") -> str:
@@ -64,19 +62,6 @@ facts AS MATERIALIZED (
   FROM conv LEFT JOIN followed ON followed.id = conv.id
 )"""  # noqa: S608
 
-# The cost of the period's conversations, from the usage ledger's covering index
-# usage_tenant_conversation either way: probed conversation by conversation (a short period),
-# or, for a long one (most of the tenant's conversations), read once, summed per conversation
-# in the index's order, then matched (faster than 50,000 probes: bench/stats.py).
-WIDE_DAYS = 62
-_COST_PROBES = f"""(SELECT coalesce(sum(x.cost_usd), 0)::text FROM conv CROSS JOIN LATERAL (
-  SELECT u.cost_usd FROM {_USAGE} u WHERE u.tenant_id = %(tenant)s
-  AND u.conversation_id = conv.id) x)"""  # noqa: S608
-_COST_SCAN = f"""(SELECT coalesce(sum(u.cost), 0)::text FROM (
-  SELECT conversation_id, sum(cost_usd) AS cost FROM {_USAGE}
-  WHERE tenant_id = %(tenant)s AND conversation_id IS NOT NULL GROUP BY 1
-) u JOIN conv ON conv.id = u.conversation_id)"""  # noqa: S608
-
 # Every single-number figure in one pass over the facts.
 _TOTALS = f"""
 totals AS (
@@ -86,6 +71,7 @@ totals AS (
          round(avg(satisfaction_rating), 2)::text AS csat_average,
          count(satisfaction_rating) AS csat_responses,
          coalesce(sum(messages), 0) AS messages,
+         coalesce(sum(cost_usd), 0)::text AS cost_usd,
          {_percentiles("first_bot_response_ms")} AS bot,
          {_percentiles("first_human_response_ms", "escalated_at IS NOT NULL")} AS people
   FROM facts
@@ -125,16 +111,16 @@ _QUESTIONS = f"""(SELECT coalesce(json_agg(q.text ORDER BY q.at), '[]') FROM (
   ) q) q)"""  # noqa: S608
 
 
-def stats_statement(*, agent: bool, channel: bool, wide: bool = False) -> str:
+def stats_statement(*, agent: bool, channel: bool) -> str:
     """The statement for the filters in use (parameters: tenant, start, end, tz, agent,
-    channel); `wide`: a long period (its cost read by `_COST_SCAN`)."""
+    channel)."""
     filters = " AND c.agent_id = %(agent)s" if agent else ""
     filters += " AND c.channel = %(channel)s" if channel else ""
     return f"""
 WITH conv AS MATERIALIZED (
   SELECT c.id, c.status, c.started_at, c.closed_at, c.escalated_at, c.escalation_reason,
          c.satisfaction_rating, c.customer_messages + c.assistant_messages AS messages,
-         c.first_bot_response_ms, c.first_human_response_ms, c.no_answer_replies,
+         c.first_bot_response_ms, c.first_human_response_ms, c.no_answer_replies, c.cost_usd,
          {_CANDIDATE} AS candidate
   FROM {_CONV} c
   WHERE c.tenant_id = %(tenant)s AND c.started_at >= %(start)s AND c.started_at < %(end)s
@@ -149,7 +135,7 @@ SELECT json_build_object(
   'bot', t.bot,
   'people', t.people,
   'messages', t.messages,
-  'cost_usd', {_COST_SCAN if wide else _COST_PROBES},
+  'cost_usd', t.cost_usd,
   'days', {_DAYS},
   'reasons', {_REASONS},
   'questions', {_QUESTIONS}

@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from erp.llm.budget import spend_forget
+from erp.llm.conversation_cost import conversation_cost_statement
 from erp.llm.models import ChannelPrice, Operation, UsageLog
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
@@ -92,9 +93,13 @@ def channel_charge_record(
         created_at=now,
     )
     sql, params = rows.insert_statement([log])
+    sql = f"{sql} ON CONFLICT DO NOTHING"
+    if conversation_id is not None and price:
+        # Added to the conversation's cost only when the row was inserted (not a duplicate).
+        sql = conversation_cost_statement(sql)
     # A channel's charge is Meta's bill, not the AI credit: no debit, only the ledger row.
     with tenant_scope(tenant):
-        rows.write((f"{sql} ON CONFLICT DO NOTHING", params), durable=True)
+        rows.write((sql, params), durable=True)
     if price:
         spend_forget(tenant=tenant)
     return log
