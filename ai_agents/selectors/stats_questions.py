@@ -52,9 +52,12 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
 def questions_group(texts: Iterable[str]) -> list[QuestionGroup]:
     """The `GROUPS_SHOWN` largest groups of near-duplicate questions, largest first."""
     wordings: dict[frozenset[str], Counter[str]] = {}
+    keys: dict[str, frozenset[str]] = {}  # each wording normalised once (a year repeats them)
     for text in texts:
         clean = " ".join(text.split())
-        key = question_key(clean)
+        key = keys.get(clean)
+        if key is None:
+            key = keys[clean] = question_key(clean)
         if key:
             wordings.setdefault(key, Counter())[clean] += 1
     exact = sorted(

@@ -1,5 +1,7 @@
 """A conversation's cost in GET /api/v1/conversations/{id}: its usage rows (model tokens,
-transcription and channel messages), each tenant's only under that tenant."""
+transcription and channel messages), each tenant's only under that tenant; the same sum kept on
+the conversation (`Conversation.cost_usd`) by the ledger's statements, as the statistics read
+it."""
 
 from __future__ import annotations
 
@@ -8,14 +10,17 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from ai_agents.models import Conversation
+from ai_agents.services.stats_facts import conversation_cost_backfill
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.pricing import channel_charge_record
 from erp.llm.selectors import conversation_costs
 from erp.llm.usage import usage_record
 from erp.tenancy.models import Membership, Tenant
+from erp.tenancy.scoping import all_tenants
 from erp.testing.factories import MembershipFactory, UserFactory
 
 URL = "/api/v1/conversations"
@@ -163,6 +168,10 @@ def test_the_conversation_keeps_the_ledger_sum_and_the_stats_show_it(
     assert Conversation.objects.unscoped().get(pk=conv_b.pk).cost_usd == Decimal("0.008100")
     assert _stats_cost(owner_client, conv_a) == "0.008100"
     assert _stats_cost(outsider_client, conv_b) == "0.008100"
+    # migration 0025's backfill (the ledger summed again) finds the same
+    with all_tenants(), connection.cursor() as cursor:
+        conversation_cost_backfill(cursor=cursor)
+    assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0.008100")
     # the model's and the transcription's cost are still debited from the AI credit, the
     # channel's is not (Meta's bill)
     debited = balance - Tenant.objects.get(pk=conv_a.tenant_id).ai_credit_balance_usd
