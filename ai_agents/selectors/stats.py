@@ -20,7 +20,7 @@ from django.db import connection
 
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import REASON_LABELS
-from ai_agents.selectors.stats_questions import QuestionGroup, questions_group
+from ai_agents.selectors.stats_questions import QuestionGroup, questions_group_counted
 from ai_agents.selectors.stats_sql import stats_statement
 
 
@@ -135,7 +135,7 @@ def stats_read(*, period: StatsPeriod) -> Stats:
         csat_responses=data["csat_responses"],
         cost_usd=Decimal(data["cost_usd"]),
         days=_every_day(period, data["days"]),
-        unanswered=questions_group(data["questions"]),
+        unanswered=questions_group_counted(data["questions"]),
     )
 
 

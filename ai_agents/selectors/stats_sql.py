@@ -103,9 +103,11 @@ _REASONS = """(SELECT coalesce(json_agg(r ORDER BY r.count DESC, r.reason), '[]'
 NO_ANSWER_CONDITION = "(a.metadata -> 'outcome') = '\"no_answer\"'::jsonb"
 
 # The latest no-answer replies of the conversations that have some (their count is a fact),
-# then, for those only, the customer message just before each.
-_QUESTIONS = f"""(SELECT coalesce(json_agg(q.text ORDER BY q.at), '[]') FROM (
-  SELECT left(q.content, {QUESTION_CHARS}) AS text, a.at
+# then, for those only, the customer message just before each; identical texts counted here
+# ([text, times asked], in the order first asked: `questions_group_counted`).
+_QUESTIONS = f"""(SELECT coalesce(json_agg(json_build_array(q.text, q.times) ORDER BY q.at), '[]')
+  FROM (
+  SELECT left(q.content, {QUESTION_CHARS}) AS text, count(*) AS times, min(a.at) AS at
   FROM (
     SELECT a.conversation_id, a.created_at AS at
     FROM (SELECT no_answer_id AS id FROM conv WHERE no_answer_id IS NOT NULL) conv
@@ -117,7 +119,8 @@ _QUESTIONS = f"""(SELECT coalesce(json_agg(q.text ORDER BY q.at), '[]') FROM (
     SELECT m.content FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
     AND m.conversation_id = a.conversation_id AND m.role = 'user' AND m.created_at <= a.at
     ORDER BY m.created_at DESC LIMIT 1
-  ) q) q)"""  # noqa: S608
+  ) q
+  GROUP BY 1) q)"""  # noqa: S608
 
 
 def stats_statement(*, agent: bool, channel: bool) -> str:
