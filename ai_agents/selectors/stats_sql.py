@@ -103,7 +103,8 @@ _REASONS = """(SELECT coalesce(json_agg(r ORDER BY r.count DESC, r.reason), '[]'
 NO_ANSWER_CONDITION = "(a.metadata -> 'outcome') = '\"no_answer\"'::jsonb"
 
 # The latest no-answer replies of the conversations that have some (their count is a fact),
-# then, for those only, the customer message just before each; identical texts counted here
+# then, for those only, the customer message just before each (strictly before: the index
+# scan then starts past the reply's own row); identical texts counted here
 # ([text, times asked], in the order first asked: `questions_group_counted`).
 _QUESTIONS = f"""(SELECT coalesce(json_agg(json_build_array(q.text, q.times) ORDER BY q.at), '[]')
   FROM (
@@ -117,7 +118,7 @@ _QUESTIONS = f"""(SELECT coalesce(json_agg(json_build_array(q.text, q.times) ORD
   ) a
   CROSS JOIN LATERAL (
     SELECT m.content FROM {_MSG} m WHERE m.tenant_id = %(tenant)s
-    AND m.conversation_id = a.conversation_id AND m.role = 'user' AND m.created_at <= a.at
+    AND m.conversation_id = a.conversation_id AND m.role = 'user' AND m.created_at < a.at
     ORDER BY m.created_at DESC LIMIT 1
   ) q
   GROUP BY 1) q)"""  # noqa: S608
