@@ -8,7 +8,12 @@ class AiAgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from ai_agents.demo import demo_agent_load, demo_knowledge_load, demo_webchat_load
+        from ai_agents.models import Conversation
         from erp.demo import DEMO_LOADERS
+        from erp.llm.conversation_cost import conversation_cost_register
+
+        # Each usage row's statement adds its cost to its conversation (the statistics' cost).
+        conversation_cost_register(table=Conversation._meta.db_table, column="cost_usd")
 
         # The agent needs the base; the web chat needs the agent.
         for loader in (demo_knowledge_load, demo_agent_load, demo_webchat_load):

@@ -10,7 +10,8 @@ escalations with their reasons, CSAT, staff claims, 5 % followed by another one)
 split evenly over them (customer and bot turns, 3 % of the bot's replies `no_answer` after a
 question drawn from near-duplicate wordings, staff replies in escalated ones) and one usage
 row per bot reply; the conversations' statistics facts are then filled in by migration
-0023's backfill (`conversation_facts_backfill`, timed). VACUUM ANALYZE; then, as the
+0024's backfill (`conversation_facts_backfill`, timed) and their cost, summed from the usage
+rows, by migration 0025's (`conversation_cost_backfill`, timed). VACUUM ANALYZE; then, as the
 application's role (row-level security on) and scoped to tenant A, times over `--runs` runs
 each: the statistics statement (`stats_read`) for the last 30 days, for the last 30 days of
 one agent and for the whole year (366 days); the API call (`GET /api/v1/stats`, API key, the
@@ -193,7 +194,10 @@ def run(args: argparse.Namespace) -> None:
     from django.contrib.auth import get_user_model
 
     from ai_agents.selectors.stats import StatsPeriod, stats_read
-    from ai_agents.services.stats_facts import conversation_facts_backfill
+    from ai_agents.services.stats_facts import (
+        conversation_cost_backfill,
+        conversation_facts_backfill,
+    )
     from erp.tenancy.scoping import tenant_scope
     from erp.tenancy.services import apikey_create
 
@@ -209,8 +213,11 @@ def run(args: argparse.Namespace) -> None:
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
         t0 = time.perf_counter()
-        filled = conversation_facts_backfill(cursor=cursor)  # what migration 0023 runs
+        filled = conversation_facts_backfill(cursor=cursor)  # what migration 0024 runs
         backfill_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        conversation_cost_backfill(cursor=cursor)  # what migration 0025 runs
+        cost_s = time.perf_counter() - t0
         cursor.execute("VACUUM ANALYZE")
         cursor.execute(
             "SELECT count(*) FROM ai_agents_message WHERE tenant_id = %s", [loaded["tenant"].pk]
@@ -218,7 +225,8 @@ def run(args: argparse.Namespace) -> None:
         (count,) = cursor.fetchone()
     print(f"tenant A: {count} messages over {args.conversations} conversations (tenant B: a tenth)")
     print(f"loaded in {time.perf_counter() - started:.1f} s")
-    print(f"facts backfilled (migration 0023) for {filled} conversations in {backfill_s:.1f} s")
+    print(f"facts backfilled (migration 0024) for {filled} conversations in {backfill_s:.1f} s")
+    print(f"costs backfilled (migration 0025) for {filled} conversations in {cost_s:.1f} s")
     connect_as_app_role()
     cases = _cases(loaded, key)
     with tenant_scope(loaded["tenant"]):
@@ -249,7 +257,7 @@ def _explain(loaded: dict[str, Any], period_class: Any) -> None:
     params = {"tenant": period.tenant_id, "start": period.start, "end": period.end}
     params |= {"tz": period.zone.key, "agent": None, "channel": None}
     with connection.cursor() as cursor:
-        sql = stats_statement(agent=False, channel=False, wide=True)
+        sql = stats_statement(agent=False, channel=False)
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
         print("\n".join(row[0] for row in cursor.fetchall()))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -212,6 +213,7 @@ STATS_COLUMNS = [
     "first_human_response_ms",
     "staff_involved",
     "no_answer_replies",
+    "cost_usd",
 ]
 
 
@@ -337,6 +339,12 @@ class Conversation(TenantOwnedModel):
     )
     staff_involved = models.BooleanField(_("respondió una persona"), default=False, editable=False)
     no_answer_replies = models.IntegerField(_("respuestas sin datos"), default=0, editable=False)
+    # What the conversation cost (USD): the sum of its usage rows (model calls, transcriptions,
+    # the channel's charges), added by the statement that writes each row
+    # (erp/llm/conversation_cost.py); rows made before it were summed by migration 0025.
+    cost_usd = models.DecimalField(
+        _("costo (USD)"), max_digits=14, decimal_places=6, default=Decimal("0"), editable=False
+    )
 
     class Meta:
         verbose_name = _("conversación")

@@ -20,8 +20,8 @@ from django.db import connection
 
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import REASON_LABELS
-from ai_agents.selectors.stats_questions import QuestionGroup, questions_group
-from ai_agents.selectors.stats_sql import WIDE_DAYS, stats_statement
+from ai_agents.selectors.stats_questions import QuestionGroup, questions_group_counted
+from ai_agents.selectors.stats_sql import stats_statement
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,7 @@ def _every_day(period: StatsPeriod, rows: list[dict[str, Any]]) -> list[dict[str
 
 def stats_read(*, period: StatsPeriod) -> Stats:
     """The period's figures (one statement; see stats_sql.py for the definitions)."""
-    sql = stats_statement(
-        agent=period.agent_id is not None,
-        channel=period.channel is not None,
-        wide=(period.date_to - period.date_from).days >= WIDE_DAYS,
-    )
+    sql = stats_statement(agent=period.agent_id is not None, channel=period.channel is not None)
     params: dict[str, Any] = {
         "tenant": period.tenant_id,
         "start": period.start,
@@ -139,7 +135,7 @@ def stats_read(*, period: StatsPeriod) -> Stats:
         csat_responses=data["csat_responses"],
         cost_usd=Decimal(data["cost_usd"]),
         days=_every_day(period, data["days"]),
-        unanswered=questions_group(data["questions"]),
+        unanswered=questions_group_counted(data["questions"]),
     )
 
 

@@ -51,12 +51,18 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
 
 def questions_group(texts: Iterable[str]) -> list[QuestionGroup]:
     """The `GROUPS_SHOWN` largest groups of near-duplicate questions, largest first."""
+    return questions_group_counted((text, 1) for text in texts)
+
+
+def questions_group_counted(counted: Iterable[tuple[str, int]]) -> list[QuestionGroup]:
+    """`questions_group` of texts already counted: (text, times asked), in the order each
+    text was first asked (the statistics statement counts identical texts in SQL)."""
     wordings: dict[frozenset[str], Counter[str]] = {}
-    for text in texts:
+    for text, times in counted:
         clean = " ".join(text.split())
         key = question_key(clean)
         if key:
-            wordings.setdefault(key, Counter())[clean] += 1
+            wordings.setdefault(key, Counter())[clean] += times
     exact = sorted(
         wordings.items(), key=lambda item: (-sum(item[1].values()), item[1].most_common(1)[0][0])
     )

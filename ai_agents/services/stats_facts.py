@@ -8,7 +8,9 @@ rating.py), the bot's reply (`bot_reply_changes`: conversations/record.py) and a
 (`staff_reply_updates`: services/handoff.py). Rows made before the facts existed are filled in
 by `conversation_facts_backfill` (migration 0023), computed in SQL from their messages with the
 same definitions as stats_sql.py had: a fact written by the pipeline and one backfilled agree
-(tested).
+(tested). The cost (`cost_usd`) is added by the usage ledger's own statement
+(erp/llm/conversation_cost.py); `conversation_cost_backfill` (migration 0025) sums the rows
+written before.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from django.db import transaction
 from django.db.models import F
 from django.db.models.expressions import RawSQL
 
+from erp.llm.models import UsageLog
 from erp.tenancy import rows
 from erp.tenancy.rls import ALL_SETTING
 
@@ -101,11 +104,31 @@ FROM f WHERE c.id = f.id
 """  # noqa: S608
 
 
+# The cost of each conversation: the sum of its usage rows (the ledger's covering index
+# usage_tenant_conversation), set, not added, so a second run changes nothing.
+COST_BACKFILL_SQL = f"""
+UPDATE ai_agents_conversation c SET cost_usd = coalesce((
+  SELECT sum(u.cost_usd) FROM {UsageLog._meta.db_table} u
+  WHERE u.tenant_id = c.tenant_id AND u.conversation_id = c.id), 0)
+WHERE c.id = ANY(%(ids)s)
+"""  # noqa: S608
+
+
 def conversation_facts_backfill(*, cursor: Any, batch: int = BACKFILL_BATCH) -> int:
     """Every conversation's facts computed from its messages, `batch` conversations per
     statement, each batch its own transaction (by id; works on an empty table). `cursor`: a
     migration's, the bench's or a test's (a Django cursor). Returns how many conversations were
     filled in."""
+    return _backfill(cursor, BACKFILL_SQL, batch)
+
+
+def conversation_cost_backfill(*, cursor: Any, batch: int = BACKFILL_BATCH) -> int:
+    """Every conversation's `cost_usd` summed from its usage rows (migration 0025), like
+    `conversation_facts_backfill`: by batches, each its own transaction."""
+    return _backfill(cursor, COST_BACKFILL_SQL, batch)
+
+
+def _backfill(cursor: Any, sql: str, batch: int) -> int:
     done, after = 0, None
     while True:
         with transaction.atomic(using=cursor.db.alias):
@@ -119,6 +142,6 @@ def conversation_facts_backfill(*, cursor: Any, batch: int = BACKFILL_BATCH) -> 
             ids = [row[0] for row in cursor.fetchall()]
             if not ids:
                 return done
-            cursor.execute(BACKFILL_SQL, {"ids": ids})
+            cursor.execute(sql, {"ids": ids})
         done += len(ids)
         after = ids[-1]

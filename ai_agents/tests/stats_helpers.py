@@ -25,7 +25,10 @@ from typing import Any
 from django.db import connection
 
 from ai_agents.models import Agent, Conversation, Message
-from ai_agents.services.stats_facts import conversation_facts_backfill
+from ai_agents.services.stats_facts import (
+    conversation_cost_backfill,
+    conversation_facts_backfill,
+)
 from ai_agents.tests.handoff_helpers import agent_for
 from erp.llm.models import UsageLog
 from erp.tenancy.models import Tenant
@@ -136,10 +139,11 @@ def stats_week(tenant: Tenant, staff: Any) -> dict[str, Any]:
     _cost(c7, tenant, "0.100")  # outside the period
     _cost(None, tenant, "0.500")  # knowledge-base embeddings: not a conversation's cost
     made.update({f"c{i}": c for i, c in enumerate((c1, c2, c3, c4, c5, c6, c7, c8, c9), 1)})
-    # Rows made the old way (messages without their conversation's facts): the backfill of
-    # migration 0023 fills the facts in.
+    # Rows made the old way (messages without their conversation's facts, usage rows without
+    # their conversation's cost): the backfills of migrations 0024 and 0025 fill them in.
     with all_tenants(), connection.cursor() as cursor:
         conversation_facts_backfill(cursor=cursor)
+        conversation_cost_backfill(cursor=cursor)
     return made
 
 

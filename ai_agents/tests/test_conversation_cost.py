@@ -1,20 +1,26 @@
 """A conversation's cost in GET /api/v1/conversations/{id}: its usage rows (model tokens,
-transcription and channel messages), each tenant's only under that tenant."""
+transcription and channel messages), each tenant's only under that tenant; the same sum kept on
+the conversation (`Conversation.cost_usd`) by the ledger's statements, as the statistics read
+it."""
 
 from __future__ import annotations
 
+import zoneinfo
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from ai_agents.models import Conversation
+from ai_agents.services.stats_facts import conversation_cost_backfill
 from erp.llm.models import ModelPrice, UsageLog
 from erp.llm.pricing import channel_charge_record
 from erp.llm.selectors import conversation_costs
 from erp.llm.usage import usage_record
 from erp.tenancy.models import Membership, Tenant
+from erp.tenancy.scoping import all_tenants
 from erp.testing.factories import MembershipFactory, UserFactory
 
 URL = "/api/v1/conversations"
@@ -117,3 +123,74 @@ def test_a_member_of_both_tenants_sees_each_cost_under_its_tenant(
     assert (seen_b["tenant"]["id"], seen_b["cost_usd"]) == (tenant_b.pk, "0.000000")
     narrowed = client.get(f"{URL}/{conv_b.pk}", HTTP_X_TENANT=tenant_a.slug)
     assert narrowed.status_code == 404
+
+
+def _ledger_sum(conversation: Conversation) -> Decimal:
+    rows = UsageLog.objects.unscoped().filter(conversation_id=conversation.pk)
+    return sum((row.cost_usd for row in rows), Decimal("0"))
+
+
+def _stats_cost(client: Any, conversation: Conversation) -> str:
+    tenant = Tenant.objects.get(pk=conversation.tenant_id)
+    day = conversation.started_at.astimezone(zoneinfo.ZoneInfo(tenant.timezone or "UTC")).date()
+    response = client.get("/api/v1/stats", {"from": day.isoformat(), "to": day.isoformat()})
+    assert response.status_code == 200, response.content
+    return response.json()["cost_usd"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("credits_mode", ["enforce", "off"])
+def test_the_conversation_keeps_the_ledger_sum_and_the_stats_show_it(
+    owner_client: Any,
+    outsider_client: Any,
+    conv_a: Conversation,
+    conv_b: Conversation,
+    settings: Any,
+    credits_mode: str,
+) -> None:
+    settings.AI_CREDITS_MODE = credits_mode
+    balance = Tenant.objects.get(pk=conv_a.tenant_id).ai_credit_balance_usd
+    _costs(conv_a, channel_key="whatsapp:a")
+    _costs(conv_b, channel_key="whatsapp:b")  # another tenant's costs stay on its conversation
+    tenant = Tenant.objects.get(pk=conv_a.tenant_id)
+    # the same message billed again (a retried send, a redelivered webhook): counted once
+    channel_charge_record(
+        tenant=tenant,
+        charge_key="whatsapp:a",
+        channel="whatsapp",
+        phone="+52 55 1234 5678",
+        category="service",
+        conversation_id=conv_a.pk,
+    )
+
+    kept = Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd
+    assert kept == _ledger_sum(conv_a) == Decimal("0.008100")
+    assert Conversation.objects.unscoped().get(pk=conv_b.pk).cost_usd == Decimal("0.008100")
+    assert _stats_cost(owner_client, conv_a) == "0.008100"
+    assert _stats_cost(outsider_client, conv_b) == "0.008100"
+    # migration 0025's backfill (the ledger summed again) finds the same
+    with all_tenants(), connection.cursor() as cursor:
+        conversation_cost_backfill(cursor=cursor)
+    assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0.008100")
+    # the model's and the transcription's cost are still debited from the AI credit, the
+    # channel's is not (Meta's bill)
+    debited = balance - Tenant.objects.get(pk=conv_a.tenant_id).ai_credit_balance_usd
+    assert debited == (Decimal("0.003100") if credits_mode == "enforce" else Decimal("0"))
+
+
+@pytest.mark.django_db
+def test_usage_without_a_conversation_changes_no_conversation(conv_a: Conversation) -> None:
+    tenant = Tenant.objects.get(pk=conv_a.tenant_id)
+    ModelPrice.objects.get_or_create(
+        provider="google",
+        model="priced-model",
+        defaults={"input_per_million_usd": Decimal("1"), "output_per_million_usd": Decimal("3")},
+    )
+
+    usage_record(
+        tenant=tenant, operation="embedding", provider="google", model="priced-model",
+        input_tokens=1000,
+    )  # fmt: skip
+
+    assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0")
+    assert UsageLog.objects.unscoped().filter(operation="embedding").count() == 1

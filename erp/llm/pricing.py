@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from erp.llm.budget import spend_add
+from erp.llm.conversation_cost import conversation_cost_statement
 from erp.llm.models import ChannelPrice, Operation, UsageLog
 from erp.tenancy import rows
 from erp.tenancy.models import Tenant
@@ -94,9 +95,12 @@ def channel_charge_record(
         created_at=now,
     )
     sql, params = rows.insert_statement([log])
+    # Added to the conversation's cost only when the row was inserted (not a duplicate); the
+    # statement returns a row exactly then.
+    sql = conversation_cost_statement(f"{sql} ON CONFLICT DO NOTHING", then="SELECT 1 FROM ins")
     # A channel's charge is Meta's bill, not the AI credit: no debit, only the ledger row.
     with tenant_scope(tenant):
-        [outcome] = rows.run_together([(f"{sql} ON CONFLICT DO NOTHING RETURNING 1", params)])
+        [outcome] = rows.run_together([(sql, params)])
     inserted = bool(outcome.rows)
     if inserted and price:
         spend_add(tenant=tenant, cost_usd=price)

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from erp.llm.budget import spend_add
+from erp.llm.conversation_cost import conversation_cost_statement
 from erp.llm.errors import NoCredits
 from erp.llm.models import ModelPrice, UsageLog
 from erp.tenancy import rows
@@ -124,25 +125,30 @@ def usage_record(
     # Durable: the tokens were spent, so the row (and the debit) stay even when the message's
     # transaction fails after the call (RN-6).
     # The row is the tenant's whoever calls: written in its scope (row-level security).
+    # The same statement adds the cost to the row's conversation (conversation_cost.py).
     with tenant_scope(tenant):
-        if not cost or settings.AI_CREDITS_MODE == "off":
-            rows.write(rows.insert_statement([log]), durable=True)
-        else:
-            rows.write(_insert_and_debit_statement(log), durable=True)
+        debit = bool(cost) and settings.AI_CREDITS_MODE != "off"
+        rows.write(_insert_statement(log, debit=debit), durable=True)
     rows.inserted([log])
     if cost:
         spend_add(tenant=tenant, cost_usd=cost)
     return log
 
 
-def _insert_and_debit_statement(log: UsageLog) -> rows.Statement:
-    """The row and the debit in ONE statement: atomic without BEGIN/COMMIT round trips, and
-    the balance is decremented in place, so concurrent calls never lose a debit."""
+def _insert_statement(log: UsageLog, *, debit: bool) -> rows.Statement:
+    """The row, the debit (`debit`) and the addition to its conversation's cost in ONE
+    statement: atomic without BEGIN/COMMIT round trips, and the balance and the conversation's
+    cost are incremented in place, so concurrent calls never lose one."""
     insert, params = rows.insert_statement([log])
-    sql = (
-        f"WITH ins AS ({insert} RETURNING tenant_id, cost_usd) "  # noqa: S608
-        f"UPDATE {Tenant._meta.db_table} t "
-        "SET ai_credit_balance_usd = t.ai_credit_balance_usd - ins.cost_usd "
-        "FROM ins WHERE t.id = ins.tenant_id"
-    )
-    return sql, params
+    then = ""
+    if debit:
+        then = (
+            f"UPDATE {Tenant._meta.db_table} t "  # noqa: S608
+            "SET ai_credit_balance_usd = t.ai_credit_balance_usd - ins.cost_usd "
+            "FROM ins WHERE t.id = ins.tenant_id"
+        )
+    if log.conversation_id is not None and log.cost_usd:
+        return conversation_cost_statement(insert, then=then), params
+    if debit:
+        return f"WITH ins AS ({insert} RETURNING tenant_id, cost_usd) {then}", params
+    return insert, params
