@@ -140,7 +140,7 @@ def stats_week(tenant: Tenant, staff: Any) -> dict[str, Any]:
     _cost(None, tenant, "0.500")  # knowledge-base embeddings: not a conversation's cost
     made.update({f"c{i}": c for i, c in enumerate((c1, c2, c3, c4, c5, c6, c7, c8, c9), 1)})
     # Rows made the old way (messages without their conversation's facts, usage rows without
-    # their conversation's cost): the backfills of migrations 0024 and 0025 fill them in.
+    # their conversation's cost): the backfills of migrations 0024 and 0026 fill them in.
     with all_tenants(), connection.cursor() as cursor:
         conversation_facts_backfill(cursor=cursor)
         conversation_cost_backfill(cursor=cursor)

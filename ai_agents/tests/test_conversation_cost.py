@@ -168,7 +168,7 @@ def test_the_conversation_keeps_the_ledger_sum_and_the_stats_show_it(
     assert Conversation.objects.unscoped().get(pk=conv_b.pk).cost_usd == Decimal("0.008100")
     assert _stats_cost(owner_client, conv_a) == "0.008100"
     assert _stats_cost(outsider_client, conv_b) == "0.008100"
-    # migration 0025's backfill (the ledger summed again) finds the same
+    # migration 0026's backfill (the ledger summed again) finds the same
     with all_tenants(), connection.cursor() as cursor:
         conversation_cost_backfill(cursor=cursor)
     assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0.008100")
