@@ -110,6 +110,7 @@ class ChannelBindingForm(forms.ModelForm):
             "is_active",
             "phone_number_id",
             "access_token",
+            "waba_id",
             "whatsapp_template",
             "address",
             "allowed_origins",
@@ -191,7 +192,7 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         (None, {"fields": ["tenant", "agent", "type", "name", "is_active"]}),
         (
             _("WhatsApp"),
-            {"fields": ["phone_number_id", "access_token", "whatsapp_template"]},
+            {"fields": ["phone_number_id", "waba_id", "access_token", "whatsapp_template"]},
         ),
         (_("Correo electrónico"), {"fields": ["address", "webhook_url"]}),
         (_("Chat web"), {"fields": ["allowed_origins", "embed_snippet"]}),
