@@ -22,9 +22,7 @@ ORDER_UPDATE = FakeGraph.template(
     "order_update", "Hola {{1}}, su pedido {{2}} ya salió.", language="en_US"
 )
 SURVEY = FakeGraph.template("encuesta", "¿Pudimos resolver su duda?", category="MARKETING")
-NAMED = FakeGraph.template(
-    "cita", "Hola {{first_name}}, su cita es el {{fecha}}.", named=True
-)
+NAMED = FakeGraph.template("cita", "Hola {{first_name}}, su cita es el {{fecha}}.", named=True)
 
 
 def account_ready(
