@@ -59,4 +59,3 @@ class TemplateFollowupAdmin(TenantOwnedAdmin):
     with "seguimiento por plantilla de WhatsApp" in its handoff settings)."""
 
     list_display = ["agent", "template", "lead_minutes", "is_active"]
-    fields = ["tenant", "agent", "template", "variables", "lead_minutes", "is_active"]

@@ -31,6 +31,7 @@ from ai_agents.channels.whatsapp.graph import (
     messages_post_with_retries,
 )
 from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
+from ai_agents.channels.whatsapp.templates import message_template
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
@@ -262,11 +263,6 @@ def _last_break(window: str, limit: int) -> int:
     return limit
 
 
-def window_open(conversation: Conversation, *, now: datetime | None = None) -> bool:
-    """Inside the 24-hour customer-service window (free-form messages allowed)?"""
-    return window_is_open(conversation, now=now)
-
-
 def text_body(to: str, text: str) -> dict[str, Any]:
     return {
         "messaging_product": "whatsapp",
@@ -303,13 +299,6 @@ def template_body(to: str, template: dict[str, Any]) -> dict[str, Any]:
         "type": "template",
         "template": body,
     }
-
-
-def message_template(message: Any) -> dict[str, Any] | None:
-    """The template a message was stored to be sent as (`metadata.wa_template`: name,
-    language, components, category), or None for a free-form message."""
-    chosen = (message.metadata or {}).get("wa_template")
-    return chosen if isinstance(chosen, dict) and chosen.get("name") else None
 
 
 def mark_read_body(message_id: str) -> dict[str, Any]:
@@ -352,9 +341,9 @@ class WhatsAppAdapter:
         chosen = message_template(message)
         if chosen is not None:  # a template chosen in the inbox or a follow-up: any time
             bodies = [template_body(to, chosen)]
-        elif window_open(conversation) and isinstance(interactive, dict):
+        elif window_is_open(conversation) and isinstance(interactive, dict):
             bodies = [interactive_body(to, message.content, interactive)]
-        elif window_open(conversation):
+        elif window_is_open(conversation):
             bodies = [text_body(to, part) for part in text_split(message.content)]
         elif (binding.whatsapp_template or {}).get("name"):
             bodies = [template_body(to, binding.whatsapp_template)]

@@ -115,6 +115,13 @@ def _page_get(client: GraphClient, path: str, params: dict[str, str]) -> dict[st
     return data
 
 
+def message_template(message: Any) -> dict[str, Any] | None:
+    """The template a message was stored to be sent as (`metadata.wa_template`: name,
+    language, components, category), or None for a free-form message."""
+    chosen = (message.metadata or {}).get("wa_template")
+    return chosen if isinstance(chosen, dict) and chosen.get("name") else None
+
+
 def template_render(body_text: str, values: dict[str, str]) -> str:
     """The body as the customer reads it (what the inbox stores as the message's text)."""
     return VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), body_text)

@@ -77,6 +77,7 @@ def test_outside_the_window_free_text_is_refused_before_anything_is_stored(
     error = response.json()["error"]
     assert error["code"] == "window_closed"
     assert error["message"] == "La ventana de 24 horas está cerrada: envía una plantilla aprobada."
+    assert conversation.last_inbound_at is not None
     expected_close = conversation.last_inbound_at + timedelta(hours=24)
     assert error["window_closes_at"] == expected_close.isoformat()
     assert english.json()["error"]["message"] == (
@@ -105,6 +106,7 @@ def test_inside_the_window_the_reply_goes_and_the_json_tells_when_it_closes(
         )
 
     assert response.status_code == 200
+    assert conversation.last_inbound_at is not None
     closes = conversation.last_inbound_at + timedelta(hours=24)
     assert response.json()["window_closes_at"] == closes.isoformat().replace("+00:00", "Z")
     assert [body["text"]["body"] for body in fake_graph.sent] == ["Hola"]
