@@ -155,3 +155,23 @@ def test_admin_lists_the_templates_read_only_and_syncs_by_role(
     client.force_login(owner.user)
     client.post(url, action)
     assert [r[0] for r in _rows(tenant_a)] == ["encuesta", "order_update"]
+
+
+@pytest.mark.django_db
+def test_the_channels_list_syncs_a_channel_with_no_template_yet(
+    client: Client, wa_binding: Any, tenant_a: Any, owner: Any, member: Any, fake_graph: FakeGraph
+) -> None:
+    wa_binding.waba_id = WABA_A
+    wa_binding.save(update_fields=["waba_id"])
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE], token=TOKEN_A)
+    url = "/admin/ai_agents/channelbinding/"
+    action = {"action": "templates_sync", "_selected_action": [str(wa_binding.pk)]}
+
+    client.force_login(member.user)
+    client.post(url, action)
+    assert _rows(tenant_a) == []
+
+    client.force_login(owner.user)
+    page = client.post(url, action, follow=True)
+    assert [row[0] for row in _rows(tenant_a)] == ["order_update"]
+    assert "1 nuevas, 0 actualizadas, 0 borradas" in page.content.decode()
