@@ -214,7 +214,7 @@ def conversation_template_send(
         return first, False
     template = (
         WhatsAppTemplate.objects.for_tenant(conversation.tenant_id)
-        .filter(pk=template_id if str(template_id).isdigit() else None)
+        .filter(pk=template_id if _is_id(template_id) else None)
         .first()
     )
     if template is None or template.binding_id != conversation.binding_id or not template.approved:
@@ -241,6 +241,11 @@ def conversation_template_send(
             raise
         return first, False
     return message, True
+
+
+def _is_id(value: Any) -> bool:
+    """A positive integer that fits a bigint (anything else matches no template)."""
+    return isinstance(value, int | str) and str(value).isdigit() and len(str(value)) <= 18
 
 
 def _sent_before(conversation: Conversation, client_key: str) -> Message | None:

@@ -15,7 +15,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from ai_agents.models import Message
-from ai_agents.tests.channels.whatsapp.support import WA_ID, payload
+from ai_agents.tests.channels.whatsapp.support import WA_ID, payload, respond
 from ai_agents.tests.channels.whatsapp.templates_support import (
     NAMED,
     ORDER_UPDATE,
@@ -227,6 +227,7 @@ def test_bad_template_sends_are_refused_in_words_and_nothing_leaves(
             api.post(url, {**good, "variables": ["Ana", ""]}, format="json"),
             api.post(url, {**good, "template_id": paused_id}, format="json"),
             api.post(url, {**good, "template_id": "x"}, format="json"),
+            api.post(url, {**good, "template_id": 10**30}, format="json"),
             api.post(url, {**good, "client_key": ""}, format="json"),
             api.post(url, ["not", "an", "object"], format="json"),
         ]
@@ -237,6 +238,7 @@ def test_bad_template_sends_are_refused_in_words_and_nothing_leaves(
     assert [(r.status_code, r.json()["error"]["code"]) for r in answers] == [
         (400, "validation_error"),
         (400, "validation_error"),
+        (400, "template_not_sendable"),
         (400, "template_not_sendable"),
         (400, "template_not_sendable"),
         (400, "validation_error"),
@@ -277,3 +279,30 @@ def test_graph_refusing_with_131047_is_recorded_in_words(
         "plantillas aprobadas"
     )
     assert len(fake_graph.sent) == 1  # not retried: only a template can go now
+
+
+@pytest.mark.django_db
+def test_a_bot_reply_due_after_the_window_closed_is_kept_unsent_and_the_team_told(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    fake_google: Any,
+    run_tasks: Any,
+    caplog: Any,
+) -> None:
+    from ai_agents.tasks import channel_conversation_answer
+
+    conversation = conversation_aged(client, tenant_a, hours=25)  # answered late (worker lost)
+    respond(fake_google, "Su pedido sale mañana.")
+
+    with run_tasks():
+        channel_conversation_answer(str(conversation.pk))
+
+    with tenant_scope(tenant_a):
+        reply = Message.objects.get(role="assistant")
+    assert reply.content == "Su pedido sale mañana."
+    assert reply.delivery_status == "failed"
+    assert reply.metadata["delivery_error"]["code"] == "outside_24h_window"
+    assert fake_graph.sent == []  # refused before calling Graph
+    assert "whatsapp.outside_window" in caplog.text
