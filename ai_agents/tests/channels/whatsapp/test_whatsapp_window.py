@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from ai_agents.models import Message
-from ai_agents.tests.channels.whatsapp.support import WA_ID, payload, respond
+from ai_agents.models import Conversation, Message
+from ai_agents.tests.channels.whatsapp.support import WA_ID, payload, post, respond
 from ai_agents.tests.channels.whatsapp.templates_support import (
     NAMED,
     ORDER_UPDATE,
@@ -306,3 +306,57 @@ def test_a_bot_reply_due_after_the_window_closed_is_kept_unsent_and_the_team_tol
     assert reply.metadata["delivery_error"]["code"] == "outside_24h_window"
     assert fake_graph.sent == []  # refused before calling Graph
     assert "whatsapp.outside_window" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_member_of_two_companies_sends_each_its_own_templates_only(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    tenant_b: Any,
+    owner: Any,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    from ai_agents.services.whatsapp_templates import whatsapp_templates_sync
+    from ai_agents.tests.channels.whatsapp.support import NUMBER_B, binding_create, text_payload
+    from ai_agents.tests.channels.whatsapp.templates_support import WABA_B
+    from erp.testing.factories import MembershipFactory
+
+    MembershipFactory.create(tenant=tenant_b, user=owner.user, role="owner")
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    binding_b = binding_create(tenant_b, NUMBER_B, token="EAAG-token-b", waba_id=WABA_B)
+    fake_graph.templates_put(WABA_B, [SURVEY], token="EAAG-token-b", number=NUMBER_B)
+    whatsapp_templates_sync(binding=binding_b)
+    conversation_a = conversation_aged(client, tenant_a, hours=30)
+    post(client, text_payload("hola", "wamid.b1", number=NUMBER_B))
+    with tenant_scope(tenant_b):
+        conversation_b = Conversation.objects.get()
+    api = APIClient()
+    api.force_login(owner.user)  # no X-Tenant below: the session acts for both companies
+    for conversation, slug in ((conversation_a, "acme"), (conversation_b, "globex")):
+        claim = f"/api/v1/conversations/{conversation.pk}/claim"
+        assert api.post(claim, format="json", HTTP_X_TENANT=slug).status_code == 200
+    a_template = _template_id(api, conversation_a, "order_update")
+    listed_b = api.get(f"/api/v1/conversations/{conversation_b.pk}/templates").json()
+
+    with run_tasks():
+        crossed = api.post(
+            f"/api/v1/conversations/{conversation_b.pk}/template",
+            {"template_id": a_template, "variables": ["Ana", "#1"], "client_key": "x"},
+            format="json",
+        )
+        own = api.post(
+            f"/api/v1/conversations/{conversation_b.pk}/template",
+            {"template_id": listed_b["templates"][0]["id"], "client_key": "x"},
+            format="json",
+        )
+
+    assert [t["name"] for t in listed_b["templates"]] == ["encuesta"]
+    assert listed_b["window_open"] is True
+    assert crossed.status_code == 400
+    assert crossed.json()["error"]["code"] == "template_not_sendable"
+    assert own.status_code == 201
+    assert [(b["template"]["name"], b["to"]) for b in fake_graph.sent] == [("encuesta", WA_ID)]
+    assert _staff_messages(tenant_a) == []
+    assert [m.content for m in _staff_messages(tenant_b)] == ["¿Pudimos resolver su duda?"]
