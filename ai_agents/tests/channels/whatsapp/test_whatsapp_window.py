@@ -360,3 +360,15 @@ def test_a_member_of_two_companies_sends_each_its_own_templates_only(
     assert [(b["template"]["name"], b["to"]) for b in fake_graph.sent] == [("encuesta", WA_ID)]
     assert _staff_messages(tenant_a) == []
     assert [m.content for m in _staff_messages(tenant_b)] == ["¿Pudimos resolver su duda?"]
+
+
+@pytest.mark.django_db
+def test_the_openapi_schema_documents_the_template_endpoints(client: Client) -> None:
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+    listed = schema["paths"]["/api/v1/conversations/{conversation_id}/templates"]["get"]
+    send = schema["paths"]["/api/v1/conversations/{conversation_id}/template"]["post"]
+    request = send["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    fields = schema["components"]["schemas"][request.rsplit("/", 1)[1]]["properties"]
+    assert sorted(fields) == ["client_key", "staff_email", "template_id", "variables"]
+    assert "200" in listed["responses"]
