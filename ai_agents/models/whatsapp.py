@@ -4,6 +4,7 @@ from the inbox, and the optional follow-up an agent sends before the window clos
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -119,6 +120,16 @@ class TemplateFollowup(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.agent_id}: {self.template_id}"
+
+    def clean(self) -> None:
+        """The template must be of one of the agent's own WhatsApp channels."""
+        super().clean()
+        if self.template_id and self.agent_id and self.tenant_id:
+            owner = WhatsAppTemplate.objects.for_tenant(self.tenant_id).filter(pk=self.template_id)
+            if owner.values_list("binding__agent_id", flat=True).first() != self.agent_id:
+                raise ValidationError(
+                    {"template": _("La plantilla es de un canal de WhatsApp de otro agente.")}
+                )
 
 
 class FollowupSent(TenantOwnedModel):

@@ -147,3 +147,24 @@ def test_two_beat_runs_at_once_send_one_follow_up(
     assert sorted(counts) == [0, 1]
     assert len(_followups(tenant_a)) == 1
     assert [b["type"] for b in fake_graph.sent].count("template") == 1
+
+
+@pytest.mark.django_db
+def test_a_follow_up_takes_a_template_of_the_agents_own_channel_only(
+    wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    from ai_agents.services.agents import agent_create
+
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    other = agent_create(tenant=tenant_a, data={"name": "Otro", "system_prompt": "Eres otro."})
+    with tenant_scope(tenant_a):
+        template = WhatsAppTemplate.objects.get()
+        TemplateFollowup(tenant=tenant_a, agent=wa_binding.agent, template=template).clean()
+        with pytest.raises(ValidationError) as refused:
+            TemplateFollowup(tenant=tenant_a, agent=other, template=template).clean()
+
+    assert refused.value.message_dict == {
+        "template": ["La plantilla es de un canal de WhatsApp de otro agente."]
+    }
