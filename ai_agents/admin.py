@@ -291,6 +291,7 @@ class HandoffSettingsForm(forms.ModelForm):
             "renotify_minutes",
             "customer_notices",
             "rating_request",
+            "whatsapp_followup",
             "media_retention_days",
             "notice_claim_es",
             "notice_claim_en",
@@ -345,4 +346,8 @@ class HandoffSettingsAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         return bool(obj.webhook_secret)
 
 
-from ai_agents import admin_channels, admin_inbox  # noqa: E402, F401  (bindings, canned replies)
+from ai_agents import (  # noqa: E402, F401  (bindings, canned replies)
+    admin_channels,
+    admin_inbox,
+    admin_templates,
+)

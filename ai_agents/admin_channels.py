@@ -18,6 +18,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from ai_agents.admin_templates import bindings_sync
 from ai_agents.channels.webchat import appearance as look
 from ai_agents.channels.webchat import visitor as webchat
 from ai_agents.models import ChannelBinding
@@ -110,6 +111,7 @@ class ChannelBindingForm(forms.ModelForm):
             "is_active",
             "phone_number_id",
             "access_token",
+            "waba_id",
             "whatsapp_template",
             "address",
             "allowed_origins",
@@ -179,6 +181,7 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
     list_display = ["__str__", "type", "agent", "is_active", "created_at"]
     list_filter = ["type", "is_active"]
     search_fields = ["name", "phone_number_id", "address"]
+    actions = ["templates_sync"]
     readonly_fields = [
         "token",
         "webhook_url",
@@ -191,7 +194,7 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         (None, {"fields": ["tenant", "agent", "type", "name", "is_active"]}),
         (
             _("WhatsApp"),
-            {"fields": ["phone_number_id", "access_token", "whatsapp_template"]},
+            {"fields": ["phone_number_id", "waba_id", "access_token", "whatsapp_template"]},
         ),
         (_("Correo electrónico"), {"fields": ["address", "webhook_url"]}),
         (_("Chat web"), {"fields": ["allowed_origins", "embed_snippet"]}),
@@ -211,6 +214,13 @@ class ChannelBindingAdmin(SecretFieldsAdminMixin, TenantOwnedAdmin):
         ),
         (_("Registro"), {"fields": ["token", "created_at", "updated_at"]}),
     ]
+
+    def has_sync_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.can_write(request, obj)
+
+    @admin.action(description=_("Sincronizar plantillas de WhatsApp"), permissions=["sync"])
+    def templates_sync(self, request: HttpRequest, queryset: Any) -> None:
+        bindings_sync(request, [b for b in queryset if b.type == ChannelBinding.Type.WHATSAPP])
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)

@@ -23,7 +23,9 @@ from ai_agents.services.history_summary import history_summary_generate
 from ai_agents.services.knowledge import document_ingest
 from ai_agents.services.media_store import media_expire
 from ai_agents.services.typing import whatsapp_typing_due
+from ai_agents.services.whatsapp_followup import followups_due
 from ai_agents.services.whatsapp_media import conversation_media_resolve
+from ai_agents.services.whatsapp_templates import whatsapp_templates_sync_all
 from erp.http.errors import HttpError
 from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
@@ -92,6 +94,27 @@ def bulk_expire_conversations() -> int:
 def bulk_media_expire() -> int:
     """Beat, hourly: deletes kept voice notes and images past their tenant's retention."""
     return media_expire()
+
+
+@shared_task(
+    name="ai_agents.bulk_whatsapp_templates_sync",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
+def bulk_whatsapp_templates_sync() -> int:
+    """Beat, daily: every WhatsApp channel's templates read again from the Graph API."""
+    return whatsapp_templates_sync_all()
+
+
+@shared_task(
+    name="ai_agents.bulk_whatsapp_followups",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
+def bulk_whatsapp_followups() -> int:
+    """Beat (WHATSAPP_FOLLOWUP_SWEEP_SECONDS): the agents' follow-up templates that are due,
+    each conversation at most once (`ai_agents.services.whatsapp_followup`)."""
+    return followups_due()
 
 
 @shared_task(

@@ -191,6 +191,8 @@ CHANNEL_PENDING_SWEEP_SECONDS = env_int("CHANNEL_PENDING_SWEEP_SECONDS", 60)
 # Escalated conversations nobody answers are looked at this often; each tenant's reminder period
 # is HandoffSettings.renotify_minutes (default 30, 0: never).
 HANDOFF_RENOTIFY_SWEEP_SECONDS = env_int("HANDOFF_RENOTIFY_SWEEP_SECONDS", 300)
+# WhatsApp follow-ups due before the 24-hour window closes are looked for this often.
+WHATSAPP_FOLLOWUP_SWEEP_SECONDS = env_int("WHATSAPP_FOLLOWUP_SWEEP_SECONDS", 300)
 # Beat: every periodic task of both apps, declared here and nowhere else.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # RN-7: conversations inactive for 24 h expire; checked every 15 minutes.
@@ -208,6 +210,16 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "ai-agents-renotify-escalations": {
         "task": "ai_agents.bulk_renotify_escalations",
         "schedule": float(HANDOFF_RENOTIFY_SWEEP_SECONDS),
+    },
+    # WhatsApp: templates read again from the Graph API daily; follow-ups before the 24-hour
+    # window closes, every WHATSAPP_FOLLOWUP_SWEEP_SECONDS.
+    "ai-agents-whatsapp-templates-sync": {
+        "task": "ai_agents.bulk_whatsapp_templates_sync",
+        "schedule": crontab(hour=5, minute=30),
+    },
+    "ai-agents-whatsapp-followups": {
+        "task": "ai_agents.bulk_whatsapp_followups",
+        "schedule": float(WHATSAPP_FOLLOWUP_SWEEP_SECONDS),
     },
     # The mail secretary's digest, daily at 06:00 (CELERY_TIMEZONE).
     "correo-digest-daily": {

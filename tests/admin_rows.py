@@ -22,6 +22,8 @@ from ai_agents.models import (
     HandoffSettings,
     HttpTool,
     KnowledgeBase,
+    TemplateFollowup,
+    WhatsAppTemplate,
 )
 from ai_agents.services.agents import agent_create
 from ai_agents.services.canned_replies import canned_reply_create
@@ -104,6 +106,39 @@ def _channel(tenant: Tenant, user: Any) -> ChannelBinding:
     )
 
 
+def _template(tenant: Tenant, user: Any) -> WhatsAppTemplate:
+    number = "2065403522" + str(tenant.pk).zfill(5)
+    binding = ChannelBinding.objects.for_tenant(tenant).filter(phone_number_id=number).first()
+    binding = binding or ChannelBinding.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        agent=_agent(tenant),
+        type=ChannelBinding.Type.WHATSAPP,
+        name=f"Plantillas {tenant.name}",
+        phone_number_id=number,
+        waba_id="1022901293" + str(tenant.pk).zfill(5),
+        access_token=secrets_of(tenant)["access_token"],
+    )
+    template = WhatsAppTemplate.objects.for_tenant(tenant).filter(binding=binding).first()
+    return template or WhatsAppTemplate.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        binding=binding,
+        name="seguimiento",
+        language="es",
+        category="utility",
+        status="APPROVED",
+        body_text=f"¿Pudimos ayudarle, {{{{1}}}}? {tenant.name}",
+        variables=["1"],
+        synced_at=timezone.now(),
+    )
+
+
+def _followup(tenant: Tenant, user: Any) -> TemplateFollowup:
+    template = _template(tenant, user)
+    return TemplateFollowup.objects.for_tenant(tenant).create(
+        tenant=tenant, agent=template.binding.agent, template=template, variables=["{nombre}"]
+    )
+
+
 def _digest(tenant: Tenant, user: Any) -> Digest:
     return Digest.objects.for_tenant(tenant).create(
         tenant=tenant, owner=user, generated_at=timezone.now(), resumen=f"Resumen {tenant.name}"
@@ -149,6 +184,8 @@ BUILDERS: dict[type[models.Model], Callable[[Tenant, Any], models.Model]] = {
     UsageLog: _usage,
     BudgetNotice: _budget_notice,
     CannedReply: _canned,
+    WhatsAppTemplate: _template,
+    TemplateFollowup: _followup,
 }
 
 

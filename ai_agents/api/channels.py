@@ -33,6 +33,11 @@ class ChannelInputSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     is_active = serializers.BooleanField(required=False)
     phone_number_id = serializers.CharField(max_length=64, required=False)
+    waba_id = serializers.CharField(
+        max_length=64,
+        required=False,
+        help_text=_("Solo WhatsApp: id de la cuenta de WhatsApp Business (plantillas)."),
+    )
     access_token = serializers.CharField(
         max_length=4000, required=False, write_only=True, help_text=_("Solo escritura.")
     )
@@ -62,6 +67,7 @@ class ChannelSerializer(serializers.Serializer):
     is_active = serializers.BooleanField()
     phone_number_id = serializers.CharField(required=False, help_text=_("Solo WhatsApp."))
     has_access_token = serializers.BooleanField(required=False, help_text=_("Solo WhatsApp."))
+    waba_id = serializers.CharField(required=False, help_text=_("Solo WhatsApp."))
     whatsapp_template = serializers.JSONField(required=False, help_text=_("Solo WhatsApp."))
     address = serializers.EmailField(required=False, help_text=_("Solo correo."))
     webhook_url = serializers.URLField(
@@ -92,6 +98,7 @@ def channel_representation(binding: ChannelBinding, request: HttpRequest) -> dic
     if binding.type == ChannelBinding.Type.WHATSAPP:
         data["phone_number_id"] = binding.phone_number_id
         data["has_access_token"] = bool(binding.access_token)
+        data["waba_id"] = binding.waba_id
         data["whatsapp_template"] = binding.whatsapp_template or {}
     elif binding.type == ChannelBinding.Type.EMAIL:
         data["address"] = binding.address

@@ -24,6 +24,7 @@ from ai_agents.rules.delivery_labels import (
     failure_code,
 )
 from ai_agents.rules.escalation_labels import conversation_escalation
+from ai_agents.rules.whatsapp_window import window_closes_at
 from ai_agents.selectors.conversations import (
     FilterError,
     cards_annotate,
@@ -68,6 +69,7 @@ class ConversationSerializer(CardFieldsMixin, serializers.ModelSerializer):
     claimed = serializers.SerializerMethodField()
     waiting_since = serializers.SerializerMethodField()
     escalation = serializers.SerializerMethodField()
+    window_closes_at = serializers.SerializerMethodField()
 
     def get_assigned_to(self, obj: Conversation) -> dict[str, Any] | None:
         """Who handles it (the holder, or who closed it); null when nobody."""
@@ -93,6 +95,12 @@ class ConversationSerializer(CardFieldsMixin, serializers.ModelSerializer):
 
     def get_waiting_since(self, obj: Conversation) -> str | None:
         value = conversation_waiting_since(obj)
+        return None if value is None else serializers.DateTimeField().to_representation(value)
+
+    def get_window_closes_at(self, obj: Conversation) -> str | None:
+        """WhatsApp: when the 24-hour window closes (last customer message + 24 h); null on
+        other channels. Past it only a template can be sent."""
+        value = window_closes_at(obj)
         return None if value is None else serializers.DateTimeField().to_representation(value)
 
     def get_escalation(self, obj: Conversation) -> dict[str, Any] | None:
@@ -123,6 +131,7 @@ class ConversationSerializer(CardFieldsMixin, serializers.ModelSerializer):
             "claimed_at",
             "claimed",
             "waiting_since",
+            "window_closes_at",
             "last_message_preview",
             "unread_count",
             "previous_conversation",

@@ -171,3 +171,18 @@ urlpatterns += [
         name="stats-conversations",
     ),
 ]
+
+from ai_agents.api import whatsapp_templates as template_views  # noqa: E402
+
+urlpatterns += [
+    path(
+        "conversations/<str:conversation_id>/templates",
+        template_views.ConversationTemplatesView.as_view(),
+        name="conversation-templates",
+    ),
+    path(
+        "conversations/<str:conversation_id>/template",
+        template_views.TemplateSendView.as_view(),
+        name="conversation-template-send",
+    ),
+]

@@ -15,6 +15,7 @@ from ai_agents.models import Conversation, ConversationNote, Message
 from ai_agents.rules.delivery_labels import delivery_text, failure_code
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.rules.options import options_of
+from ai_agents.rules.whatsapp_window import window_closes_at, window_is_open
 from ai_agents.services import handoff
 from erp.tenancy.models import Membership
 
@@ -130,4 +131,15 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "can_reply": is_open and conversation.assigned_to_id == user.pk,
         "can_release": is_open and free_or_mine,
         "can_close": is_open and free_or_mine,
+        # WhatsApp's 24-hour window (null elsewhere): the page counts down to it and offers
+        # only templates once it passed.
+        **_window_facts(conversation),
+    }
+
+
+def _window_facts(conversation: Conversation) -> dict[str, Any]:
+    closes = window_closes_at(conversation)
+    return {
+        "window_closes_at": closes.isoformat() if closes else None,
+        "window_open": window_is_open(conversation),
     }

@@ -35,10 +35,12 @@ from ai_agents.inbox.state import (
     conversation_teammates,
     message_row,
 )
+from ai_agents.inbox.window import window_texts
 from ai_agents.models import Conversation, Message
 from ai_agents.services import handoff
 from ai_agents.services.inbox import conversation_read_mark
 from ai_agents.services.typing import customer_typing
+from ai_agents.services.whatsapp_templates import approved_templates, template_json
 from erp.tenancy.selectors import tenant_ids_for
 
 POLL_SECONDS = 3
@@ -99,6 +101,8 @@ def inbox_conversation(request: HttpRequest, conversation_id: Any) -> HttpRespon
         "many_tenants": len(tenant_ids_for(request.user)) > 1,
         "i18n": _page_texts(),
         "alerts_i18n": alerts_texts(),
+        "templates": [template_json(t) for t in approved_templates(conversation)],
+        "window_i18n": window_texts(),
     }
     return render(request, "ai_agents/inbox/conversation.html", context)
 

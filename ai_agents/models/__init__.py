@@ -10,6 +10,12 @@ from ai_agents.models.inbox import (
 from ai_agents.models.knowledge import Chunk, Document, KnowledgeBase
 from ai_agents.models.messages import Message
 from ai_agents.models.tools import HttpTool
+from ai_agents.models.whatsapp import (
+    FollowupSent,
+    TemplateFollowup,
+    TemplateSend,
+    WhatsAppTemplate,
+)
 
 __all__ = [
     "Agent",
@@ -24,9 +30,13 @@ __all__ = [
     "ConversationRead",
     "Delivery",
     "Document",
+    "FollowupSent",
     "HandoffSettings",
     "HttpTool",
     "InboxPreference",
     "KnowledgeBase",
     "Message",
+    "TemplateFollowup",
+    "TemplateSend",
+    "WhatsAppTemplate",
 ]

@@ -39,6 +39,8 @@ class ChannelBinding(TenantOwnedModel):
     # is known, so it is unique across the platform).
     phone_number_id = models.CharField(_("id del número (WhatsApp)"), max_length=64, blank=True)
     access_token = EncryptedTextField(_("token de acceso (cifrado)"), blank=True)
+    # WhatsApp Business Account id: where the binding's message templates are listed.
+    waba_id = models.CharField(_("id de la cuenta de WhatsApp Business"), max_length=64, blank=True)
     whatsapp_template = models.JSONField(
         _("plantilla fuera de la ventana de 24 h"),
         default=dict,
@@ -215,6 +217,14 @@ class HandoffSettings(TenantOwnedModel):
     )
     notice_close_en = models.CharField(
         _("aviso al cerrar (inglés)"), max_length=300, blank=True, help_text=DEFAULT_TEXT
+    )
+    whatsapp_followup = models.BooleanField(
+        _("seguimiento por plantilla de WhatsApp"),
+        default=False,
+        help_text=_(
+            "Antes de que se cierre la ventana de 24 horas, los agentes con un seguimiento "
+            "configurado envían una vez su plantilla si el cliente no respondió."
+        ),
     )
     updated_at = models.DateTimeField(_("actualizado"), auto_now=True)
 

@@ -25,7 +25,12 @@ from erp.tenancy.scoping import acts_for
 
 COMMON_FIELDS = ("agent", "name", "is_active")
 TYPE_FIELDS: dict[str, tuple[str, ...]] = {
-    ChannelBinding.Type.WHATSAPP: ("phone_number_id", "access_token", "whatsapp_template"),
+    ChannelBinding.Type.WHATSAPP: (
+        "phone_number_id",
+        "access_token",
+        "whatsapp_template",
+        "waba_id",
+    ),
     ChannelBinding.Type.EMAIL: ("address",),
     ChannelBinding.Type.WEBCHAT: ("allowed_origins", "appearance"),
 }
@@ -166,6 +171,15 @@ def clean_phone_number_id(value: Any) -> str:
     return text
 
 
+def clean_waba_id(value: Any) -> str:
+    text = str(value or "").strip()
+    if not _PHONE_NUMBER_ID.match(text):
+        raise ValidationError(
+            {"waba_id": [_("El id de la cuenta de WhatsApp Business es numérico (solo cifras).")]}
+        )
+    return text
+
+
 def clean_access_token(value: Any) -> str:
     text = str(value or "").strip()
     if not text:
@@ -244,6 +258,7 @@ CLEANERS = {
     "phone_number_id": clean_phone_number_id,
     "access_token": clean_access_token,
     "whatsapp_template": clean_whatsapp_template,
+    "waba_id": clean_waba_id,
     "address": clean_address,
     "allowed_origins": clean_allowed_origins,
     "appearance": appearance_clean,

@@ -16,6 +16,7 @@ reminders to the team (`ai_agents.services.handoff_renotify`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +27,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.models import Conversation, HandoffSettings, Message
+from ai_agents.rules.whatsapp_window import window_closes_at, window_is_open
 from ai_agents.services import customer_notice
 from ai_agents.services.inbox_events import conversation_changed
 from ai_agents.services.stats_facts import staff_reply_updates
@@ -66,6 +68,11 @@ class NotHolder(HandoffError):
 class InvalidReply(HandoffError):
     code = "validation_error"
     status = 400
+
+
+class WindowClosed(HandoffError):
+    code = "window_closed"
+    status = 409
 
 
 @dataclass(frozen=True)
@@ -294,10 +301,27 @@ def reply_text_clean(text: Any) -> str:
 
 
 def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Message:
-    """Stores the holder's reply and sends it on the conversation's channel once committed
-    (on pulled channels, the REST API and the web chat, storing it is the delivery). Renews
-    the lease. Raises NotHolder unless `user` holds it, ConversationClosed when it is over."""
+    """The holder's reply, stored and sent (`staff_message_store`). WindowClosed on WhatsApp
+    outside the 24-hour window: nothing stored or sent (only a template may go)."""
     text = reply_text_clean(text)
+    if not window_is_open(conversation):
+        raise WindowClosed(
+            _("La ventana de 24 horas está cerrada: envía una plantilla aprobada."),
+            window_closes_at=window_closes_at(conversation),
+        )
+    return staff_message_store(conversation, user, content=text, metadata={"human": True})
+
+
+def staff_message_store(
+    conversation: Conversation,
+    user: Any,
+    *,
+    content: str,
+    metadata: dict[str, Any],
+    within: Callable[[Message], None] | None = None,
+) -> Message:
+    """Stores a staff message if `user` holds the open conversation (lease renewed; NotHolder,
+    ConversationClosed), runs `within(message)` in its transaction, sends it once committed."""
     now = timezone.now()
     until = now + timedelta(minutes=lease_minutes(conversation.tenant_id))
     with transaction.atomic():
@@ -323,11 +347,13 @@ def conversation_reply(conversation: Conversation, user: Any, text: Any) -> Mess
             conversation_id=conversation.pk,
             agent_id=conversation.agent_id,
             role=Message.Role.ASSISTANT,
-            content=text,
+            content=content,
             author=user,
-            metadata={"human": True},
+            metadata=metadata,
             created_at=now,
         )
+        if within is not None:
+            within(message)
         message_id = str(message.pk)
         if conversation.binding_id is not None:
             # The task sends on pushing channels (WhatsApp, e-mail) and returns at once for the

@@ -16,10 +16,19 @@ Media (voice notes, images): `media_put(media_id, data, mime_type, token=...)` m
 `GET /{version}/{media_id}` answer the lookup JSON (with a download URL on this server) to that
 bearer token only (another token: 404, like Meta for a media id of another business), and
 `GET /media-download/{media_id}` the bytes, to the same token.
+
+Templates: `templates_put(waba_id, [template, ...], token=..., number=...)` makes
+`GET /{version}/{waba_id}/message_templates` list them to that token (another: Graph's 100
+error), `limit` per page (default 25) with `paging.cursors.before/after` and `paging.next`
+only while more follow, as Meta pages. `templates_error` answers every list instead. A
+template send (`"type": "template"`) from `number` must name an APPROVED template of its
+account in that language, else Graph's 132001 error; `template(...)` builds one entry in
+Meta's shape (BODY text with `{{1}}` or named variables).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import threading
@@ -36,6 +45,7 @@ VERSION = "v24.0"
 ROUTE = r"/(?P<version>v[0-9.]+)/(?P<number>[^/]+)/messages"
 MEDIA_ROUTE = r"/(?P<version>v[0-9.]+)/(?P<media_id>[0-9]+)$"
 DOWNLOAD_ROUTE = r"/media-download/(?P<media_id>[0-9]+)$"
+TEMPLATES_ROUTE = r"/(?P<version>v[0-9.]+)/(?P<waba_id>[0-9]+)/message_templates$"
 ERROR_MESSAGES = {
     130429: ("(#130429) Rate limit hit", "Cloud API message throughput has been reached."),
     131056: (
@@ -50,6 +60,10 @@ ERROR_MESSAGES = {
     ),
     190: ("Error validating access token: Session has expired.", ""),
     131009: ("(#131009) Parameter value is not valid", "Parameter value is not valid"),
+    132001: (
+        "(#132001) Template name does not exist in the translation",
+        "template name (x) does not exist in es",
+    ),
 }
 
 
@@ -63,12 +77,16 @@ class FakeGraph:
         self.media: dict[str, tuple[bytes, str, str]] = {}  # id -> (data, mime, token)
         self.lookup_bodies: dict[str, dict[str, Any]] = {}  # id -> a recorded lookup answer
         self.rejected: list[tuple[str, Any]] = []  # (problem, body) refused with 131009
+        self.templates: dict[str, tuple[list[dict[str, Any]], str]] = {}  # waba -> (list, token)
+        self.number_waba: dict[str, str] = {}  # phone_number_id -> waba_id
+        self.templates_error: FakeResponse | None = None
 
     def start(self) -> FakeGraph:
         self.server.start()
         self.server.route("POST", ROUTE, self._handle)
         self.server.route("GET", MEDIA_ROUTE, self._media_lookup)
         self.server.route("GET", DOWNLOAD_ROUTE, self._media_download)
+        self.server.route("GET", TEMPLATES_ROUTE, self._templates_list)
         return self
 
     def stop(self) -> None:
@@ -81,6 +99,9 @@ class FakeGraph:
             self.media.clear()
             self.lookup_bodies.clear()
             self.rejected.clear()
+            self.templates.clear()
+            self.number_waba.clear()
+            self.templates_error = None
         self.server.requests_clear()
 
     @property
@@ -110,6 +131,39 @@ class FakeGraph:
                 url = f"{self.server.url}/media-download/{media_id}"
                 self.lookup_bodies[media_id] = {**lookup, "url": url}
 
+    def templates_put(
+        self, waba_id: str, templates: list[dict[str, Any]], *, token: str, number: str = ""
+    ) -> None:
+        """The account's templates (replacing what it had), listed to `token`; sends from
+        `number` are checked against them."""
+        with self._lock:
+            self.templates[waba_id] = ([dict(t) for t in templates], token)
+            if number:
+                self.number_waba[number] = waba_id
+
+    @staticmethod
+    def template(
+        name: str,
+        body: str,
+        *,
+        language: str = "es",
+        category: str = "UTILITY",
+        status: str = "APPROVED",
+        named: bool = False,
+    ) -> dict[str, Any]:
+        """One entry of the list in Meta's shape."""
+        entry: dict[str, Any] = {
+            "name": name,
+            "language": language,
+            "status": status,
+            "category": category,
+            "id": str(int(hashlib.sha256(f"{name}:{language}".encode()).hexdigest()[:12], 16)),
+            "components": [{"type": "BODY", "text": body}],
+        }
+        if named:
+            entry["parameter_format"] = "NAMED"
+        return entry
+
     @staticmethod
     def error(code: int, *, status: int = 400, details: str = "") -> FakeResponse:
         """A Graph error envelope (the shape of payloads/whatsapp_error_*_response.json)."""
@@ -135,6 +189,11 @@ class FakeGraph:
         return [r.json() for r in self.posts if "status" not in r.json()]
 
     @property
+    def template_lists(self) -> list[FakeRequest]:
+        """Template list requests, in arrival order."""
+        return [r for r in self.requests if r.path.endswith("/message_templates")]
+
+    @property
     def read_marks(self) -> list[dict[str, Any]]:
         return [r.json() for r in self.posts if r.json().get("status") == "read"]
 
@@ -145,7 +204,8 @@ class FakeGraph:
     @property
     def media_requests(self) -> list[FakeRequest]:
         """Media lookups and downloads, in arrival order."""
-        return [r for r in self.requests if r.method == "GET"]
+        gets = [r for r in self.requests if r.method == "GET"]
+        return [r for r in gets if not r.path.endswith("/message_templates")]
 
     # --- handler -------------------------------------------------------------------------
     def _handle(self, request: FakeRequest) -> FakeResponse:
@@ -157,6 +217,9 @@ class FakeGraph:
             n = next(self._ids)
         if scripted is not None:
             return scripted
+        refused = self._template_refused(request.params.get("number", ""), body)
+        if refused is not None:
+            return refused
         problem = send_problem(body)
         if problem is not None:
             with self._lock:
@@ -170,6 +233,46 @@ class FakeGraph:
                 "messages": [{"id": f"wamid.FAKE{n:08d}"}],
             }
         )
+
+    def _template_refused(self, number: str, body: Any) -> FakeResponse | None:
+        """Graph's 132001 for a template its account does not have approved in that language."""
+        if not isinstance(body, dict) or body.get("type") != "template":
+            return None
+        with self._lock:
+            waba = self.number_waba.get(number)
+            listed = self.templates.get(waba or "", ([], ""))[0]
+        if waba is None:
+            return None
+        template = body.get("template") or {}
+        language = (template.get("language") or {}).get("code")
+        wanted = (template.get("name"), language, "APPROVED")
+        if any((e["name"], e["language"], e.get("status")) == wanted for e in listed):
+            return None
+        return self.error(132001)
+
+    def _templates_list(self, request: FakeRequest) -> FakeResponse:
+        if self.templates_error is not None:
+            return self.templates_error
+        waba = request.params["waba_id"]
+        with self._lock:
+            listed, token = self.templates.get(waba, ([], None))
+        if token is None or request.header("authorization") != f"Bearer {token}":
+            body = {"error": {"message": "Unsupported get request.", "code": 100}}
+            return FakeResponse.json(body, status=400)
+        limit = int((request.query.get("limit") or ["25"])[0])
+        after = (request.query.get("after") or [""])[0]
+        start = int(base64.b64decode(after).decode()) if after else 0
+        page = listed[start : start + limit]
+        paging: dict[str, Any] = {
+            "cursors": {
+                "before": base64.b64encode(str(start).encode()).decode(),
+                "after": base64.b64encode(str(start + len(page)).encode()).decode(),
+            }
+        }
+        if start + limit < len(listed):
+            cursor = paging["cursors"]["after"]
+            paging["next"] = f"{self.url}/{waba}/message_templates?limit={limit}&after={cursor}"
+        return FakeResponse.json({"data": page, "paging": paging})
 
     def _owned_media(self, request: FakeRequest) -> tuple[bytes, str] | None:
         media_id = request.params["media_id"]

@@ -19,6 +19,8 @@ def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> Non
         "ai-agents-channel-pending-sweep": "ai_agents.channel_pending_sweep",
         "ai-agents-renotify-escalations": "ai_agents.bulk_renotify_escalations",
         "ai-agents-media-expire": "ai_agents.bulk_media_expire",
+        "ai-agents-whatsapp-templates-sync": "ai_agents.bulk_whatsapp_templates_sync",
+        "ai-agents-whatsapp-followups": "ai_agents.bulk_whatsapp_followups",
         "correo-digest-daily": "correo.tasks.bulk_correo_digest_all",
     }
     assert schedule["ai-agents-expire-conversations"]["schedule"] == 15 * 60.0
@@ -30,6 +32,10 @@ def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> Non
     )
     assert schedule["ai-agents-media-expire"]["schedule"] == 60 * 60.0
     assert schedule["correo-digest-daily"]["schedule"] == crontab(hour=6, minute=0)
+    assert schedule["ai-agents-whatsapp-templates-sync"]["schedule"] == crontab(hour=5, minute=30)
+    assert schedule["ai-agents-whatsapp-followups"]["schedule"] == float(
+        settings.WHATSAPP_FOLLOWUP_SWEEP_SECONDS
+    )
     assert app.conf.beat_schedule == schedule
     assert [entry["task"] for entry in schedule.values() if entry["task"] not in app.tasks] == []
 

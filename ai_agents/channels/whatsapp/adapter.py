@@ -15,7 +15,7 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.cache import cache
@@ -32,16 +32,17 @@ from ai_agents.channels.whatsapp.graph import (
 )
 from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
+from ai_agents.channels.whatsapp.templates import message_template
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
+from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services.inbox_events import inbox_event_publish
 
 logger = logging.getLogger(__name__)
 
 CHANNEL = "whatsapp"
 TEXT_LIMIT = 4096
-WINDOW = timedelta(hours=24)
 OUTSIDE_WINDOW = "outside_24h_window"
 # How long a status for a wamid we have not stored yet waits for it.
 PARKED_SECONDS = 3600
@@ -263,12 +264,6 @@ def _last_break(window: str, limit: int) -> int:
     return limit
 
 
-def window_open(conversation: Conversation, *, now: datetime | None = None) -> bool:
-    """Inside the 24-hour customer-service window (free-form messages allowed)?"""
-    last = conversation.last_inbound_at
-    return last is not None and (now or timezone.now()) - last < WINDOW
-
-
 def text_body(to: str, text: str) -> dict[str, Any]:
     return {
         "messaging_product": "whatsapp",
@@ -344,11 +339,16 @@ class WhatsAppAdapter:
     def send(self, *, binding: Any, conversation: Any, message: Any) -> str:
         to = recipient_of(conversation)
         interactive = (message.metadata or {}).get("wa_interactive")
-        if window_open(conversation) and isinstance(interactive, dict):
+        chosen = message_template(message)
+        if chosen is not None:  # a template chosen in the inbox or a follow-up: any time
+            bodies = [template_body(to, chosen)]
+        elif window_is_open(conversation) and isinstance(interactive, dict):
             bodies = [interactive_body(to, message.content, interactive)]
-        elif window_open(conversation) and (chosen := options_bodies(to, message, text_split)):
-            bodies = chosen  # the answer's options: buttons or a list (options.py)
-        elif window_open(conversation):
+        elif window_is_open(conversation) and (
+            with_options := options_bodies(to, message, text_split)
+        ):
+            bodies = with_options  # the answer's options: buttons or a list (options.py)
+        elif window_is_open(conversation):
             bodies = [text_body(to, part) for part in text_split(message.content)]
         elif (binding.whatsapp_template or {}).get("name"):
             bodies = [template_body(to, binding.whatsapp_template)]
@@ -370,7 +370,11 @@ class WhatsAppAdapter:
             _delivery_record(delivery, result)
             if result.ok:
                 whatsapp_charge_record(
-                    delivery=delivery, conversation=conversation, binding=binding, body=body
+                    delivery=delivery,
+                    conversation=conversation,
+                    binding=binding,
+                    body=body,
+                    category=str((chosen or {}).get("category") or ""),
                 )
             else:
                 logger.warning(

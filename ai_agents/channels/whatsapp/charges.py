@@ -17,10 +17,11 @@ from erp.llm.pricing import channel_charge_record
 CHANNEL = "whatsapp"
 
 
-def message_category(binding: ChannelBinding, body: dict[str, Any]) -> str:
+def message_category(binding: ChannelBinding, body: dict[str, Any], category: str = "") -> str:
+    """`category`: the sent template's own (a synced template); else the binding's."""
     if body.get("type") != "template":
         return MessageCategory.SERVICE.value
-    category = str((binding.whatsapp_template or {}).get("category") or "")
+    category = category or str((binding.whatsapp_template or {}).get("category") or "")
     return category if category in TEMPLATE_CATEGORIES else MessageCategory.UTILITY.value
 
 
@@ -30,6 +31,7 @@ def whatsapp_charge_record(
     conversation: Conversation,
     binding: ChannelBinding,
     body: dict[str, Any],
+    category: str = "",
 ) -> None:
     """The channel-cost row of a delivery Graph accepted (idempotent)."""
     channel_charge_record(
@@ -37,7 +39,7 @@ def whatsapp_charge_record(
         charge_key=f"{CHANNEL}:{delivery.pk}",
         channel=CHANNEL,
         phone=str(body.get("to") or ""),
-        category=message_category(binding, body),
+        category=message_category(binding, body, category),
         agent_id=conversation.agent_id,
         conversation_id=conversation.pk,
         message_id=delivery.message_id,

@@ -171,6 +171,8 @@
     root.dataset.canReply = canReply ? "true" : "false";
     applyMode();
     watchLease(s);
+    // inbox_window.js follows the WhatsApp window and the reply rights from here.
+    document.dispatchEvent(new CustomEvent("inbox:state", { detail: s }));
   }
 
   function poll() {
@@ -329,6 +331,9 @@
   if (root.dataset.claimExpiresAt && root.dataset.holderIsMe !== "true") {
     watchLease({ claimed: true, holder_is_me: false, claim_expires_at: root.dataset.claimExpiresAt });
   }
+
+  // Another script of the page acted (a template sent): re-read now.
+  document.addEventListener("inbox:refresh", function () { if (!busy) poll().catch(function () {}); });
 
   var id = root.dataset.conversationId;
   if (window.InboxLive) {

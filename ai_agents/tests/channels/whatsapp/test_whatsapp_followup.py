@@ -1,0 +1,170 @@
+"""The optional follow-up: a tenant that opted in, an agent with a follow-up template, a
+conversation the customer left unanswered whose window closes within the lead time: the
+template goes once (never twice, not even under two beat runs at the same time), and only
+then."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+
+from ai_agents.models import (
+    Conversation,
+    FollowupSent,
+    HandoffSettings,
+    Message,
+    TemplateFollowup,
+    WhatsAppTemplate,
+)
+from ai_agents.services.whatsapp_followup import followups_due
+from ai_agents.tests.channels.whatsapp.support import WA_ID
+from ai_agents.tests.channels.whatsapp.templates_support import (
+    ORDER_UPDATE,
+    SURVEY,
+    account_ready,
+    conversation_aged,
+)
+from erp.celery import app
+from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
+from erp.testing.fake_graph import FakeGraph
+
+pytestmark = pytest.mark.usefixtures("channel_prices")
+
+
+def _followup(binding: Any, tenant: Any, *, opted_in: bool = True) -> TemplateFollowup:
+    with tenant_scope(tenant):
+        HandoffSettings.objects.update_or_create(
+            tenant=tenant, defaults={"whatsapp_followup": opted_in}
+        )
+        template = WhatsAppTemplate.objects.get(name="order_update")
+        return TemplateFollowup.objects.create(
+            tenant=tenant,
+            agent=binding.agent,
+            template=template,
+            variables=["{nombre}", "#10423"],
+            lead_minutes=60,
+        )
+
+
+def _bot_answers(conversation: Conversation) -> None:
+    with tenant_scope(conversation.tenant_id):
+        Message.objects.create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            agent_id=conversation.agent_id,
+            role=Message.Role.ASSISTANT,
+            content="Su pedido sale mañana.",
+            delivery_status="sent",
+        )
+
+
+def _wrote_hours_ago(conversation: Conversation, hours: float) -> None:
+    with tenant_scope(conversation.tenant_id):
+        Conversation.objects.filter(pk=conversation.pk).update(
+            last_inbound_at=timezone.now() - timedelta(hours=hours)
+        )
+
+
+def _followups(tenant: Any) -> list[Message]:
+    with tenant_scope(tenant):
+        return list(Message.objects.filter(metadata__followup=True))
+
+
+@pytest.fixture
+def eager() -> Any:
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.mark.django_db
+def test_the_follow_up_goes_once_and_only_when_due(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE, SURVEY])
+    config = _followup(wa_binding, tenant_a, opted_in=False)
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+
+    with run_tasks():
+        assert followups_due() == 0  # the tenant did not opt in
+        HandoffSettings.objects.for_tenant(tenant_a).update(whatsapp_followup=True)
+        assert followups_due() == 0  # the customer wrote last
+        _bot_answers(conversation)
+        _wrote_hours_ago(conversation, 21)
+        assert followups_due() == 0  # the window closes in 3 h: not yet
+        _wrote_hours_ago(conversation, 24.5)
+        assert followups_due() == 0  # the window closed: too late
+        _wrote_hours_ago(conversation, 23.5)
+        assert followups_due() == 1
+        assert followups_due() == 0  # never twice
+
+    [message] = _followups(tenant_a)
+    assert message.content == "Hola Ana, su pedido #10423 ya salió."
+    assert message.author_id is None and message.delivery_status == "sent"
+    assert [(b["to"], b["type"], b["template"]["name"]) for b in fake_graph.sent] == [
+        (WA_ID, "template", "order_update")
+    ]
+    assert fake_graph.sent[0]["template"]["components"][0]["parameters"][0]["text"] == "Ana"
+    with tenant_scope(tenant_a):
+        assert FollowupSent.objects.get().message_id == message.pk
+    assert config.template.category == "utility"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_beat_runs_at_once_send_one_follow_up(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, eager: Any
+) -> None:
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    _followup(wa_binding, tenant_a)
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    gate = deadlines.barrier(2)
+    counts: list[int] = []
+    lock = threading.Lock()
+
+    def beat() -> None:
+        try:
+            gate.wait()
+            sent = followups_due()
+        finally:
+            connection.close()
+        with lock:
+            counts.append(sent)
+
+    threads = [threading.Thread(target=beat) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    deadlines.threads_join(threads)
+
+    assert sorted(counts) == [0, 1]
+    assert len(_followups(tenant_a)) == 1
+    assert [b["type"] for b in fake_graph.sent].count("template") == 1
+
+
+@pytest.mark.django_db
+def test_a_follow_up_takes_a_template_of_the_agents_own_channel_only(
+    wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    from ai_agents.services.agents import agent_create
+
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    other = agent_create(tenant=tenant_a, data={"name": "Otro", "system_prompt": "Eres otro."})
+    with tenant_scope(tenant_a):
+        template = WhatsAppTemplate.objects.get()
+        TemplateFollowup(tenant=tenant_a, agent=wa_binding.agent, template=template).clean()
+        with pytest.raises(ValidationError) as refused:
+            TemplateFollowup(tenant=tenant_a, agent=other, template=template).clean()
+
+    assert refused.value.message_dict == {
+        "template": ["La plantilla es de un canal de WhatsApp de otro agente."]
+    }

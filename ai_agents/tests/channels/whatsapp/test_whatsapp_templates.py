@@ -1,0 +1,177 @@
+"""The binding's WhatsApp templates synced from the Graph API (`/{waba_id}/message_templates`,
+paged): every page read, status changes applied, templates Meta dropped deleted, nothing
+changed when Graph fails; the command, the daily task's service, the admin's read-only list
+with its "Sincronizar" action, and two tenants kept apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from ai_agents.channels.whatsapp import templates as wire
+from ai_agents.models import WhatsAppTemplate
+from ai_agents.services.whatsapp_templates import (
+    TemplateSyncError,
+    whatsapp_templates_sync,
+    whatsapp_templates_sync_all,
+)
+from ai_agents.tests.channels.whatsapp.support import NUMBER_B, binding_create
+from ai_agents.tests.channels.whatsapp.templates_support import (
+    NAMED,
+    ORDER_UPDATE,
+    SURVEY,
+    TOKEN_A,
+    WABA_A,
+    WABA_B,
+    account_ready,
+)
+from erp.testing.fake_graph import FakeGraph
+
+
+def _rows(tenant: Any) -> list[tuple[str, str, str, str, list[str]]]:
+    rows = WhatsAppTemplate.objects.for_tenant(tenant).order_by("name")
+    return [(t.name, t.language, t.category, t.status, t.variables) for t in rows]
+
+
+@pytest.mark.django_db
+def test_every_page_is_read_and_stored_with_its_variables(
+    wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(wire, "PAGE_SIZE", 2)
+    rejected = FakeGraph.template("vieja", "Texto", status="REJECTED")
+
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE, SURVEY, NAMED, rejected])
+
+    assert _rows(tenant_a) == [
+        ("cita", "es", "utility", "APPROVED", ["first_name", "fecha"]),
+        ("encuesta", "es", "marketing", "APPROVED", []),
+        ("order_update", "en_US", "utility", "APPROVED", ["1", "2"]),
+        ("vieja", "es", "utility", "REJECTED", []),
+    ]
+    pages = fake_graph.template_lists
+    assert [r.query.get("after") for r in pages] == [None, ["Mg=="]]
+    assert pages[0].header("authorization") == f"Bearer {TOKEN_A}"
+    assert pages[0].query["fields"] == [wire.FIELDS]
+
+
+@pytest.mark.django_db
+def test_a_second_sync_applies_status_changes_and_deletes_dropped_templates(
+    wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph
+) -> None:
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE, SURVEY])
+    paused = {**SURVEY, "status": "PAUSED"}
+    fake_graph.templates_put(WABA_A, [paused, NAMED], token=TOKEN_A)
+
+    result = whatsapp_templates_sync(binding=wa_binding)
+
+    assert result.as_dict() == {"created": 1, "updated": 1, "removed": 1}
+    assert _rows(tenant_a) == [
+        ("cita", "es", "utility", "APPROVED", ["first_name", "fecha"]),
+        ("encuesta", "es", "marketing", "PAUSED", []),
+    ]
+
+
+@pytest.mark.django_db
+def test_graph_failing_changes_nothing(
+    wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph
+) -> None:
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    fake_graph.templates_error = fake_graph.error(190, status=401)
+
+    with pytest.raises(TemplateSyncError) as raised:
+        whatsapp_templates_sync(binding=wa_binding)
+
+    assert "190" in raised.value.message
+    assert [row[0] for row in _rows(tenant_a)] == ["order_update"]
+
+
+@pytest.mark.django_db
+def test_two_tenants_sync_their_own_accounts_only(
+    wa_binding: Any, tenant_a: Any, tenant_b: Any, fake_graph: FakeGraph
+) -> None:
+    binding_b = binding_create(tenant_b, NUMBER_B, token="EAAG-token-b", waba_id=WABA_B)
+    fake_graph.templates_put(WABA_B, [SURVEY], token="EAAG-token-b")
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+
+    assert whatsapp_templates_sync_all() == 2
+
+    assert [row[0] for row in _rows(tenant_a)] == ["order_update"]
+    assert [row[0] for row in _rows(tenant_b)] == ["encuesta"]
+    assert WhatsAppTemplate.objects.for_tenant(tenant_b).get().binding_id == binding_b.pk
+    # B's token never reads A's account (Graph's answer to a foreign token: nothing changes).
+    binding_b.waba_id = WABA_A
+    with pytest.raises(TemplateSyncError):
+        whatsapp_templates_sync(binding=binding_b)
+    assert [row[0] for row in _rows(tenant_b)] == ["encuesta"]
+
+
+@pytest.mark.django_db
+def test_the_command_prints_what_changed_and_fails_for_a_channel_graph_refuses(
+    wa_binding: Any, tenant_b: Any, fake_graph: FakeGraph, capsys: Any
+) -> None:
+    wa_binding.waba_id = WABA_A
+    wa_binding.save(update_fields=["waba_id"])
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE, SURVEY], token=TOKEN_A)
+    binding_create(tenant_b, NUMBER_B, token="EAAG-wrong", waba_id=WABA_B)
+
+    with pytest.raises(SystemExit) as exited:
+        call_command("whatsapp_templates_sync")
+
+    out, err = capsys.readouterr()
+    assert exited.value.code == 1
+    assert f"{wa_binding.pk} " in out and "2 nuevas, 0 actualizadas, 0 borradas" in out
+    assert "No se pudieron leer las plantillas de WhatsApp (100)." in err
+
+
+@pytest.mark.django_db
+def test_admin_lists_the_templates_read_only_and_syncs_by_role(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    owner: Any,
+    member: Any,
+    outsider: Any,
+    fake_graph: FakeGraph,
+) -> None:
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    row = WhatsAppTemplate.objects.for_tenant(tenant_a).get()
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE, SURVEY], token=TOKEN_A)
+    url = "/admin/ai_agents/whatsapptemplate/"
+    action = {"action": "sync", "_selected_action": [row.pk]}
+
+    client.force_login(member.user)  # an agent: sees, may not sync
+    assert b"order_update" in client.get(url).content
+    assert client.get(f"{url}{row.pk}/change/").status_code == 200
+    client.post(url, action)
+    assert [r[0] for r in _rows(tenant_a)] == ["order_update"]
+
+    client.force_login(outsider.user)  # another tenant: nothing to see
+    assert b"order_update" not in client.get(url).content
+    assert client.get(f"{url}{row.pk}/change/").status_code == 404
+
+    client.force_login(owner.user)
+    client.post(url, action)
+    assert [r[0] for r in _rows(tenant_a)] == ["encuesta", "order_update"]
+
+
+@pytest.mark.django_db
+def test_the_channels_list_syncs_a_channel_with_no_template_yet(
+    client: Client, wa_binding: Any, tenant_a: Any, owner: Any, member: Any, fake_graph: FakeGraph
+) -> None:
+    wa_binding.waba_id = WABA_A
+    wa_binding.save(update_fields=["waba_id"])
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE], token=TOKEN_A)
+    url = "/admin/ai_agents/channelbinding/"
+    action = {"action": "templates_sync", "_selected_action": [str(wa_binding.pk)]}
+
+    client.force_login(member.user)
+    client.post(url, action)
+    assert _rows(tenant_a) == []
+
+    client.force_login(owner.user)
+    page = client.post(url, action, follow=True)
+    assert [row[0] for row in _rows(tenant_a)] == ["order_update"]
+    assert "1 nuevas, 0 actualizadas, 0 borradas" in page.content.decode()

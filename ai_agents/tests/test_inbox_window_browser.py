@@ -1,0 +1,126 @@
+"""The WhatsApp window in the conversation page, in Debian's Chromium under uvicorn:
+
+- the header counts down ("Ventana: 3 h 12 min"; "Window: 3 h 12 min" in English) on a phone
+  and a laptop, with no serious accessibility issue;
+- a window that closes while the page is open turns into "Ventana cerrada" and the reply box
+  into the template picker with no reload; the owner fills the variables (the preview follows),
+  sends, the message appears in the timeline, and the fake Graph API received the template.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from ai_agents.models import ChannelBinding, Conversation
+from ai_agents.tests.channels.whatsapp.support import post, text_payload
+from ai_agents.tests.channels.whatsapp.templates_support import ORDER_UPDATE, account_ready
+from erp.celery import app
+from erp.tenancy.scoping import tenant_scope
+from erp.testing.accessibility import axe_check
+from erp.testing.browser import BROWSER_TEST, PHONE, admin_login, context_new
+from erp.testing.fake_graph import FakeGraph
+from erp.testing.fixtures import Persona
+
+pytestmark = BROWSER_TEST
+
+LAPTOP = {"viewport": {"width": 1366, "height": 768}}
+
+
+def _customer_wrote(client: Client, tenant: Any, ago: timedelta) -> Conversation:
+    post(client, text_payload("Hola, ¿y mi pedido?", "wamid.browser1"))
+    with tenant_scope(tenant):
+        conversation = Conversation.objects.get()
+        Conversation.objects.filter(pk=conversation.pk).update(last_inbound_at=timezone.now() - ago)
+    return conversation
+
+
+def _page(browser: Any, base: str, persona: Persona, path: str, **options: Any) -> Any:
+    language = options.pop("language", "es")
+    context = context_new(browser, base_url=base, **options)
+    context.add_cookies([{"name": "django_language", "value": language, "url": base}])
+    page = context.new_page()
+    admin_login(page, persona, path)
+    return page
+
+
+@pytest.mark.parametrize("language", ["es", "en"])
+def test_the_header_counts_down_the_window_on_phone_and_laptop(
+    browser: Any,
+    asgi_server: str,
+    client: Client,
+    wa_binding: ChannelBinding,
+    owner: Persona,
+    language: str,
+) -> None:
+    conversation = _customer_wrote(client, owner.tenant, timedelta(hours=20, minutes=48))
+    words = {"es": "Ventana: 3 h 12 min", "en": "Window: 3 h 12 min"}[language]
+    for size in (PHONE, LAPTOP):
+        page = _page(
+            browser, asgi_server, owner, f"/inbox/{conversation.pk}", language=language, **size
+        )
+        try:
+            badge = page.locator("#inbox-window")
+            expect(badge).to_have_text(words)
+            expect(badge).to_be_in_viewport()
+            expect(page.locator("#inbox-template-form")).to_be_hidden()
+            expect(page.locator("#inbox-reply-text")).to_be_visible()
+            assert axe_check(page) == []
+        finally:
+            page.context.close()
+
+
+def test_a_closing_window_turns_the_reply_box_into_the_template_picker_that_sends(
+    browser: Any,
+    asgi_server: str,
+    client: Client,
+    wa_binding: ChannelBinding,
+    owner: Persona,
+    fake_graph: FakeGraph,
+) -> None:
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    conversation = _customer_wrote(client, owner.tenant, timedelta(hours=24, seconds=-4))
+    page = _page(browser, asgi_server, owner, f"/inbox/{conversation.pk}")
+    previous, app.conf.task_always_eager = app.conf.task_always_eager, True  # as a worker would
+    try:
+        page.evaluate("window.__sameDocument = true")
+        expect(page.locator("#inbox-window")).to_have_text("Ventana: 0 h 1 min")
+        page.locator("#inbox-claim").click()
+        expect(page.locator("#inbox-reply-text")).to_be_enabled()
+
+        expect(page.locator("#inbox-window")).to_have_text("Ventana cerrada", timeout=10_000)
+        picker = page.locator("#inbox-template-form")
+        expect(picker).to_be_visible()
+        expect(page.locator("#inbox-reply-text")).to_be_hidden()
+        page.get_by_label("Variable 1").fill("Sheena")
+        page.get_by_label("Variable 2").fill("#10423")
+        expect(page.locator("#inbox-template-preview")).to_have_text(
+            "Hola Sheena, su pedido #10423 ya salió."
+        )
+        assert axe_check(page) == []
+        page.locator("#inbox-template-send").click()
+
+        expect(page.locator("#inbox-notice")).to_have_text("Plantilla enviada.")
+        sent = page.locator("#inbox-messages li.person .text")
+        expect(sent).to_have_text(["Hola Sheena, su pedido #10423 ya salió."])
+        assert page.evaluate("window.__sameDocument") is True  # no reload
+        deadline = time.monotonic() + 10
+        while not fake_graph.sent and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        app.conf.task_always_eager = previous
+        page.context.close()
+
+    [body] = fake_graph.sent
+    assert body["type"] == "template"
+    assert body["template"]["name"] == "order_update"
+    assert body["template"]["components"][0]["parameters"] == [
+        {"type": "text", "text": "Sheena"},
+        {"type": "text", "text": "#10423"},
+    ]
