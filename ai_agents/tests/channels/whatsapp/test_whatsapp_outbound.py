@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from ai_agents.channels.whatsapp.adapter import text_split
+from ai_agents.channels.whatsapp.bodies import text_split
 from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.models import Delivery, Message
 from ai_agents.tests.channels.whatsapp.support import (
