@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ai_agents.channels.whatsapp.bindings import binding_for_number
 from ai_agents.channels.whatsapp.charges import whatsapp_charge_record
 from ai_agents.channels.whatsapp.graph import (
     TYPING_TIMEOUT,
@@ -59,18 +60,6 @@ class WebhookOutcome:
     unrouted: int = 0
     errors: int = 0
     skipped: int = 0
-
-
-def binding_for_number(phone_number_id: str, *, active: bool = True) -> ChannelBinding | None:
-    """The WhatsApp binding of a business number (platform-wide unique): the only way to a
-    tenant before any tenant is known, hence `unscoped`. Inactive bindings take no new
-    messages but still get the statuses of what they sent."""
-    rows = ChannelBinding.objects.unscoped().filter(
-        type=ChannelBinding.Type.WHATSAPP, phone_number_id=phone_number_id
-    )
-    if active:
-        rows = rows.filter(is_active=True)
-    return rows.select_related("agent__tenant").first()
 
 
 def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
