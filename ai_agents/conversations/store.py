@@ -44,13 +44,13 @@ logger = logging.getLogger(__name__)
 RELEASE_BACKOFF = Backoff(attempts=5, base_delay_s=0.5, factor=2.0)
 
 
-def _contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
+def contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
     return rows.select_statement(
         Contact, tenant_id=tenant_id, where="external_id = %s", params=[external_id]
     )
 
 
-def _contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
+def contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
     """`found` (the contact read), created when missing, its given fields updated if changed."""
     changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
     if found is None:
@@ -68,9 +68,9 @@ def _contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None)
 
 def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
     """The tenant's contact with this external id (created, or its given fields updated)."""
-    (outcome,) = rows.run_together([_contact_statement(tenant.pk, str(data["external_id"]))])
+    (outcome,) = rows.run_together([contact_statement(tenant.pk, str(data["external_id"]))])
     found = rows.first(Contact, outcome)
-    return _contact_settle(tenant, data, found)
+    return contact_settle(tenant, data, found)
 
 
 def receive_read(
@@ -80,11 +80,11 @@ def receive_read(
     thread's open conversation (None: none yet; `conversation_open` makes it)."""
     contact_found, conversation_found = rows.run_together(
         [
-            _contact_statement(agent.tenant_id, str(contact_data["external_id"])),
-            _conversation_statement(agent, channel, thread_id),
+            contact_statement(agent.tenant_id, str(contact_data["external_id"])),
+            open_conversation_statement(agent, channel, thread_id),
         ]
     )
-    contact = _contact_settle(agent.tenant, contact_data, rows.first(Contact, contact_found))
+    contact = contact_settle(agent.tenant, contact_data, rows.first(Contact, contact_found))
     return contact, rows.first(Conversation, conversation_found)
 
 
@@ -108,7 +108,7 @@ def message_store_statements(
     return statements
 
 
-def _conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
+def open_conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
     where, params = open_conversation_where(agent, channel, thread_id)
     return rows.select_statement(
         Conversation, tenant_id=agent.tenant_id, where=where, params=params
@@ -132,7 +132,7 @@ def conversation_open(
         return found
     previous = None
     for _attempt in range(3):
-        (outcome,) = rows.run_together([_conversation_statement(agent, channel, thread_id)])
+        (outcome,) = rows.run_together([open_conversation_statement(agent, channel, thread_id)])
         existing = rows.first(Conversation, outcome)
         if existing is not None and not conversation_expire_if_idle(existing):
             return existing
@@ -447,4 +447,4 @@ def _contact_checked(
     if contact is None or contact.external_id != external_id:
         contact_upsert(tenant=agent.tenant, data=first.contact_data)
         return contact
-    return _contact_settle(agent.tenant, first.contact_data, contact)
+    return contact_settle(agent.tenant, first.contact_data, contact)

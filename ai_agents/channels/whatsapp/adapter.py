@@ -33,7 +33,7 @@ from ai_agents.channels.whatsapp.graph import (
 )
 from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
 from ai_agents.conversations.delivery import delivery_status_summary
-from ai_agents.conversations.inbound import Inbound, inbound_accept
+from ai_agents.conversations.inbound import Inbound, answers_enqueue, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.services.inbox_events import inbox_event_publish
 
@@ -76,18 +76,20 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
         return bindings[number, active]
 
+    answers: dict[str, str] = {}
     for item in batch.messages:
         binding = binding_of(item.phone_number_id)
         if binding is None:
             outcome.unrouted += 1
             continue
         _message, created = inbound_accept(
-            binding=binding, inbound=_inbound(item), answer=item.answer
+            binding=binding, inbound=_inbound(item), answer=item.answer, answers=answers
         )
         if created:
             outcome.stored += 1
         else:
             outcome.duplicates += 1
+    answers_enqueue(answers)  # once for the POST, after what it stored is committed
     for status in batch.statuses:
         binding = binding_of(status.phone_number_id, active=False)
         if binding is None:
