@@ -18,7 +18,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from ai_agents.conversations import known_thread, store
+from ai_agents.conversations import contact_rows, known_thread, store
 from ai_agents.conversations.known_thread import Prepared
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Message
 from ai_agents.services.conversations import conversation_expire_if_idle
@@ -106,6 +106,7 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
                 thread_id=thread_id,
                 contact=contact,
                 binding=inbound.binding,
+                absent=found is None,
             )
             return _message_store(agent, conversation, inbound, answer=answer), True
     except IntegrityError:
@@ -149,11 +150,12 @@ def _known_thread_store(
     stored, contact_row, current = rows.run_together(
         [
             statement,
-            store.contact_statement(agent.tenant_id, str(inbound.contact["external_id"])),
+            contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"])),
             store.open_conversation_statement(agent, inbound.channel, thread_id),
         ]
     )
-    contact = store.contact_settle(agent.tenant, inbound.contact, rows.first(Contact, contact_row))
+    found_contact = rows.first(Contact, contact_row)
+    contact = contact_rows.contact_settle(agent.tenant, inbound.contact, found_contact)
     row = rows.first(Conversation, current)
     if stored.rowcount != 1 or row is None:
         return None, (contact, row)

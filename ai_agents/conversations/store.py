@@ -16,6 +16,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import DateTimeField, Func
 
 from ai_agents.conversations.attempts import attempt_count_statement
+from ai_agents.conversations.contact_rows import contact_settle, contact_statement, contact_upsert
 from ai_agents.conversations.history_sql import (
     HistoryRow,
     conversation_history_statement,
@@ -42,35 +43,6 @@ logger = logging.getLogger(__name__)
 
 # Giving a turn back after a failure: 0.5 + 1 + 2 + 4 s between five attempts.
 RELEASE_BACKOFF = Backoff(attempts=5, base_delay_s=0.5, factor=2.0)
-
-
-def contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
-    return rows.select_statement(
-        Contact, tenant_id=tenant_id, where="external_id = %s", params=[external_id]
-    )
-
-
-def contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
-    """`found` (the contact read), created when missing, its given fields updated if changed."""
-    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
-    if found is None:
-        contact, created = Contact.objects.for_tenant(tenant).get_or_create(
-            tenant=tenant, external_id=str(data["external_id"]), defaults=changes
-        )
-    else:
-        contact, created = found, False
-    if not created and any(getattr(contact, k) != v for k, v in changes.items()):
-        for key, value in changes.items():
-            setattr(contact, key, value)
-        contact.save(update_fields=[*changes, "updated_at"])
-    return contact
-
-
-def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
-    """The tenant's contact with this external id (created, or its given fields updated)."""
-    (outcome,) = rows.run_together([contact_statement(tenant.pk, str(data["external_id"]))])
-    found = rows.first(Contact, outcome)
-    return contact_settle(tenant, data, found)
 
 
 def receive_read(
@@ -123,19 +95,22 @@ def conversation_open(
     contact: Contact | None,
     binding: Any = None,
     found: Conversation | None = None,
+    absent: bool = False,
 ) -> Conversation:
     """The open (active or escalated) conversation of this thread (`found`, when the caller
     read it already), or a new one. A closed or expired conversation is never reused;
     concurrent first messages share one conversation (partial unique constraint: the loser
-    reads the winner's row). A new one is linked to the thread's previous conversation."""
+    reads the winner's row). A new one is linked to the thread's previous conversation.
+    `absent`: the caller has just read that the thread has none (the first read is skipped)."""
     if found is not None and not conversation_expire_if_idle(found):
         return found
     previous = None
-    for _attempt in range(3):
-        (outcome,) = rows.run_together([open_conversation_statement(agent, channel, thread_id)])
-        existing = rows.first(Conversation, outcome)
-        if existing is not None and not conversation_expire_if_idle(existing):
-            return existing
+    for attempt in range(3):
+        if attempt or not absent:
+            statement = open_conversation_statement(agent, channel, thread_id)
+            existing = rows.first(Conversation, rows.run_together([statement])[0])
+            if existing is not None and not conversation_expire_if_idle(existing):
+                return existing
         if previous is None:
             previous = previous_conversation_id(
                 tenant_id=agent.tenant_id, agent_id=agent.pk, channel=channel, thread_id=thread_id
