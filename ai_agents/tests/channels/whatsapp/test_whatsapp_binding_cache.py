@@ -121,3 +121,52 @@ def test_the_commit_forgets_a_binding_another_process_cached_before_it(
     assert cache.get(_key(NUMBER_A)) is None
     assert binding_for_number(NUMBER_A) is None
     assert binding_for_number(NUMBER_A, active=False) == wa_binding
+
+
+def _queued_answers() -> list[list[Any]]:
+    """The args of every `channel_conversation_answer` waiting on the real broker's realtime
+    queue (kombu's Redis list)."""
+    import base64
+    import json
+
+    from erp.celery import app
+
+    with app.connection_for_write() as broker:
+        raw = broker.default_channel.client.lrange("realtime", 0, -1)
+    found = []
+    for item in raw:
+        message = json.loads(item)
+        if message["headers"].get("task") == "ai_agents.channel_conversation_answer":
+            found.append(json.loads(base64.b64decode(message["body"]))[0])
+    return found
+
+
+@pytest.mark.django_db
+def test_a_post_of_several_messages_queues_one_answer_per_conversation_after_storing_them(
+    client: Client,
+    wa_binding: ChannelBinding,
+    tenant_a: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    data = text_payload("uno", "wamid.q1")
+    messages = data["entry"][0]["changes"][0]["value"]["messages"]
+    messages.append({**messages[0], "id": "wamid.q2", "text": {"body": "dos"}})
+    other = text_payload("soy otra", "wamid.q3", wa_id="34600999888")
+    data["entry"].append(other["entry"][0])
+    before = _queued_answers()
+
+    with django_capture_on_commit_callbacks(execute=True) as on_commit:
+        assert post(client, data).json() == {"status": "ok", "stored": 3}
+    queued = [args for args in _queued_answers() if args not in before]
+    with tenant_scope(tenant_a):
+        stored = {m.channel_message_id: m for m in Message.objects.filter(role="user")}
+    assert sorted(queued) == sorted(
+        [
+            [str(stored["wamid.q2"].conversation_id), str(stored["wamid.q2"].pk)],
+            [str(stored["wamid.q3"].conversation_id), str(stored["wamid.q3"].pk)],
+        ]
+    )
+    assert len([c for c in on_commit if c.__qualname__.startswith("answers_enqueue")]) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, data).json() == {"status": "ok", "stored": 0}  # redelivered
+    assert len([args for args in _queued_answers() if args not in before]) == 2
