@@ -132,7 +132,8 @@ def _queued_answers() -> list[list[Any]]:
     from erp.celery import app
 
     with app.connection_for_write() as broker:
-        raw = broker.default_channel.client.lrange("realtime", 0, -1)
+        channel: Any = broker.default_channel  # kombu's Redis channel: its redis client
+        raw = channel.client.lrange("realtime", 0, -1)
     found = []
     for item in raw:
         message = json.loads(item)
