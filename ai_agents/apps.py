@@ -7,6 +7,8 @@ class AiAgentsConfig(AppConfig):
     verbose_name = _("Agentes de IA")
 
     def ready(self) -> None:
+        # Connects the receivers that keep the WhatsApp binding cache in line with the rows.
+        import ai_agents.channels.whatsapp.bindings  # noqa: F401
         from ai_agents.demo import demo_agent_load, demo_knowledge_load, demo_webchat_load
         from ai_agents.models import Conversation
         from erp.demo import DEMO_LOADERS

@@ -157,25 +157,35 @@ def start_worker(services: Services, env: dict[str, str], workers: int) -> Any:
     )  # fmt: skip
 
 
-def start_web(services: Services, env: dict[str, str], workers: int = 1) -> tuple[str, Any]:
+def start_web(
+    services: Services,
+    env: dict[str, str],
+    workers: int = 1,
+    *,
+    app: str = "erp.asgi:application",
+    log_name: str = "uvicorn.log",
+) -> tuple[str, Any]:
+    """uvicorn serving `app` (a module of the project, or of `bench/`) on a free port, once it
+    answers /healthz: (its base URL, its process)."""
     import requests
 
     from erp import embedded
 
     port = embedded.free_port()
     py = sys.executable
+    app_dir = ["--app-dir", str(ROOT / "bench")] if app.startswith("_") else []
     web = services.spawn(
-        [py, "-m", "uvicorn", "erp.asgi:application", "--host", "127.0.0.1", "--port",
-         str(port), "--workers", str(workers), "--lifespan", "off", "--no-access-log",
+        [py, "-m", "uvicorn", app, *app_dir, "--host", "127.0.0.1", "--port", str(port),
+         "--workers", str(workers), "--lifespan", "off", "--no-access-log",
          "--log-level", "warning"],
-        env,
-        "uvicorn.log",
+        {**env, "PYTHONPATH": str(ROOT)},
+        log_name,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if web.poll() is not None:
-            raise RuntimeError(f"uvicorn exited; see {DATA_DIR / 'uvicorn.log'}")
+            raise RuntimeError(f"uvicorn exited; see {DATA_DIR / log_name}")
         with contextlib.suppress(requests.RequestException):
             if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
                 return base, web

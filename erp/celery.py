@@ -29,6 +29,29 @@ class ContextTask(Task):
         finally:
             request_id_var.reset(token)
 
+    def AsyncResult(self, task_id: str, **kwargs: Any) -> Any:
+        """A task whose result is ignored has nothing to fetch: its handle gets no result
+        backend. Celery builds one per thread otherwise (a Redis client, its driver info read
+        from the package metadata: ~2 ms), and ASGI runs each request on a new thread, so
+        every webhook that queued an answer paid for one."""
+        if self.ignore_result and "backend" not in kwargs:
+            return self.app.AsyncResult(
+                task_id, backend=_no_results(), task_name=self.name, **kwargs
+            )
+        return super().AsyncResult(task_id, **kwargs)
+
+
+_disabled: list[Any] = []
+
+
+def _no_results() -> Any:
+    """One `DisabledBackend` for the process: any wait on it says no backend is configured."""
+    if not _disabled:
+        from celery.backends.base import DisabledBackend
+
+        _disabled.append(DisabledBackend(app))
+    return _disabled[0]
+
 
 app = Celery("erp", task_cls=ContextTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")

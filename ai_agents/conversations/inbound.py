@@ -18,9 +18,9 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from ai_agents.conversations import known_thread, store
+from ai_agents.conversations import contact_rows, known_thread, store
 from ai_agents.conversations.known_thread import Prepared
-from ai_agents.models import Agent, ChannelBinding, Conversation, Message
+from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Message
 from ai_agents.services.conversations import conversation_expire_if_idle
 from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.services.rating import rating_reply_take
@@ -73,19 +73,26 @@ def message_receive(
     first copy. With `answer=False` (reactions, auto-replies, our own mail) it is stored as
     already handled, so it is never answered.
 
-    Takes no turn: a webhook never waits for a model call in progress. Two round trips for a
-    known contact and conversation: contact and conversation, then INSERT and UPDATE (a
-    redelivery is found by the failed INSERT, not by a SELECT before every new message)."""
+    Takes no turn: a webhook never waits for a model call in progress. A channel's message
+    (a binding and a repeat key, no transaction around) for a thread whose conversation is open
+    takes ONE round trip (`_known_thread_store`); otherwise two for a known contact and
+    conversation: contact and conversation, then INSERT and UPDATE (a redelivery is found by
+    the failed INSERT, not by a SELECT before every new message)."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
         return _message_receive(agent=agent, inbound=inbound, answer=answer)
 
 
 def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
-    contact, found = store.receive_read(
-        agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
-    )
     try:
+        read = None
+        if _one_trip(inbound, answer):
+            message, read = _known_thread_store(agent, inbound, thread_id)
+            if message is not None:
+                return message, True
+        contact, found = read or store.receive_read(
+            agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
+        )
         if found is not None and not conversation_expire_if_idle(found):
             # The common case, two round trips in all: outside a transaction the statement pair
             # is its own (no BEGIN/COMMIT); inside one (a view's), a savepoint keeps a refused
@@ -99,6 +106,7 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
                 thread_id=thread_id,
                 contact=contact,
                 binding=inbound.binding,
+                absent=found is None,
             )
             return _message_store(agent, conversation, inbound, answer=answer), True
     except IntegrityError:
@@ -111,6 +119,53 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
         if existing is None:
             raise
         return existing, False
+
+
+def _one_trip(inbound: Inbound, answer: bool) -> bool:
+    """A channel's message to answer, with its repeat key, outside any transaction: stored by
+    `_known_thread_store` when its thread's conversation is open."""
+    return (
+        answer
+        and inbound.binding is not None
+        and bool(inbound.channel_message_id)
+        and not connection.in_atomic_block
+    )
+
+
+def _known_thread_store(
+    agent: Agent, inbound: Inbound, thread_id: str
+) -> tuple[Message | None, tuple[Contact, Conversation | None]]:
+    """The common case in ONE round trip and implicit transaction: the message stored into
+    its thread's open (not idle) conversation with its counters (`known_thread`), then the
+    sender's contact and the thread's open conversation read, as `store.receive_read` reads
+    them. (None, what was read): nothing was written (no open conversation, or an idle one:
+    `_message_receive` goes on with what was read). A repeated `channel_message_id` raises
+    IntegrityError (nothing written either). The contact is settled afterwards (a write only
+    when it is new or changed)."""
+    conversation = known_thread.stand_in(agent=agent, channel=inbound.channel, thread_id=thread_id)
+    message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
+    statement = known_thread.prepared_store_statement(
+        message=message, agent=agent, thread_id=thread_id, binding_id=inbound.binding.pk
+    )
+    stored, contact_row, current = rows.run_together(
+        [
+            statement,
+            contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"])),
+            store.open_conversation_statement(agent, inbound.channel, thread_id),
+        ]
+    )
+    found_contact = rows.first(Contact, contact_row)
+    contact = contact_rows.contact_settle(agent.tenant, inbound.contact, found_contact)
+    row = rows.first(Conversation, current)
+    if stored.rowcount != 1 or row is None:
+        return None, (contact, row)
+    known_thread.adopt(conversation, row)
+    message.conversation = conversation
+    rows.inserted([message])
+    inbox_event_publish(
+        tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind="message"
+    )
+    return message, (contact, row)
 
 
 def message_prepare(*, agent: Agent, inbound: Inbound) -> Prepared | None:
@@ -170,12 +225,18 @@ def _message_row(
 
 
 def inbound_accept(
-    *, binding: ChannelBinding, inbound: Inbound, answer: bool = True
+    *,
+    binding: ChannelBinding,
+    inbound: Inbound,
+    answer: bool = True,
+    answers: dict[str, str] | None = None,
 ) -> tuple[Message, bool]:
     """Stores the message (idempotent on `channel_message_id`) and, when it is new and needs an
-    answer, queues `channel_conversation_answer` once the row is committed. Returns the message
-    and whether it was new. An answer to a closed conversation's rating offer is stored there
-    instead, never answered (ai_agents.services.rating)."""
+    answer, queues `channel_conversation_answer` once the row is committed, or, given
+    `answers` (a request storing several), notes it there (conversation id -> its newest
+    message id) for the caller's one `answers_enqueue`. Returns the message and whether it was
+    new. An answer to a closed conversation's rating offer is stored there instead, never
+    answered (ai_agents.services.rating)."""
     taken = rating_reply_take(binding=binding, inbound=inbound)
     if taken is not None:
         return taken
@@ -183,10 +244,25 @@ def inbound_accept(
         agent=binding.agent, inbound=replace(inbound_clean(inbound), binding=binding), answer=answer
     )
     if created and answer:
-        conversation_id = str(message.conversation_id)
-        message_id = str(message.pk)
-        transaction.on_commit(lambda: _enqueue(conversation_id, message_id))
+        batch = {} if answers is None else answers
+        batch[str(message.conversation_id)] = str(message.pk)
+        if answers is None:
+            answers_enqueue(batch)
     return message, created
+
+
+def answers_enqueue(answers: Mapping[str, str]) -> None:
+    """Queues the answer of each conversation (id -> the newest message stored for it) once
+    the current transaction commits (at once outside one): one task per conversation, however
+    many of its messages the request stored (the task answers all its pending messages)."""
+    if answers:
+        pending = dict(answers)
+        transaction.on_commit(lambda: _enqueue_each(pending))
+
+
+def _enqueue_each(answers: Mapping[str, str]) -> None:
+    for conversation_id, message_id in answers.items():
+        _enqueue(conversation_id, message_id)
 
 
 # Column widths of what a channel hands us (Contact, Conversation, Message).

@@ -16,6 +16,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import DateTimeField, Func
 
 from ai_agents.conversations.attempts import attempt_count_statement
+from ai_agents.conversations.contact_rows import contact_settle, contact_statement, contact_upsert
 from ai_agents.conversations.history_sql import (
     HistoryRow,
     conversation_history_statement,
@@ -44,35 +45,6 @@ logger = logging.getLogger(__name__)
 RELEASE_BACKOFF = Backoff(attempts=5, base_delay_s=0.5, factor=2.0)
 
 
-def _contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
-    return rows.select_statement(
-        Contact, tenant_id=tenant_id, where="external_id = %s", params=[external_id]
-    )
-
-
-def _contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
-    """`found` (the contact read), created when missing, its given fields updated if changed."""
-    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
-    if found is None:
-        contact, created = Contact.objects.for_tenant(tenant).get_or_create(
-            tenant=tenant, external_id=str(data["external_id"]), defaults=changes
-        )
-    else:
-        contact, created = found, False
-    if not created and any(getattr(contact, k) != v for k, v in changes.items()):
-        for key, value in changes.items():
-            setattr(contact, key, value)
-        contact.save(update_fields=[*changes, "updated_at"])
-    return contact
-
-
-def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
-    """The tenant's contact with this external id (created, or its given fields updated)."""
-    (outcome,) = rows.run_together([_contact_statement(tenant.pk, str(data["external_id"]))])
-    found = rows.first(Contact, outcome)
-    return _contact_settle(tenant, data, found)
-
-
 def receive_read(
     *, agent: Agent, channel: str, thread_id: str, contact_data: Mapping[str, Any]
 ) -> tuple[Contact, Conversation | None]:
@@ -80,11 +52,11 @@ def receive_read(
     thread's open conversation (None: none yet; `conversation_open` makes it)."""
     contact_found, conversation_found = rows.run_together(
         [
-            _contact_statement(agent.tenant_id, str(contact_data["external_id"])),
-            _conversation_statement(agent, channel, thread_id),
+            contact_statement(agent.tenant_id, str(contact_data["external_id"])),
+            open_conversation_statement(agent, channel, thread_id),
         ]
     )
-    contact = _contact_settle(agent.tenant, contact_data, rows.first(Contact, contact_found))
+    contact = contact_settle(agent.tenant, contact_data, rows.first(Contact, contact_found))
     return contact, rows.first(Conversation, conversation_found)
 
 
@@ -108,7 +80,7 @@ def message_store_statements(
     return statements
 
 
-def _conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
+def open_conversation_statement(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
     where, params = open_conversation_where(agent, channel, thread_id)
     return rows.select_statement(
         Conversation, tenant_id=agent.tenant_id, where=where, params=params
@@ -123,19 +95,22 @@ def conversation_open(
     contact: Contact | None,
     binding: Any = None,
     found: Conversation | None = None,
+    absent: bool = False,
 ) -> Conversation:
     """The open (active or escalated) conversation of this thread (`found`, when the caller
     read it already), or a new one. A closed or expired conversation is never reused;
     concurrent first messages share one conversation (partial unique constraint: the loser
-    reads the winner's row). A new one is linked to the thread's previous conversation."""
+    reads the winner's row). A new one is linked to the thread's previous conversation.
+    `absent`: the caller has just read that the thread has none (the first read is skipped)."""
     if found is not None and not conversation_expire_if_idle(found):
         return found
     previous = None
-    for _attempt in range(3):
-        (outcome,) = rows.run_together([_conversation_statement(agent, channel, thread_id)])
-        existing = rows.first(Conversation, outcome)
-        if existing is not None and not conversation_expire_if_idle(existing):
-            return existing
+    for attempt in range(3):
+        if attempt or not absent:
+            statement = open_conversation_statement(agent, channel, thread_id)
+            existing = rows.first(Conversation, rows.run_together([statement])[0])
+            if existing is not None and not conversation_expire_if_idle(existing):
+                return existing
         if previous is None:
             previous = previous_conversation_id(
                 tenant_id=agent.tenant_id, agent_id=agent.pk, channel=channel, thread_id=thread_id
@@ -447,4 +422,4 @@ def _contact_checked(
     if contact is None or contact.external_id != external_id:
         contact_upsert(tenant=agent.tenant, data=first.contact_data)
         return contact
-    return _contact_settle(agent.tenant, first.contact_data, contact)
+    return contact_settle(agent.tenant, first.contact_data, contact)

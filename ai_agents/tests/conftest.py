@@ -15,6 +15,17 @@ from erp.testing.browser import context_new
 from erp.testing.fake_http import FakeResponse, FakeServer
 
 
+@pytest.fixture(autouse=True)
+def _fresh_whatsapp_bindings() -> Iterator[None]:
+    """A binding a test cached (Redis) must not outlive the test's rolled-back rows: the next
+    test may give its number to another tenant, or none."""
+    from ai_agents.channels.whatsapp.bindings import cached_numbers_forget
+
+    cached_numbers_forget()
+    yield
+    cached_numbers_forget()
+
+
 @pytest.fixture
 def run_tasks(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
     """`with run_tasks(): ...`: tasks queued on commit inside the block run in-process when

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ai_agents.channels.whatsapp.bindings import binding_for_number
 from ai_agents.channels.whatsapp.bodies import (
     interactive_body,
     mark_read_body,
@@ -40,7 +41,7 @@ from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
 from ai_agents.channels.whatsapp.templates import message_template
 from ai_agents.conversations.delivery import delivery_status_summary
-from ai_agents.conversations.inbound import Inbound, inbound_accept
+from ai_agents.conversations.inbound import Inbound, answers_enqueue, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services.inbox_events import inbox_event_publish
@@ -68,18 +69,6 @@ class WebhookOutcome:
     skipped: int = 0
 
 
-def binding_for_number(phone_number_id: str, *, active: bool = True) -> ChannelBinding | None:
-    """The WhatsApp binding of a business number (platform-wide unique): the only way to a
-    tenant before any tenant is known, hence `unscoped`. Inactive bindings take no new
-    messages but still get the statuses of what they sent."""
-    rows = ChannelBinding.objects.unscoped().filter(
-        type=ChannelBinding.Type.WHATSAPP, phone_number_id=phone_number_id
-    )
-    if active:
-        rows = rows.filter(is_active=True)
-    return rows.select_related("agent__tenant").first()
-
-
 def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
     """Stores every message of the batch and applies every status. Unknown numbers are
     logged and skipped (Meta would otherwise retry for a week)."""
@@ -94,18 +83,20 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
         return bindings[number, active]
 
+    answers: dict[str, str] = {}
     for item in batch.messages:
         binding = binding_of(item.phone_number_id)
         if binding is None:
             outcome.unrouted += 1
             continue
         _message, created = inbound_accept(
-            binding=binding, inbound=_inbound(item), answer=item.answer
+            binding=binding, inbound=_inbound(item), answer=item.answer, answers=answers
         )
         if created:
             outcome.stored += 1
         else:
             outcome.duplicates += 1
+    answers_enqueue(answers)  # once for the POST, after what it stored is committed
     for status in batch.statuses:
         binding = binding_of(status.phone_number_id, active=False)
         if binding is None:

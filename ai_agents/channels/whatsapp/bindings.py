@@ -1,0 +1,136 @@
+"""The WhatsApp binding of a business number, cached: every webhook POST starts by finding it.
+
+The cache is Django's (Redis, shared by every web process), one key per number, holding the
+binding with its agent and tenant (or "no binding": unknown numbers are POSTed too), never its
+access token (deferred: the webhook sends nothing; a later read loads it). Saving or deleting a
+ChannelBinding forgets its number (the old one too, when the number changed), and so does saving
+its agent, at once and again when the transaction commits, so the next webhook, in any
+process, reads the new row: a binding moved to another agent or deactivated is obeyed by the
+very next POST. `TTL_S` is only the safety net for a write that sends no signal (a queryset
+`update()`, raw SQL). Redis down: the binding is read from the database, as without the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save, pre_save
+
+from ai_agents.models import Agent, ChannelBinding
+
+logger = logging.getLogger(__name__)
+
+TTL_S = 300
+_NONE = "none"  # cached "no binding for this number"
+# The numbers this process cached (tests forget them between tests: `numbers_forget`).
+_cached: set[str] = set()
+
+
+def _key(phone_number_id: str) -> str:
+    digest = hashlib.sha256(phone_number_id.encode("utf-8", "replace")).hexdigest()[:32]
+    return f"wa-binding:v1:{digest}"
+
+
+def _from_database(phone_number_id: str) -> ChannelBinding | None:
+    """Platform-wide unique, the only way to a tenant before any is known: `unscoped`."""
+    return (
+        ChannelBinding.objects.unscoped()
+        .filter(type=ChannelBinding.Type.WHATSAPP, phone_number_id=phone_number_id)
+        .select_related("agent__tenant")
+        .defer("access_token")
+        .first()
+    )
+
+
+def binding_for_number(phone_number_id: str, *, active: bool = True) -> ChannelBinding | None:
+    """The WhatsApp binding of a business number. Inactive bindings take no new messages
+    (`active=True`: None) but still get the statuses of what they sent."""
+    key = _key(phone_number_id)
+    try:
+        cached = cache.get(key)
+    except Exception as exc:  # Redis down: the database answers
+        logger.warning("whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__})
+        cached, key = None, ""
+    if cached is None:
+        binding = _from_database(phone_number_id)
+        if key:
+            _remember(key, phone_number_id, binding)
+    else:
+        binding = None if cached == _NONE else cached
+    if binding is not None and active and not binding.is_active:
+        return None
+    return binding
+
+
+def _remember(key: str, phone_number_id: str, binding: ChannelBinding | None) -> None:
+    try:
+        cache.set(key, _NONE if binding is None else binding, TTL_S)
+        _cached.add(phone_number_id)
+    except Exception as exc:
+        logger.warning("whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__})
+
+
+def numbers_forget(numbers: set[str] | list[str]) -> None:
+    """Drops these numbers' cached bindings (never raises: the TTL ends a stale one)."""
+    keys = [_key(number) for number in numbers if number]
+    if not keys:
+        return
+    try:
+        cache.delete_many(keys)
+    except Exception as exc:
+        logger.warning("whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__})
+
+
+def cached_numbers_forget() -> None:
+    """Everything this process cached (tests: a rolled-back binding must not outlive them)."""
+    numbers_forget(sorted(_cached))
+    _cached.clear()
+
+
+def _numbers_of(instance: ChannelBinding) -> set[str]:
+    return {instance.phone_number_id, getattr(instance, "_wa_number_before", "")} - {""}
+
+
+def _before_save(sender: Any, instance: ChannelBinding, **kwargs: Any) -> None:
+    """Notes the number the row had, so a changed number forgets the old one too."""
+    if kwargs.get("raw") or instance._state.adding:
+        return
+    instance._wa_number_before = (  # type: ignore[attr-defined]  # our note on the instance
+        ChannelBinding.objects.unscoped()
+        .filter(pk=instance.pk)
+        .values_list("phone_number_id", flat=True)
+        .first()
+        or ""
+    )
+
+
+def _changed(sender: Any, instance: ChannelBinding, **kwargs: Any) -> None:
+    _forget_now_and_after_commit(_numbers_of(instance))
+
+
+def _agent_changed(sender: Any, instance: Agent, **kwargs: Any) -> None:
+    """The cached binding carries its agent: an agent saved is read again."""
+    if kwargs.get("raw") or kwargs.get("created"):
+        return
+    numbers = ChannelBinding.objects.unscoped().filter(
+        agent_id=instance.pk, type=ChannelBinding.Type.WHATSAPP
+    )
+    _forget_now_and_after_commit(set(numbers.values_list("phone_number_id", flat=True)) - {""})
+
+
+def _forget_now_and_after_commit(numbers: set[str]) -> None:
+    if not numbers:
+        return
+    numbers_forget(numbers)  # at once (this transaction's own reads)
+    # and after the commit: a webhook that read the old row meanwhile may have cached it
+    transaction.on_commit(lambda: numbers_forget(numbers), robust=True)
+
+
+pre_save.connect(_before_save, sender=ChannelBinding, dispatch_uid="wa_binding_before_save")
+post_save.connect(_changed, sender=ChannelBinding, dispatch_uid="wa_binding_saved")
+post_delete.connect(_changed, sender=ChannelBinding, dispatch_uid="wa_binding_deleted")
+post_save.connect(_agent_changed, sender=Agent, dispatch_uid="wa_binding_agent_saved")

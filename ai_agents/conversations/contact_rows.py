@@ -1,0 +1,58 @@
+"""The customer's contact as a conversation meets it: read with the other statements of a
+round trip (`contact_statement`), then settled: created when missing (one statement), its
+given fields updated when they changed, untouched otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ai_agents.models import Contact
+from erp.tenancy import rows
+from erp.tenancy.scoping import tenant_scope
+
+
+def contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
+    return rows.select_statement(
+        Contact, tenant_id=tenant_id, where="external_id = %s", params=[external_id]
+    )
+
+
+def contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
+    """`found` (the contact read), created when missing, its given fields updated if changed."""
+    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
+    if found is None:
+        contact, created = _contact_create(tenant, str(data["external_id"]), changes)
+    else:
+        contact, created = found, False
+    if not created and any(getattr(contact, k) != v for k, v in changes.items()):
+        for key, value in changes.items():
+            setattr(contact, key, value)
+        contact.save(update_fields=[*changes, "updated_at"])
+    return contact
+
+
+def _contact_create(
+    tenant: Any, external_id: str, changes: Mapping[str, Any]
+) -> tuple[Contact, bool]:
+    """A new contact in ONE statement (no transaction around it); one created meanwhile by
+    another request is read instead (unique per tenant and external id)."""
+    contact = Contact(tenant=tenant, external_id=external_id, **changes)
+    sql, params = rows.insert_statement([contact])
+    with tenant_scope(tenant):  # whoever calls (row security)
+        (outcome,) = rows.run_together(
+            [(f"{sql} ON CONFLICT (tenant_id, external_id) DO NOTHING", params)]
+        )
+    if outcome.rowcount == 1:
+        rows.inserted([contact])
+        return contact, True
+    return Contact.objects.for_tenant(tenant).get_or_create(
+        tenant=tenant, external_id=external_id, defaults=dict(changes)
+    )
+
+
+def contact_upsert(*, tenant: Any, data: Mapping[str, Any]) -> Contact:
+    """The tenant's contact with this external id (created, or its given fields updated)."""
+    (outcome,) = rows.run_together([contact_statement(tenant.pk, str(data["external_id"]))])
+    found = rows.first(Contact, outcome)
+    return contact_settle(tenant, data, found)

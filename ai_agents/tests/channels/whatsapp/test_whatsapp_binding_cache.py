@@ -1,0 +1,173 @@
+"""The business number -> binding lookup of every webhook POST is cached (Redis, shared by the
+web processes) and forgotten when a binding or its agent is saved or deleted: the next POST
+obeys the change at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from ai_agents.channels.whatsapp.bindings import _key, binding_for_number
+from ai_agents.models import ChannelBinding, Message
+from ai_agents.services.agents import agent_create
+from ai_agents.tests.channels.whatsapp.support import (
+    NUMBER_A,
+    binding_create,
+    post,
+    text_payload,
+    user_messages,
+)
+from erp.tenancy.scoping import tenant_scope
+
+
+def _agent_of(tenant: Any, wamid: str) -> Any:
+    with tenant_scope(tenant):
+        return Message.objects.get(channel_message_id=wamid).agent_id
+
+
+@pytest.mark.django_db
+def test_the_second_post_reads_no_binding_and_the_cache_holds_no_token(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    post(client, text_payload("hola", "wamid.c1"))
+    with CaptureQueriesContext(connection) as queries:
+        response = post(client, text_payload("¿sigue ahí?", "wamid.c2"))
+
+    assert response.json() == {"status": "ok", "stored": 1}
+    assert not [q for q in queries.captured_queries if "ai_agents_channelbinding" in q["sql"]]
+    raw = cache.get_many([_key(NUMBER_A)])
+    assert raw and "EAAG-token-a" not in repr(raw[_key(NUMBER_A)].__dict__)
+    assert [m.content for m in user_messages(tenant_a)] == ["hola", "¿sigue ahí?"]
+
+
+@pytest.mark.django_db
+def test_a_binding_moved_to_another_agent_takes_the_next_message_there(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    post(client, text_payload("hola", "wamid.m1"))
+    first = wa_binding.agent_id
+    other = agent_create(tenant=tenant_a, data={"name": "Marta", "system_prompt": "Eres Marta."})
+    wa_binding.agent = other
+    wa_binding.save()
+    post(client, text_payload("hola otra vez", "wamid.m2"))
+
+    assert (_agent_of(tenant_a, "wamid.m1"), _agent_of(tenant_a, "wamid.m2")) == (first, other.pk)
+
+
+@pytest.mark.django_db
+def test_a_deactivated_binding_refuses_the_very_next_message_and_takes_them_again_after(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    assert post(client, text_payload("uno", "wamid.d1")).json()["stored"] == 1
+    wa_binding.is_active = False
+    wa_binding.save(update_fields=["is_active"])
+    refused = post(client, text_payload("dos", "wamid.d2"))
+    wa_binding.is_active = True
+    wa_binding.save(update_fields=["is_active"])
+    taken = post(client, text_payload("tres", "wamid.d3"))
+
+    assert (refused.status_code, refused.json()["stored"], taken.json()["stored"]) == (200, 0, 1)
+    assert [m.content for m in user_messages(tenant_a)] == ["uno", "tres"]
+
+
+@pytest.mark.django_db
+def test_a_number_given_to_another_tenant_routes_there_at_once(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any, tenant_b: Any
+) -> None:
+    unknown = "555000111"
+    post(client, text_payload("¿hay alguien?", "wamid.n0", number=unknown))  # cached: nobody
+    post(client, text_payload("hola A", "wamid.n1"))
+    wa_binding.delete()
+    binding_create(tenant_b, NUMBER_A, token="EAAG-token-b")
+    binding_create(tenant_b, unknown, token="EAAG-token-b2")
+    post(client, text_payload("hola B", "wamid.n2"))
+    post(client, text_payload("¿y ahora?", "wamid.n3", number=unknown))
+
+    assert [m.content for m in user_messages(tenant_a)] == ["hola A"]
+    assert [m.content for m in user_messages(tenant_b)] == ["hola B", "¿y ahora?"]
+
+
+@pytest.mark.django_db
+def test_a_new_number_forgets_the_old_one(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    post(client, text_payload("hola", "wamid.o1"))
+    wa_binding.phone_number_id = "777888999"
+    wa_binding.save()
+
+    assert post(client, text_payload("¿sigue?", "wamid.o2")).json()["stored"] == 0
+    assert post(client, text_payload("nuevo", "wamid.o3", number="777888999")).json() == {
+        "status": "ok",
+        "stored": 1,
+    }
+
+
+@pytest.mark.django_db
+def test_the_commit_forgets_a_binding_another_process_cached_before_it(
+    wa_binding: ChannelBinding, tenant_a: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    binding_for_number(NUMBER_A)
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        wa_binding.is_active = False
+        wa_binding.save(update_fields=["is_active"])
+        # Another web process reads the row still committed (active) and caches it.
+        cache.set(_key(NUMBER_A), ChannelBinding.objects.unscoped().get(pk=wa_binding.pk), 300)
+
+    assert cache.get(_key(NUMBER_A)) is None
+    assert binding_for_number(NUMBER_A) is None
+    assert binding_for_number(NUMBER_A, active=False) == wa_binding
+
+
+def _queued_answers() -> list[list[Any]]:
+    """The args of every `channel_conversation_answer` waiting on the real broker's realtime
+    queue (kombu's Redis list)."""
+    import base64
+    import json
+
+    from erp.celery import app
+
+    with app.connection_for_write() as broker:
+        channel: Any = broker.default_channel  # kombu's Redis channel: its redis client
+        raw = channel.client.lrange("realtime", 0, -1)
+    found = []
+    for item in raw:
+        message = json.loads(item)
+        if message["headers"].get("task") == "ai_agents.channel_conversation_answer":
+            found.append(json.loads(base64.b64decode(message["body"]))[0])
+    return found
+
+
+@pytest.mark.django_db
+def test_a_post_of_several_messages_queues_one_answer_per_conversation_after_storing_them(
+    client: Client,
+    wa_binding: ChannelBinding,
+    tenant_a: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    data = text_payload("uno", "wamid.q1")
+    messages = data["entry"][0]["changes"][0]["value"]["messages"]
+    messages.append({**messages[0], "id": "wamid.q2", "text": {"body": "dos"}})
+    other = text_payload("soy otra", "wamid.q3", wa_id="34600999888")
+    data["entry"].append(other["entry"][0])
+    before = _queued_answers()
+
+    with django_capture_on_commit_callbacks(execute=True) as on_commit:
+        assert post(client, data).json() == {"status": "ok", "stored": 3}
+    queued = [args for args in _queued_answers() if args not in before]
+    with tenant_scope(tenant_a):
+        stored = {m.channel_message_id: m for m in Message.objects.filter(role="user")}
+    assert sorted(queued) == sorted(
+        [
+            [str(stored["wamid.q2"].conversation_id), str(stored["wamid.q2"].pk)],
+            [str(stored["wamid.q3"].conversation_id), str(stored["wamid.q3"].pk)],
+        ]
+    )
+    assert len([c for c in on_commit if c.__qualname__.startswith("answers_enqueue")]) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, data).json() == {"status": "ok", "stored": 0}  # redelivered
+    assert len([args for args in _queued_answers() if args not in before]) == 2
