@@ -218,7 +218,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--contacts", type=int, default=200)
     parser.add_argument("--bursts", type=int, default=2, help="bursts per contact")
     parser.add_argument("--model-seconds", type=float, default=0.3)
-    parser.add_argument("--spread", type=float, default=3.0, help="contacts start within it")
+    parser.add_argument("--spread", type=float, default=20.0, help="contacts start within it")
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--smoke", action="store_true", help="3 contacts, one burst each")
     args = parser.parse_args()

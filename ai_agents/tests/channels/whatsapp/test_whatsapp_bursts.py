@@ -101,7 +101,9 @@ def test_a_burst_gets_one_reply_after_the_quiet_window_and_no_worker_slot_waits_
     assert "hola\\nuna pregunta\\n¿tienen envío a Saltillo?" in _model_saw(fake_google, 1)
     # the typing indicator went out on her messages while she wrote, before the reply
     assert {r["message_id"] for r in fake_graph.read_marks} >= {"wamid.burst-0", "wamid.burst-2"}
-    anas = [m for m in user_messages(tenant_a) if m.channel_message_id.startswith("wamid.burst")]
+    anas = [
+        m for m in user_messages(tenant_a) if (m.channel_message_id or "").startswith("wamid.burst")
+    ]
     assert all(m.metadata["result"]["reply"]["text"] == "Sí, enviamos." for m in anas)
     reply = next(r for r in _replies(tenant_a) if r.reply_to_id == anas[-1].pk)
     assert reply.metadata["burst"] == [str(m.pk) for m in anas]

@@ -114,4 +114,3 @@ def test_two_voice_notes_at_once_are_each_fetched_and_transcribed_once(
         "Quiero cambiar la dirección de entrega",
         "Y también el teléfono de contacto",
     ]
-
