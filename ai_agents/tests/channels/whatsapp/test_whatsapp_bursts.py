@@ -199,3 +199,45 @@ def test_bursts_of_one_number_in_two_tenants_never_mix(line: Line, tenant_b: Any
 def line_agent(line: Line) -> Agent:
     with tenant_scope(line.tenant):
         return Agent.objects.get()
+
+
+@pytest.mark.django_db
+def test_the_quiet_window_is_a_validated_setting(api_a: Any) -> None:
+    for bad, key in (
+        ({"burst_quiet_ms": -1}, "burst_quiet_ms"),
+        ({"burst_quiet_ms": "2500"}, "burst_quiet_ms"),
+        ({"burst_max_ms": 30001}, "burst_max_ms"),
+        ({"burst_quiet_ms": 3000, "burst_max_ms": 2000}, "burst_max_ms"),
+    ):
+        response = api_a.post(
+            "/api/v1/agents",
+            {"name": "X", "system_prompt": "Eres X.", "processing_config": bad},
+            format="json",
+        )
+        assert response.status_code == 400, bad
+        assert key in str(response.json())
+    good = api_a.post(
+        "/api/v1/agents",
+        {"name": "X", "system_prompt": "Eres X.", "processing_config": {"burst_quiet_ms": 0}},
+        format="json",
+    )
+    assert good.status_code == 201
+    assert good.json()["processing_config"]["burst_max_ms"] == 8000
+
+
+def test_a_burst_is_due_after_the_quiet_window_and_never_past_the_longest_wait() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from ai_agents.conversations.burst import burst_due_s
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    windows = {"burst_quiet_ms": 2500, "burst_max_ms": 8000}
+
+    def due(first: float, last: float, now: float) -> float:
+        at = [start + timedelta(seconds=s) for s in (first, last, now)]
+        return burst_due_s(first=at[0], last=at[1], processing=windows, now=at[2])
+
+    assert due(0, 0, 0) == 2.5
+    assert due(0, 1, 2) == 1.5
+    assert due(0, 7, 7) == 1.0  # 8 s after the first, not 2.5 s after the last
+    assert due(0, 1, 10) == 0.0
