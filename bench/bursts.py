@@ -135,12 +135,17 @@ _COUNTS = """
 SELECT count(*), count(*) FILTER (WHERE NOT (metadata ? 'result')) FROM ai_agents_message
 WHERE role = 'user' AND channel_message_id LIKE 'wamid.bursts-%'
 """
-# Per reply: from its burst's newest message stored to the reply stored, and the turn's part.
+# Per reply: from its burst's newest message stored to the reply stored, the turn's part, its
+# steps, and how late the turn started after the burst was due (queueing, the re-check's timer).
 _STEPS = """
-SELECT extract(epoch FROM r.created_at - u.created_at),
-       coalesce((r.metadata->'timings_ms'->>'total')::int, 0) / 1000.0, r.metadata->'timings_ms'
+SELECT extract(epoch FROM r.created_at - u.created_at), t.total, r.metadata->'timings_ms',
+       extract(epoch FROM r.created_at - make_interval(secs => t.total)
+               - least(u.created_at + %s * interval '1 ms', f.created_at + %s * interval '1 ms'))
 FROM ai_agents_message r JOIN ai_agents_message u ON u.id = r.reply_to_id
-WHERE r.role = 'assistant' AND u.channel_message_id LIKE 'wamid.bursts-%'
+JOIN ai_agents_message f ON f.id = coalesce((r.metadata->'burst'->>0)::uuid, u.id)
+CROSS JOIN LATERAL (
+  SELECT coalesce((r.metadata->'timings_ms'->>'total')::int, 0) / 1000.0 AS total) t
+WHERE r.role = 'assistant' AND u.channel_message_id LIKE 'wamid.bursts-%%'
 """
 
 
@@ -152,13 +157,14 @@ def database_counts(services: Services) -> dict[str, Any]:
 
     with psycopg.connect(make_conninfo(services.admin_url, dbname=services.db_name)) as conn:
         row = conn.execute(_COUNTS).fetchone()
-        steps = conn.execute(_STEPS).fetchall()
+        steps = conn.execute(_STEPS, [QUIET_S * 1000, LONGEST_S * 1000]).fetchall()
     assert row is not None
     return {
         "stored": int(row[0]),
         "waiting": int(row[1]),
         "to_reply": sorted(float(s[0]) for s in steps),
         "turn": sorted(float(s[1]) for s in steps),
+        "late": sorted(float(s[3]) for s in steps),
         "turn_steps": {
             key: statistics.median(int((s[2] or {}).get(key, 0)) for s in steps)
             for key in sorted({k for s in steps for k in (s[2] or {})})
@@ -194,7 +200,11 @@ def report(
             f"  burst's last message -> reply: median {statistics.median(latencies):.3f} s  "
             f"P95 {percentile(latencies, 0.95):.3f} s  max {latencies[-1]:.3f} s"
         )
-    for name, values in (("stored -> reply stored", found["to_reply"]), ("turn", found["turn"])):
+    for name, values in (
+        ("stored -> reply stored", found["to_reply"]),
+        ("turn (read, model, store)", found["turn"]),
+        ("turn started after the burst was due", found["late"]),
+    ):
         if values:
             print(
                 f"  {name}: median {statistics.median(values):.3f} s  P95 "
