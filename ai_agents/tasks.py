@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ai_agents.channels import ADAPTERS, adapter_for
 from ai_agents.conversations import store
-from ai_agents.conversations.burst import BurstWait, burst_wait
+from ai_agents.conversations.burst import BurstWait, burst_prefetch, burst_wait
 from ai_agents.conversations.delivery import reply_deliver, typing_show
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
 from ai_agents.conversations.store import conversations_in_turn
@@ -250,6 +250,7 @@ def channel_conversation_answer(
         ):
             if message_id in ("", wait.newest_id):  # a later message's task keeps it otherwise
                 _answer_later(conversation_id, wait)
+                burst_prefetch(conversation, wait)
             return []
         conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a

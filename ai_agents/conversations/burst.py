@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from ai_agents.knowledge.embeddings import query_prefetch
 from ai_agents.models import Agent, Conversation, Message
+from ai_agents.rules.input_bound import input_bound
 from erp.tenancy import rows
 
 if TYPE_CHECKING:
@@ -43,9 +45,12 @@ BURST_MAX_MESSAGES = 20
 
 # Stored, not yet answered: the predicate of the partial index `msg_unanswered`.
 _UNANSWERED = "conversation_id = %s AND role = 'user' AND NOT (metadata ? 'result')"
+# Their first and last arrival, the newest's id and their texts as the turn would join them
+# (enough for every channel's input limit).
 _BOUNDS = (
     "SELECT min(created_at), max(created_at),"  # noqa: S608 - no value in the text
-    " (array_agg(id ORDER BY created_at DESC, id DESC))[1]"
+    " (array_agg(id ORDER BY created_at DESC, id DESC))[1],"
+    " left(string_agg(content, E'\\n' ORDER BY created_at, id), 8192)"
     f" FROM ai_agents_message WHERE tenant_id = %s AND {_UNANSWERED}"
 )
 
@@ -62,6 +67,7 @@ class BurstWait:
 
     seconds: float
     newest_id: str
+    text: str  # what the customer said so far, joined as the turn will join it
 
 
 def burst_due_s(*, first: datetime, last: datetime, processing: Any, now: datetime) -> float:
@@ -80,11 +86,21 @@ def burst_wait(conversation: Conversation) -> BurstWait | None:
     if not merges(agent, conversation):
         return None
     (outcome,) = rows.run_together([(_BOUNDS, [conversation.tenant_id, conversation.pk])])
-    first, last, newest = (outcome.rows or [(None, None, None)])[0]
+    first, last, newest, text = (outcome.rows or [(None, None, None, None)])[0]
     if first is None:
         return None
     seconds = burst_due_s(first=first, last=last, processing=agent.processing, now=timezone.now())
-    return BurstWait(seconds=seconds, newest_id=str(newest))
+    return BurstWait(seconds=seconds, newest_id=str(newest), text=text or "")
+
+
+def burst_prefetch(conversation: Conversation, wait: BurstWait) -> None:
+    """While the burst is not due: the local model's vector of its text as the turn will see
+    it (cut to the channel's limit) starts in the background, so the turn finds it cached (the
+    request-for-a-person detector, a knowledge search on the local model). A message arriving
+    meanwhile only costs a wasted vector."""
+    text = input_bound(wait.text, conversation.channel)[0]
+    if text.strip():
+        query_prefetch(text)
 
 
 def burst_rest(turn: Turn) -> list[Message]:

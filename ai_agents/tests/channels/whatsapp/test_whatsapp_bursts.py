@@ -242,3 +242,26 @@ def test_a_burst_is_due_after_the_quiet_window_and_never_past_the_longest_wait()
     assert due(0, 1, 2) == 1.5
     assert due(0, 7, 7) == 1.0  # 8 s after the first, not 2.5 s after the last
     assert due(0, 1, 10) == 0.0
+
+
+@pytest.mark.django_db
+def test_a_waiting_burst_says_when_it_is_due_its_newest_message_and_its_text(
+    wa_binding: Any,
+) -> None:
+    from ai_agents.conversations.burst import burst_wait
+    from ai_agents.conversations.store import conversation_load
+    from ai_agents.tests.channels.whatsapp.support import stored
+
+    first = stored(wa_binding.agent, BURST[0], "wamid.wait-0", wa_binding)
+    second = stored(wa_binding.agent, BURST[1], "wamid.wait-1", wa_binding)
+    conversation = conversation_load(first.conversation_id)
+    assert conversation is not None
+
+    with tenant_scope(wa_binding.tenant):
+        wait = burst_wait(conversation)
+        _window(wa_binding.agent, 0, 0)
+        assert burst_wait(conversation_load(first.conversation_id)) is None  # type: ignore[arg-type]
+
+    assert wait is not None
+    assert 2.0 < wait.seconds <= 2.5
+    assert (wait.newest_id, wait.text) == (str(second.pk), "hola\nuna pregunta")
