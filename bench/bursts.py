@@ -12,7 +12,7 @@ model's 300 ms + 150 ms. `--smoke` is 3 contacts, one burst each (CI: the bench 
 The stack is bench/concurrency.py's (a scratch database on the embedded PostgreSQL under
 var/bench-concurrency, a valkey of its own, the fake Generative Language and Graph APIs in a
 process of their own, `python -m erp.supervisor` on top with its production settings). The
-load: every contact starts within `--spread` seconds, sends `--bursts` bursts of 1-4 messages
+load: every contact starts within `--spread` seconds (60), sends `--bursts` bursts of 1-4 messages
 (gaps within a burst 0.2-1.5 s, under the quiet window), the next burst well after the last
 one was due (quiet window + model + 3-4 s), each message one signed webhook POST. Measured: for
 each burst, from the instant its last message was POSTed to the instant the fake Graph API
@@ -228,7 +228,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--contacts", type=int, default=200)
     parser.add_argument("--bursts", type=int, default=2, help="bursts per contact")
     parser.add_argument("--model-seconds", type=float, default=0.3)
-    parser.add_argument("--spread", type=float, default=20.0, help="contacts start within it")
+    parser.add_argument("--spread", type=float, default=60.0, help="contacts start within it")
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--smoke", action="store_true", help="3 contacts, one burst each")
     args = parser.parse_args()
