@@ -112,6 +112,14 @@ def processing_spec() -> dict[str, Any]:
         _num("rag_min_score", _("Puntuación mínima de un fragmento"), 0, 1, step=0.05),
         _f("escalate_on_failure", _("Pasar a una persona si el modelo falla"), "bool"),
         _int("failures_before_escalation", _("Fallos seguidos antes de pasar"), 1, 10),
+        _int(
+            "burst_quiet_ms",
+            _("Esperar a que el cliente termine de escribir (0: responder cada mensaje)"),
+            0,
+            10000,
+            help_=ms,
+        ),
+        _int("burst_max_ms", _("Espera máxima desde su primer mensaje"), 0, 30000, help_=ms),
     ]
     return {"fields": fields}
 

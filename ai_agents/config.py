@@ -66,6 +66,11 @@ def processing_defaults() -> dict[str, Any]:
         "escalate_on_failure": True,
         # ...after this many consecutive failures in the conversation (a success resets it).
         "failures_before_escalation": 2,
+        # Pushed channels (WhatsApp, e-mail): messages of one contact arriving within this quiet
+        # window after the last one are answered by ONE reply (0: one reply per message)...
+        "burst_quiet_ms": 2500,
+        # ...waiting at most this long after the burst's first message.
+        "burst_max_ms": 8000,
     }
 
 
@@ -185,8 +190,12 @@ def validate_processing_config(value: Any) -> dict[str, Any]:
             "rag_min_score": _number_between(0, 1),
             "escalate_on_failure": _Check(lambda v: isinstance(v, bool), _("true o false")),
             "failures_before_escalation": _int_between(1, 10),
+            "burst_quiet_ms": _int_between(0, 10000),
+            "burst_max_ms": _int_between(0, 30000),
         },
     )
+    if merged["burst_max_ms"] < merged["burst_quiet_ms"]:
+        raise _fail("processing_config.burst_max_ms", _("no puede ser menor que burst_quiet_ms"))
     if merged["total_timeout_ms"] < merged["llm_timeout_ms"]:
         raise _fail(
             "processing_config.total_timeout_ms",
@@ -269,6 +278,8 @@ class ProcessingConfig:
     rag_min_score: float
     escalate_on_failure: bool
     failures_before_escalation: int
+    burst_quiet_ms: int
+    burst_max_ms: int
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ai_agents.channels import ADAPTERS, adapter_for
 from ai_agents.conversations import store
+from ai_agents.conversations.burst import BurstWait, burst_prefetch, burst_wait
 from ai_agents.conversations.delivery import reply_deliver, typing_show
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
 from ai_agents.conversations.store import conversations_in_turn
@@ -260,26 +261,34 @@ def channel_typing_show(conversation_id: str) -> bool:
     soft_time_limit=ANSWER_SOFT_S,
     time_limit=ANSWER_HARD_S,
 )
-def channel_conversation_answer(conversation_id: str, message_id: str = "") -> list[str]:
+def channel_conversation_answer(
+    conversation_id: str, message_id: str = "", recheck: bool = False
+) -> list[str]:
     """Real-time queue: answers a conversation's stored channel messages in arrival order and
-    sends the replies on its channel. Returns the delivery status of each reply sent."""
+    sends the replies on its channel. Returns the delivery status of each reply sent.
+
+    A burst not yet due (ai_agents/conversations/burst.py) is not answered now: the task of
+    its newest message (`message_id`; none: the sweep's, or a run's that left some) queues a
+    `recheck` for when it is due and every task leaves; no worker waits."""
     conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
     with tenant_scope(conversation.tenant_id):
-        adapter = adapter_for(conversation.channel)
-        inbound = Message.objects.filter(pk=message_id).first() if message_id else None
-        if (
-            adapter is not None
-            and conversation.binding is not None
-            and inbound is not None
-            and "result" not in (inbound.metadata or {})
-            and conversation.status == Conversation.Status.ACTIVE
-            and conversation.agent.is_active
-        ):
-            adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
+        if not recheck:
+            _typing_for(conversation, message_id)
         if conversation.channel == "whatsapp":  # voice notes, images: read while "typing"
             conversation_media_resolve(conversation=conversation)
+        wait = burst_wait(conversation)
+        # Run in-process (eager: tests, no broker to wait on) it answers at once.
+        if (
+            wait is not None
+            and wait.seconds > 0
+            and not channel_conversation_answer.request.is_eager
+        ):
+            if message_id in ("", wait.newest_id):  # a later message's task keeps it otherwise
+                _answer_later(conversation_id, wait)
+                burst_prefetch(conversation, wait)
+            return []
         conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.
@@ -293,14 +302,41 @@ def channel_conversation_answer(conversation_id: str, message_id: str = "") -> l
             .values_list("pk", flat=True)
         )
         statuses = [reply_deliver(pk) for pk in undelivered]
-        # Left by a run stopped at its deadline; not while another run holds the turn (it
-        # answers them, and looks again once it let the turn go).
+        # Left by a run stopped at its deadline, or the next burst; not while another run holds
+        # the turn (it answers them, and looks again once it let the turn go).
         left = store.pending_exists(conversation=conversation) and not store.conversations_in_turn(
             [conversation.pk]
         )
+        wait = burst_wait(conversation) if left else None
     if left:
-        channel_conversation_answer.delay(conversation_id)
+        _answer_later(conversation_id, wait)
     return statuses
+
+
+def _typing_for(conversation: Conversation, message_id: str) -> None:
+    """The channel's typing indicator on a new message (WhatsApp: read + typing) while the bot
+    will answer it."""
+    adapter = adapter_for(conversation.channel)
+    inbound = Message.objects.filter(pk=message_id).first() if message_id else None
+    if (
+        adapter is not None
+        and conversation.binding is not None
+        and inbound is not None
+        and "result" not in (inbound.metadata or {})
+        and conversation.status == Conversation.Status.ACTIVE
+        and conversation.agent.is_active
+    ):
+        adapter.typing(binding=conversation.binding, conversation=conversation, inbound=inbound)
+
+
+def _answer_later(conversation_id: str, wait: BurstWait | None) -> None:
+    """Queues the conversation's answer again: at once, or when its burst is due."""
+    if wait is None:
+        channel_conversation_answer.delay(conversation_id)
+        return
+    channel_conversation_answer.apply_async(
+        args=(conversation_id, wait.newest_id, True), countdown=wait.seconds
+    )
 
 
 @shared_task(

@@ -24,9 +24,9 @@ def fakes_env(urls: dict[str, str]) -> dict[str, str]:
     }
 
 
-def fixture(*, slug: str) -> Any:
-    """A tenant with credit, an agent and its WhatsApp binding on NUMBER (as the owner);
-    returns the tenant."""
+def fixture(*, slug: str, processing: dict[str, Any] | None = None) -> Any:
+    """A tenant with credit, an agent (`processing`: more of its processing_config) and its
+    WhatsApp binding on NUMBER (as the owner); returns the tenant."""
     from decimal import Decimal
 
     from ai_agents.models import ChannelBinding
@@ -43,7 +43,7 @@ def fixture(*, slug: str) -> Any:
             data={
                 "name": "Lucía",
                 "system_prompt": "Eres Lucía. Responde breve.",
-                "processing_config": {"tokens_per_minute": 10_000_000},
+                "processing_config": {"tokens_per_minute": 10_000_000, **(processing or {})},
             },
         )
         ChannelBinding.objects.create(

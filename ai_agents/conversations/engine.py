@@ -34,6 +34,7 @@ from typing import Any
 
 from ai_agents.conversations import store
 from ai_agents.conversations.attempts import attempts_exhausted
+from ai_agents.conversations.burst import burst_rest, merges
 from ai_agents.conversations.inbound import Inbound, message_prepare, message_receive
 from ai_agents.conversations.known_thread import Prepared
 from ai_agents.conversations.manual_inbox import manual_inbox_escalation
@@ -173,6 +174,7 @@ def _answer_turns(
     token, lease_s = uuid.uuid4(), turn_lease_s(agent)
     give_up, pause = time.monotonic() + 2 * lease_s, TURN_POLL_S[0]
     held = False
+    merging = own is None and merges(agent, conversation)  # one reply per burst (burst.py)
     try:
         while stop_at is None or not results or time.monotonic() <= stop_at:
             found = store.turn_next(
@@ -203,10 +205,11 @@ def _answer_turns(
                 timer=timer if mine and timer is not None else Timer(),
                 on_delta=on_delta if mine else None,
             )
-            _read(turn, found)
+            _read(turn, found, burst=merging)
             results.append(_answer(turn))
             held = False  # phase 3 gave it back
-            if (own is not None and mine) or (own is None and not turn.pending_after):
+            # A merging run answers one burst: the next one gets its own quiet window.
+            if (own is not None and mine) or (own is None and (merging or not turn.pending_after)):
                 return
     except TurnLost:
         held = False  # another run holds it now
@@ -235,9 +238,12 @@ def _answer(turn: Turn) -> TurnResult:
         return turn_record(turn)
 
 
-def _read(turn: Turn, found: store.TurnRead) -> None:
+def _read(turn: Turn, found: store.TurnRead, *, burst: bool = False) -> None:
     """Phase 1: what `store.turn_next` read for this message (one round trip, the turn renewed
-    with it)."""
+    with it); with `burst`, the later messages answered with it are claimed (a read more:
+    what arrives after it waits for the next turn)."""
+    if burst:
+        turn.burst = burst_rest(turn)
     turn.contact = found.contact
     turn.history_found = found.history
     turn.knowledge_bases = found.knowledge_bases
@@ -267,6 +273,7 @@ def _decided_without_model(turn: Turn) -> bool:
         f"conv-msgs:{conversation.pk}",
         limit=int(agent.processing["messages_per_minute"]),
         window_s=60,
+        amount=1 + len(turn.burst),  # messages, not replies: a burst counts each of its own
     )
     if not limited.allowed:
         # RN-4: stored, no model call, at most one polite notice per window.

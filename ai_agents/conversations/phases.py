@@ -13,6 +13,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy
 
 from ai_agents.conversations.actions import ActionSet
+from ai_agents.conversations.burst import burst_text
 from ai_agents.conversations.context import (
     build_request,
     final_intent,
@@ -43,8 +44,9 @@ INPUT_CUT_NOTE = gettext_lazy(
 
 
 def bound_input(turn: Turn) -> None:
-    """Everything after works on the message cut to its channel's limit (stored whole)."""
-    text, full_length = input_bound(turn.message.content, turn.conversation.channel)
+    """Everything after works on the message (a burst's messages, one per line) cut to its
+    channel's limit (stored whole)."""
+    text, full_length = input_bound(burst_text(turn), turn.conversation.channel)
     turn.text = turn.prompt_text = text
     if full_length is not None:
         turn.meta["input_truncated"] = {"chars": full_length, "kept": len(text)}

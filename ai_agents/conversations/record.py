@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ai_agents.conversations import store
+from ai_agents.conversations.burst import burst_last, burst_result_statements
 from ai_agents.conversations.escalation_check import escalation_meta
 from ai_agents.conversations.retrieval import citations
 from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
@@ -112,8 +113,8 @@ def _reply_row(turn: Turn, now: Any) -> Message | None:
         else None,
         rag_search_time_ms=retrieval.elapsed_ms if retrieval.hits or retrieval.timed_out else None,
         tool_calls=turn.meta.pop("tool_calls", None) or None,
-        reply_to=turn.message,
-        created_at=max(now, turn.message.created_at + timedelta(microseconds=1)),
+        reply_to=burst_last(turn),  # a burst's newest message (e-mail threads on it)
+        created_at=max(now, burst_last(turn).created_at + timedelta(microseconds=1)),
     )
 
 
@@ -152,6 +153,8 @@ def _timings(turn: Turn, reply: Message | None) -> None:
         turn.message.metadata = {**turn.message.metadata, "timings_ms": timings}
         return
     turn.meta["timings_ms"] = timings
+    if turn.burst:  # the reply answers these messages together
+        turn.meta["burst"] = [str(m.pk) for m in (turn.message, *turn.burst)]
     turn.meta["response_time_ms"] = timings["total"]
     if turn.escalation is not None:
         turn.meta["escalation_notice"] = True  # the one bot message an escalated chat may send
@@ -199,7 +202,8 @@ def _store_statements(
             tenant_id=conversation.tenant_id,
             pk=turn.message.pk,
             values={"metadata": turn.message.metadata},
-        )
+        ),
+        *burst_result_statements(turn, turn.message.metadata["result"]),
     ]
     if reply is not None:
         statements.append(rows.insert_statement([reply]))
@@ -244,6 +248,8 @@ def _suppress(
     )
     turn.message.metadata = {**turn.message.metadata, "result": result.as_record()}
     messages.filter(pk=turn.message.pk).update(metadata=turn.message.metadata)
+    if turn.burst:
+        rows.run_together(burst_result_statements(turn, turn.message.metadata["result"]))
     kept = {k: v for k, v in changes.items() if k in ("tokens_used", "last_message_at")}
     rows.update(Conversation, tenant_id=conversation.tenant_id, pk=conversation.pk, values=kept)
     return result

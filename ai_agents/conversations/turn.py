@@ -113,6 +113,8 @@ class Turn:
     # early_escalation found none of the triggers that read only the text and the history
     # (keyword, user_request, loop_detection): the check after the model skips them.
     text_triggers_clear: bool = False
+    # The customer's later messages answered with this one (a merged burst, conversations/burst.py)
+    burst: list[Message] = field(default_factory=list)
     pending_after: bool = False  # phase 3 gave the turn back and saw another message waiting
     model_failed: bool | None = None  # the model call failed (True) or answered (False)
     playground: bool = False  # a test run: nothing stored, tools that change data not run

@@ -108,6 +108,7 @@ def test_a_backlog_is_answered_in_runs_that_end_before_the_tasks_time_limit(
         **agent.processing_config,
         "llm_timeout_ms": 1000,
         "total_timeout_ms": 1000,
+        "burst_quiet_ms": 0,  # one reply per message (no merged burst)
     }
     agent.save(update_fields=["processing_config"])
     for n in range(3):
@@ -142,6 +143,9 @@ def test_the_answer_task_queues_what_its_run_left_for_the_next_one(
     import ai_agents.tasks
 
     monkeypatch.setattr(ai_agents.tasks, "ANSWER_RUN_S", 0)  # one message per run
+    agent = wa_binding.agent
+    agent.processing_config = {**agent.processing_config, "burst_quiet_ms": 0}  # no bursts
+    agent.save(update_fields=["processing_config"])
     for n in range(3):
         fake_google.push(fake_google.reply_json({"action": "respond", "answer": f"R{n}."}))
     first = stored_unanswered(wa_binding, "uno", "wamid.b-1")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from erp.testing.fault_stack import Delivery, FaultStack
+from erp.testing.fault_stack import SWEEP_SECONDS, Delivery, FaultStack
 from erp.testing.processes import BASE_DIR, healthy, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -109,6 +109,30 @@ def test_worker_killed_mid_answer(stack: FaultStack) -> None:
     assert all(d.statuses == [200] for d in deliveries)
     assert found["stored"] == found["answered"] == found["sends"] == 10
     assert found["duplicated"] == 0
+
+
+def test_worker_killed_mid_burst(stack: FaultStack) -> None:
+    """Three messages of one customer 0.3 s apart (one burst: the agent's quiet window is
+    2.5 s); the worker is killed -9 inside the window, with the re-check it was holding, and
+    started again: the burst is answered once, by one reply."""
+    deliveries = [Delivery(f"wamid.burst-{i:04d}") for i in range(3)]
+    for delivery in deliveries:
+        stack.deliver(delivery, "34640000001")
+        time.sleep(0.3)
+    stack.kill_worker()
+    stack.start_worker()
+
+    def done() -> dict[str, int] | None:
+        found = stack.counts("wamid.burst-", "3464")
+        return found if found["answered"] >= 3 and found["sends"] >= 1 else None
+
+    wait_until("the burst answered and sent", done, timeout=90, every=0.5)
+    time.sleep(SWEEP_SECONDS * 2)  # a second reply would show up now
+    found = stack.counts("wamid.burst-", "3464")
+    stack.summary("worker killed -9 mid-burst, 3 webhooks of one customer", deliveries, found)
+    assert all(d.statuses == [200] for d in deliveries)
+    assert (found["stored"], found["answered"]) == (3, 3)
+    assert (found["replies"], found["sends"], found["duplicated"]) == (1, 1, 0)
 
 
 def test_database_restarted_during_webhooks(stack: FaultStack) -> None:

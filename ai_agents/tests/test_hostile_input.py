@@ -78,8 +78,9 @@ def test_a_huge_earlier_message_reaches_the_next_prompt_cut_to_the_channel_limit
 ) -> None:
     respond(fake_google, "De 2 a 3 días hábiles.")
     respond(fake_google, "A Guadalajara, 3 días.")
-    with run_tasks():
+    with run_tasks():  # answered before the next one arrives (together they are one burst)
         post(client, text_payload(HUGE, "wamid.huge-1"))
+    with run_tasks():
         post(client, text_payload("¿Y a Guadalajara?", "wamid.short-2"))
 
     assert [b["text"]["body"] for b in fake_graph.sent] == [
