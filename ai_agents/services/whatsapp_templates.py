@@ -29,6 +29,7 @@ from ai_agents.channels.whatsapp.templates import (
 from ai_agents.models import ChannelBinding, Conversation, Message, TemplateSend, WhatsAppTemplate
 from ai_agents.services.handoff import HandoffError, InvalidReply, staff_message_store
 from erp.db import connection_release
+from erp.storable import storable_text
 from erp.tenancy.scoping import acts_for
 
 logger = logging.getLogger(__name__)
@@ -172,7 +173,12 @@ def template_values_clean(template: WhatsAppTemplate, values: Any) -> list[str]:
         )
     cleaned = []
     for value in values:
-        if not isinstance(value, str) or not value.strip() or len(value) > VALUE_MAX_CHARS:
+        if (
+            not isinstance(value, str)
+            or not value.strip()
+            or len(value) > VALUE_MAX_CHARS
+            or storable_text(value) is not value  # NUL or a lone surrogate: not storable
+        ):
             raise InvalidReply(
                 _("Cada variable necesita un texto de 1 a %(n)s caracteres.")
                 % {"n": VALUE_MAX_CHARS},
