@@ -82,6 +82,10 @@ def _templates_store(binding: ChannelBinding, found: list[TemplateInfo]) -> Sync
     rows = WhatsAppTemplate.objects.for_tenant(binding.tenant_id)
     created = updated = 0
     with transaction.atomic():
+        # Two syncs of the channel at once (the daily task, the admin's action) take turns:
+        # the second reads the rows the first committed instead of inserting them again.
+        channels = ChannelBinding.objects.for_tenant(binding.tenant_id).select_for_update()
+        channels.filter(pk=binding.pk).values_list("pk", flat=True).first()
         known = {(t.name, t.language): t for t in rows.select_for_update().filter(binding=binding)}
         seen: set[tuple[str, str]] = set()
         for info in found:
