@@ -32,6 +32,7 @@ from ai_agents.services.whatsapp_templates import (
     conversation_template_send,
     template_json,
 )
+from erp.storable import storable_text
 
 TemplateItem = inline_serializer(
     "WhatsAppTemplateItem",
@@ -94,7 +95,12 @@ class TemplateSendView(MemberAPIView):
         data = _body(request)
         user = self.acting_staff(conversation.tenant_id, data)
         key = data.get("client_key")
-        if not isinstance(key, str) or not key.strip() or len(key) > CLIENT_KEY_MAX:
+        if (
+            not isinstance(key, str)
+            or not key.strip()
+            or len(key) > CLIENT_KEY_MAX
+            or storable_text(key) is not key  # NUL or a lone surrogate: not storable
+        ):
             raise StaffInputError(
                 "client_key",
                 _("Indique client_key: un texto de hasta %(n)s caracteres.")

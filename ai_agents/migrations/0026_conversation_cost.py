@@ -2,10 +2,13 @@
 
 from decimal import Decimal
 from django.conf import settings
+from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
 from django.db import migrations, models
 
 from ai_agents.services.stats_facts import conversation_cost_backfill
 from erp.tenancy.scoping import all_tenants
+
+INCLUDE = ('agent', 'channel', 'status', 'closed_at', 'escalated_at', 'escalation_reason', 'escalated_to', 'assigned_to', 'claimed_at', 'satisfaction_rating', 'customer_messages', 'assistant_messages', 'first_bot_response_ms', 'first_human_response_ms', 'staff_involved', 'no_answer_replies', 'cost_usd')
 
 
 def backfill(apps, schema_editor):
@@ -32,12 +35,31 @@ class Migration(migrations.Migration):
             field=models.DecimalField(decimal_places=6, default=Decimal('0'), editable=False, max_digits=14, verbose_name='costo (USD)'),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop, elidable=True),
-        migrations.RemoveIndex(
-            model_name='conversation',
-            name='conv_tenant_started',
-        ),
-        migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['tenant', 'started_at'], include=('agent', 'channel', 'status', 'closed_at', 'escalated_at', 'escalation_reason', 'escalated_to', 'assigned_to', 'claimed_at', 'satisfaction_rating', 'customer_messages', 'assistant_messages', 'first_bot_response_ms', 'first_human_response_ms', 'staff_involved', 'no_answer_replies', 'cost_usd'), name='conv_tenant_started'),
+        # The covering index gains cost_usd without stopping the conversations' writes: the new
+        # one is built CONCURRENTLY beside the old (a plain CREATE INDEX would block every
+        # inbound message for as long as it reads the table), then swapped in by name.
+        migrations.SeparateDatabaseAndState(
+            database_operations=[
+                AddIndexConcurrently(
+                    model_name='conversation',
+                    index=models.Index(fields=['tenant', 'started_at'], include=INCLUDE, name='conv_tenant_started_v2'),
+                ),
+                RemoveIndexConcurrently(model_name='conversation', name='conv_tenant_started'),
+                migrations.RenameIndex(
+                    model_name='conversation',
+                    new_name='conv_tenant_started',
+                    old_name='conv_tenant_started_v2',
+                ),
+            ],
+            state_operations=[
+                migrations.RemoveIndex(
+                    model_name='conversation',
+                    name='conv_tenant_started',
+                ),
+                migrations.AddIndex(
+                    model_name='conversation',
+                    index=models.Index(fields=['tenant', 'started_at'], include=INCLUDE, name='conv_tenant_started'),
+                ),
+            ],
         ),
     ]

@@ -233,6 +233,8 @@ def agent_test_run_execute(*, run: AgentTestRun) -> AgentTestRun:
     runs = AgentTestRun.objects.for_tenant(run.tenant_id).filter(pk=run.pk)
     if not runs.filter(state=State.QUEUED).update(state=State.RUNNING):
         return runs.get()
+    if not _lock_take_again(run_lock_key(run.agent), str(run.pk)):
+        return runs.get()  # another run took the agent (and marked this one failed)
     run.state = State.RUNNING
     try:
         return _cases_run(run)
@@ -251,6 +253,17 @@ def agent_test_run_execute(*, run: AgentTestRun) -> AgentTestRun:
         return _run_fail(run, reason)
     finally:
         _lock_give_back(run_lock_key(run.agent), str(run.pk))
+
+
+def _lock_take_again(key: str, token: str) -> bool:
+    """The run starts: the agent's lock is this run's for RUN_LOCK_S more (a run that waited
+    in the queue past its lock takes it back). False when another run holds it."""
+    if cache.add(key, token, RUN_LOCK_S):
+        return True
+    if cache.get(key) != token:
+        return False
+    cache.set(key, token, RUN_LOCK_S)
+    return True
 
 
 def _lock_give_back(key: str, token: str) -> None:

@@ -3,12 +3,13 @@ with a follow-up (`TemplateFollowup`) of a tenant that opted in
 (`HandoffSettings.whatsapp_followup`) sends its template once, e.g. "¿pudimos resolver su
 duda?".
 
-Due when: the conversation is WhatsApp, active, held by nobody, on the template's channel;
-its window closes within the agent's `lead_minutes` but has not closed; and the customer left
-us unanswered: the last message of the conversation is ours (bot or staff) and the customer
-did not write after it. Never twice: the marker row (`FollowupSent`, unique per conversation)
-is inserted first, in the transaction that stores the message; a second run (or a second beat
-at the same time) meets the unique constraint and sends nothing.
+Due when: the agent and the template's channel are active; the conversation is WhatsApp,
+active, held by nobody, on the template's channel; its window closes within the agent's
+`lead_minutes` but has not closed; and the customer left us unanswered: the last message of
+the conversation is ours (bot or staff) and the customer did not write after it. Never
+twice: the marker row (`FollowupSent`, unique per conversation) is inserted first, in the
+transaction that stores the message; a second run (or a second beat at the same time) meets
+the unique constraint and sends nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def followups_due(*, now: datetime | None = None) -> int:
             is_active=True,
             tenant_id__in=opted_in.values("tenant_id"),
             template__status=WhatsAppTemplate.Status.APPROVED,
+            # A switched-off agent or channel sends nothing on its own.
+            agent__is_active=True,
+            template__binding__is_active=True,
         )
         .select_related("template")
         .order_by("id")

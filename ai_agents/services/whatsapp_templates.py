@@ -29,6 +29,7 @@ from ai_agents.channels.whatsapp.templates import (
 from ai_agents.models import ChannelBinding, Conversation, Message, TemplateSend, WhatsAppTemplate
 from ai_agents.services.handoff import HandoffError, InvalidReply, staff_message_store
 from erp.db import connection_release
+from erp.storable import storable_text
 from erp.tenancy.scoping import acts_for
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ def _templates_store(binding: ChannelBinding, found: list[TemplateInfo]) -> Sync
     rows = WhatsAppTemplate.objects.for_tenant(binding.tenant_id)
     created = updated = 0
     with transaction.atomic():
+        # Two syncs of the channel at once (the daily task, the admin's action) take turns:
+        # the second reads the rows the first committed instead of inserting them again.
+        channels = ChannelBinding.objects.for_tenant(binding.tenant_id).select_for_update()
+        channels.filter(pk=binding.pk).values_list("pk", flat=True).first()
         known = {(t.name, t.language): t for t in rows.select_for_update().filter(binding=binding)}
         seen: set[tuple[str, str]] = set()
         for info in found:
@@ -172,7 +177,12 @@ def template_values_clean(template: WhatsAppTemplate, values: Any) -> list[str]:
         )
     cleaned = []
     for value in values:
-        if not isinstance(value, str) or not value.strip() or len(value) > VALUE_MAX_CHARS:
+        if (
+            not isinstance(value, str)
+            or not value.strip()
+            or len(value) > VALUE_MAX_CHARS
+            or storable_text(value) is not value  # NUL or a lone surrogate: not storable
+        ):
             raise InvalidReply(
                 _("Cada variable necesita un texto de 1 a %(n)s caracteres.")
                 % {"n": VALUE_MAX_CHARS},

@@ -194,3 +194,42 @@ def test_usage_without_a_conversation_changes_no_conversation(conv_a: Conversati
 
     assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0")
     assert UsageLog.objects.unscoped().filter(operation="embedding").count() == 1
+
+
+def test_the_cost_migration_rebuilds_the_covering_index_without_blocking_writes() -> None:
+    """Migration 0026 adds cost_usd to conversations' covering index: a plain CREATE INDEX
+    would hold back every inbound message (a write to its conversation) while the whole table
+    is read. What the migration runs on the database builds the new index CONCURRENTLY, drops
+    the old one CONCURRENTLY and renames (no plain AddIndex / RemoveIndex)."""
+    from importlib import import_module
+
+    from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
+    from django.db import migrations
+
+    module = import_module("ai_agents.migrations.0026_conversation_cost")
+    run: list[Any] = []
+    for operation in module.Migration.operations:
+        if isinstance(operation, migrations.SeparateDatabaseAndState):
+            run.extend(operation.database_operations)
+        else:
+            run.append(operation)
+    on_indexes = [o for o in run if isinstance(o, migrations.AddIndex | migrations.RemoveIndex)]
+    assert on_indexes, "the migration changes the covering index"
+    assert all(isinstance(o, AddIndexConcurrently | RemoveIndexConcurrently) for o in on_indexes), (
+        on_indexes
+    )
+    assert module.Migration.atomic is False
+
+
+@pytest.mark.django_db
+def test_the_covering_index_holds_the_cost_under_its_own_name() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s",
+            [Conversation._meta.db_table, "conv_tenant_started%"],
+        )
+        found = dict(cursor.fetchall())
+    assert list(found) == ["conv_tenant_started"]
+    assert (
+        '"cost_usd"' in found["conv_tenant_started"] or "cost_usd" in found["conv_tenant_started"]
+    )

@@ -84,19 +84,23 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
         return bindings[number, active]
 
     answers: dict[str, str] = {}
-    for item in batch.messages:
-        binding = binding_of(item.phone_number_id)
-        if binding is None:
-            outcome.unrouted += 1
-            continue
-        _message, created = inbound_accept(
-            binding=binding, inbound=_inbound(item), answer=item.answer, answers=answers
-        )
-        if created:
-            outcome.stored += 1
-        else:
-            outcome.duplicates += 1
-    answers_enqueue(answers)  # once for the POST, after what it stored is committed
+    try:
+        for item in batch.messages:
+            binding = binding_of(item.phone_number_id)
+            if binding is None:
+                outcome.unrouted += 1
+                continue
+            _message, created = inbound_accept(
+                binding=binding, inbound=_inbound(item), answer=item.answer, answers=answers
+            )
+            if created:
+                outcome.stored += 1
+            else:
+                outcome.duplicates += 1
+    finally:
+        # Once for the POST, after what it stored is committed; even when a later message
+        # failed: Meta's retry finds the stored ones duplicates and would not queue them.
+        answers_enqueue(answers)
     for status in batch.statuses:
         binding = binding_of(status.phone_number_id, active=False)
         if binding is None:

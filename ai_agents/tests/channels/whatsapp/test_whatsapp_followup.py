@@ -168,3 +168,34 @@ def test_a_follow_up_takes_a_template_of_the_agents_own_channel_only(
     assert refused.value.message_dict == {
         "template": ["La plantilla es de un canal de WhatsApp de otro agente."]
     }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("switched_off", ["agent", "channel"])
+def test_no_follow_up_from_a_deactivated_agent_or_channel(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+    switched_off: str,
+) -> None:
+    """The owner switched the agent (or its WhatsApp channel) off: no template goes out to the
+    customers of its conversations any more; switched on again, the follow-up goes."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    _followup(wa_binding, tenant_a)
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    row = wa_binding.agent if switched_off == "agent" else wa_binding
+    row.is_active = False
+    row.save(update_fields=["is_active"])
+
+    with run_tasks():
+        assert followups_due() == 0
+    assert _followups(tenant_a) == []
+    assert [b for b in fake_graph.sent if b.get("type") == "template"] == []
+
+    row.is_active = True
+    row.save(update_fields=["is_active"])
+    with run_tasks():
+        assert followups_due() == 1

@@ -175,3 +175,56 @@ def test_the_channels_list_syncs_a_channel_with_no_template_yet(
     page = client.post(url, action, follow=True)
     assert [row[0] for row in _rows(tenant_a)] == ["order_update"]
     assert "1 nuevas, 0 actualizadas, 0 borradas" in page.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_syncs_of_a_channel_at_once_both_store_without_an_error(
+    wa_binding: Any, tenant_a: Any
+) -> None:
+    """The daily task and an admin's "Sincronizar" on the same channel at the same moment: the
+    second waits for the first to commit and updates its rows (no duplicate-key error that
+    would be a 500 or stop the daily task for every channel after it)."""
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    from ai_agents.services import whatsapp_templates as service
+    from erp.tenancy.scoping import tenant_scope
+    from erp.testing import deadlines
+
+    found = [t for t in (wire.template_parse(ORDER_UPDATE), wire.template_parse(SURVEY)) if t]
+    first_stored = threading.Event()
+    outcomes: list[Any] = []
+
+    def first() -> None:
+        try:
+            with tenant_scope(tenant_a), transaction.atomic():
+                outcomes.append(service._templates_store(wa_binding, found))
+                first_stored.set()
+                time.sleep(0.5)  # not committed yet while the second one stores
+        finally:
+            first_stored.set()
+            connection.close()
+
+    def second() -> None:
+        try:
+            first_stored.wait(deadlines.WAIT_S)
+            with tenant_scope(tenant_a):
+                outcomes.append(service._templates_store(wa_binding, found))
+        except Exception as error:  # what the test looks at
+            outcomes.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    deadlines.threads_join(threads)
+
+    assert [o.as_dict() if hasattr(o, "as_dict") else repr(o) for o in outcomes] == [
+        {"created": 2, "updated": 0, "removed": 0},
+        {"created": 0, "updated": 2, "removed": 0},
+    ]
+    with tenant_scope(tenant_a):
+        assert [r[0] for r in _rows(tenant_a)] == ["encuesta", "order_update"]
