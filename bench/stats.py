@@ -11,7 +11,7 @@ split evenly over them (customer and bot turns, 3 % of the bot's replies `no_ans
 question drawn from near-duplicate wordings, staff replies in escalated ones) and one usage
 row per bot reply; the conversations' statistics facts are then filled in by migration
 0024's backfill (`conversation_facts_backfill`, timed) and their cost, summed from the usage
-rows, by migration 0025's (`conversation_cost_backfill`, timed). VACUUM ANALYZE; then, as the
+rows, by migration 0026's (`conversation_cost_backfill`, timed). VACUUM ANALYZE; then, as the
 application's role (row-level security on) and scoped to tenant A, times over `--runs` runs
 each: the statistics statement (`stats_read`) for the last 30 days, for the last 30 days of
 one agent and for the whole year (366 days); the API call (`GET /api/v1/stats`, API key, the
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> None:
         filled = conversation_facts_backfill(cursor=cursor)  # what migration 0024 runs
         backfill_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        conversation_cost_backfill(cursor=cursor)  # what migration 0025 runs
+        conversation_cost_backfill(cursor=cursor)  # what migration 0026 runs
         cost_s = time.perf_counter() - t0
         cursor.execute("VACUUM ANALYZE")
         cursor.execute(
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"tenant A: {count} messages over {args.conversations} conversations (tenant B: a tenth)")
     print(f"loaded in {time.perf_counter() - started:.1f} s")
     print(f"facts backfilled (migration 0024) for {filled} conversations in {backfill_s:.1f} s")
-    print(f"costs backfilled (migration 0025) for {filled} conversations in {cost_s:.1f} s")
+    print(f"costs backfilled (migration 0026) for {filled} conversations in {cost_s:.1f} s")
     connect_as_app_role()
     cases = _cases(loaded, key)
     with tenant_scope(loaded["tenant"]):
