@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from ai_agents.conversations import store
 from ai_agents.conversations.escalation_check import escalation_meta
+from ai_agents.conversations.phases import token_correction_commands
 from ai_agents.conversations.retrieval import citations
 from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
 from ai_agents.models import Conversation, Message
@@ -88,6 +89,7 @@ def _write(
             tenant_id=conversation.tenant_id,
             conversation_id=conversation.pk,
             kind="message" if turn.escalation is None else "status",
+            along=lambda: token_correction_commands(turn),  # one round trip after the model
         )
     return result
 
