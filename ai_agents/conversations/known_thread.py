@@ -86,7 +86,7 @@ def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
     """The conversation of a prepared message until its row is read (not saved; its id is
     a placeholder). Only the fields given here are set: the others are deferred, not given
     their ~40 defaults per message (`adopt` replaces them all)."""
-    conversation = Conversation(*_DEFERRED_ROW)
+    conversation: Conversation = _model(*_DEFERRED_ROW)
     conversation.__dict__.update(
         id=uuid.uuid4(),
         tenant_id=agent.tenant_id,
@@ -98,6 +98,7 @@ def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
 
 
 _DEFERRED_ROW = (DEFERRED,) * len(Conversation._meta.concrete_fields)
+_model: Any = Conversation  # positional (deferred) values: the stubs know keywords only
 
 
 def adopt(conversation: Conversation, row: Conversation) -> None:
