@@ -45,6 +45,7 @@ from ai_agents.conversations.phases import (
     early_triggers,
     limit_notice,
     model_phase,
+    token_correction_send,
 )
 from ai_agents.conversations.record import result_now, turn_record
 from ai_agents.conversations.retrieval import retrieval_prefetch
@@ -232,10 +233,15 @@ def _answer(turn: Turn) -> TurnResult:
     """Phases 2 and 3 for one message (see the module docstring). The usage rows of the
     model calls travel with the reply (sent on their own if anything fails before)."""
     with rows.survive_rollback(), rows.deferred_writes(anywhere=True):
-        if not _decided_without_model(turn):
-            connection_release()  # phase 2 holds no connection: the pool serves other turns
-            model_phase(turn, usage=call_context(turn))
-        return turn_record(turn)
+        try:
+            if not _decided_without_model(turn):
+                connection_release()  # phase 2 holds no connection: the pool serves other turns
+                model_phase(turn, usage=call_context(turn))
+            return turn_record(turn)
+        finally:
+            # The token correction the reply's inbox event did not take (a failure, no event
+            # yet in an enclosing transaction): sent now, once.
+            token_correction_send(turn)
 
 
 def _read(turn: Turn, found: store.TurnRead, *, burst: bool = False) -> None:

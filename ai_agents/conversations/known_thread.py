@@ -12,9 +12,12 @@ new one is opened).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from django.db.models import DEFERRED
 
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.services.conversations import INACTIVITY_EXPIRY
@@ -80,17 +83,32 @@ def prepared_store_statement(
 
 
 def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
-    """The conversation of a prepared message until its row is read (not saved, no id)."""
-    return Conversation(
+    """The conversation of a prepared message until its row is read (not saved; its id is
+    a placeholder). Only the fields given here are set: the others are deferred, not given
+    their ~40 defaults per message (`adopt` replaces them all)."""
+    conversation: Conversation = _model(*_DEFERRED_ROW)
+    conversation.__dict__.update(
+        id=uuid.uuid4(),
         tenant_id=agent.tenant_id,
-        agent=agent,
         channel=channel,
         channel_conversation_id=thread_id,
     )
+    conversation.agent = agent
+    return conversation
+
+
+_DEFERRED_ROW = (DEFERRED,) * len(Conversation._meta.concrete_fields)
+_model: Any = Conversation  # positional (deferred) values: the stubs know keywords only
 
 
 def adopt(conversation: Conversation, row: Conversation) -> None:
-    """`conversation` (the stand-in, which the caller holds) becomes the row read."""
-    for field in Conversation._meta.concrete_fields:
-        setattr(conversation, field.attname, getattr(row, field.attname))
+    """`conversation` (the stand-in, which the caller holds) becomes the row read: its field
+    values, and its state (the cache of related rows included)."""
+    values = row.__dict__
+    conversation.__dict__.update(
+        {
+            name: values[name] if name in values else getattr(row, name)
+            for name in (field.attname for field in Conversation._meta.concrete_fields)
+        }
+    )
     conversation._state = row._state

@@ -117,10 +117,29 @@ def model_phase(turn: Turn, *, usage: CallContext) -> None:
     answered = converse(turn, request_for=request_maker(turn, system), usage=usage)
     if answered is None:
         return  # the model failed: the fallback (or an escalation) is set
-    difference = turn.spent.input_tokens + turn.spent.output_tokens - estimate
-    if difference:  # the window corrected with real usage
-        ratelimit.add(f"tenant-tokens:{turn.agent.tenant_id}", amount=difference, window_s=60)
+    # The window corrected with real usage: in the round trip of phase 3's inbox event (the
+    # engine), at once in the playground.
+    turn.token_correction = turn.spent.input_tokens + turn.spent.output_tokens - estimate
+    if turn.playground:
+        token_correction_send(turn)
     decide(turn, *answered)
+
+
+def token_correction_commands(turn: Turn) -> list[tuple[Any, ...]]:
+    """The pending correction of the tenant's token window as a raw Redis command (taken: it
+    is sent once)."""
+    amount, turn.token_correction = turn.token_correction, 0
+    if not amount:
+        return []
+    key = f"tenant-tokens:{turn.agent.tenant_id}"
+    return [ratelimit.add_command(key, amount=amount, window_s=60)]
+
+
+def token_correction_send(turn: Turn) -> None:
+    """Sends the pending correction now (no inbox event took it: no reply, a rollback)."""
+    amount, turn.token_correction = turn.token_correction, 0
+    if amount:
+        ratelimit.add(f"tenant-tokens:{turn.agent.tenant_id}", amount=amount, window_s=60)
 
 
 def request_maker(turn: Turn, system: str) -> RequestMaker:

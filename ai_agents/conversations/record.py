@@ -21,6 +21,7 @@ from django.utils import timezone
 from ai_agents.conversations import store
 from ai_agents.conversations.burst import burst_last, burst_result_statements
 from ai_agents.conversations.escalation_check import escalation_meta
+from ai_agents.conversations.phases import token_correction_commands
 from ai_agents.conversations.retrieval import citations
 from ai_agents.conversations.turn import EscalationOut, ReplyOut, Turn, TurnLost, TurnResult
 from ai_agents.models import Conversation, Message
@@ -89,6 +90,7 @@ def _write(
             tenant_id=conversation.tenant_id,
             conversation_id=conversation.pk,
             kind="message" if turn.escalation is None else "status",
+            along=lambda: token_correction_commands(turn),  # one round trip after the model
         )
     return result
 

@@ -118,6 +118,9 @@ class Turn:
     pending_after: bool = False  # phase 3 gave the turn back and saw another message waiting
     model_failed: bool | None = None  # the model call failed (True) or answered (False)
     playground: bool = False  # a test run: nothing stored, tools that change data not run
+    # Real tokens less the estimate counted before the model, not yet added to the tenant's
+    # window (`phases.token_correction_commands`: it leaves with phase 3's inbox event).
+    token_correction: int = 0
 
 
 @dataclass(frozen=True)

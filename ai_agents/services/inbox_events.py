@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -50,10 +51,21 @@ def _redis() -> Any:
         return _client
 
 
-def _send(tenant_id: int, conversation_id: str, kind: str) -> None:
+def _nothing() -> Sequence[Any]:
+    return ()
+
+
+def _send(
+    tenant_id: int,
+    conversation_id: str,
+    kind: str,
+    along: Callable[[], Sequence[Any]] = _nothing,
+) -> None:
     try:
         key = stream_key(tenant_id)
         pipe = _redis().pipeline(transaction=False)
+        for command in along():
+            pipe.execute_command(*command)
         pipe.xadd(
             key,
             {"conversation_id": conversation_id, "kind": kind},
@@ -77,13 +89,22 @@ def conversation_changed(conversation: Any, kind: str) -> None:
     )
 
 
-def inbox_event_publish(*, tenant_id: int, conversation_id: Any, kind: str) -> None:
+def inbox_event_publish(
+    *,
+    tenant_id: int,
+    conversation_id: Any,
+    kind: str,
+    along: Callable[[], Sequence[Any]] = _nothing,
+) -> None:
     """Tells the tenant's open inbox pages that `conversation_id` changed (`kind`), after the
-    current transaction commits (at once outside one). Never raises."""
+    current transaction commits (at once outside one). Never raises.
+
+    `along()`, called when the event leaves, gives raw Redis commands (on `REDIS_URL`) sent in
+    the same round trip, best effort as the event (the engine's token correction)."""
     try:
         if kind not in KINDS:
             raise ValueError(f"unknown inbox event kind {kind!r}")
         tenant, conversation = int(tenant_id), str(conversation_id)
-        transaction.on_commit(lambda: _send(tenant, conversation, kind))
+        transaction.on_commit(lambda: _send(tenant, conversation, kind, along))
     except Exception:
         logger.warning("inbox_event.rejected", extra={"kind": kind}, exc_info=True)
