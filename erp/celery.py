@@ -12,6 +12,7 @@ from typing import Any
 
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
+from kombu import transport as kombu_transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 
@@ -52,6 +53,12 @@ def _no_results() -> Any:
         _disabled.append(DisabledBackend(app))
     return _disabled[0]
 
+
+# The broker's Redis transport keeps one client per channel (erp/broker.py): redis://,
+# rediss:// and redis+socket:// (the embedded server's) resolve through these names.
+kombu_transport.TRANSPORT_ALIASES.update(
+    {"redis": "erp.broker:Transport", "rediss": "erp.broker:Transport"}
+)
 
 app = Celery("erp", task_cls=ContextTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")

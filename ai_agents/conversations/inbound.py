@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
@@ -65,6 +65,7 @@ def message_receive(
     agent: Agent,
     inbound: Inbound,
     answer: bool = True,
+    before_open: Taker | None = None,
 ) -> tuple[Message, bool]:
     """Stores one inbound message (every channel, the REST API too) before anything answers
     it; the model runs later (`conversation_answer_pending`, on the real-time queue) or right
@@ -77,19 +78,31 @@ def message_receive(
     (a binding and a repeat key, no transaction around) for a thread whose conversation is open
     takes ONE round trip (`_known_thread_store`); otherwise two for a known contact and
     conversation: contact and conversation, then INSERT and UPDATE (a redelivery is found by
-    the failed INSERT, not by a SELECT before every new message)."""
+    the failed INSERT, not by a SELECT before every new message); a first message for a thread
+    (no open conversation) opens it in one more (`known_thread.open_statement`).
+    `before_open`: asked before anything is written when the thread has no open conversation
+    (or the message is not a channel's); what it returns is raised as `_Taken`."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        return _message_receive(agent=agent, inbound=inbound, answer=answer)
+        return _message_receive(
+            agent=agent, inbound=inbound, answer=answer, before_open=before_open
+        )
 
 
-def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[Message, bool]:
+def _message_receive(
+    *, agent: Agent, inbound: Inbound, answer: bool, before_open: Taker | None = None
+) -> tuple[Message, bool]:
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     try:
         read = None
         if _one_trip(inbound, answer):
             message, read = _known_thread_store(agent, inbound, thread_id)
+            if message is None and read[1] is None:  # no open conversation: one more trip
+                _take(before_open)
+                message, read = _known_thread_store(agent, inbound, thread_id, opening=read[0])
             if message is not None:
                 return message, True
+        else:
+            _take(before_open)
         contact, found = read or store.receive_read(
             agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
         )
@@ -121,6 +134,25 @@ def _message_receive(*, agent: Agent, inbound: Inbound, answer: bool) -> tuple[M
         return existing, False
 
 
+# What takes a message before a new conversation would (a comment on a closed conversation's
+# rating: `inbound_accept`): its outcome, or None.
+Taker = Callable[[], "tuple[Message, bool] | None"]
+
+
+class _Taken(Exception):
+    """`before_open` took the message: `outcome` is what `inbound_accept` returns."""
+
+    def __init__(self, outcome: tuple[Message, bool]) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+def _take(before_open: Taker | None) -> None:
+    outcome = before_open() if before_open is not None else None
+    if outcome is not None:
+        raise _Taken(outcome)
+
+
 def _one_trip(inbound: Inbound, answer: bool) -> bool:
     """A channel's message to answer, with its repeat key, outside any transaction: stored by
     `_known_thread_store` when its thread's conversation is open."""
@@ -133,7 +165,7 @@ def _one_trip(inbound: Inbound, answer: bool) -> bool:
 
 
 def _known_thread_store(
-    agent: Agent, inbound: Inbound, thread_id: str
+    agent: Agent, inbound: Inbound, thread_id: str, *, opening: Contact | None = None
 ) -> tuple[Message | None, tuple[Contact, Conversation | None]]:
     """The common case in ONE round trip and implicit transaction: the message stored into
     its thread's open (not idle) conversation with its counters (`known_thread`), then the
@@ -141,14 +173,29 @@ def _known_thread_store(
     them. (None, what was read): nothing was written (no open conversation, or an idle one:
     `_message_receive` goes on with what was read). A repeated `channel_message_id` raises
     IntegrityError (nothing written either). The contact is settled afterwards (a write only
-    when it is new or changed)."""
+    when it is new or changed). `opening` (the sender's contact, once a first trip found the
+    thread without an open conversation): the same round trip first opens one for it
+    (`known_thread.open_statement`: no BEGIN, savepoint or COMMIT of their own)."""
     conversation = known_thread.stand_in(agent=agent, channel=inbound.channel, thread_id=thread_id)
     message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
+    binding_id = inbound.binding.pk
     statement = known_thread.prepared_store_statement(
-        message=message, agent=agent, thread_id=thread_id, binding_id=inbound.binding.pk
+        message=message, agent=agent, thread_id=thread_id, binding_id=binding_id
     )
-    stored, contact_row, current = rows.run_together(
+    opened = []
+    if opening is not None:
+        opened = [
+            known_thread.open_statement(
+                agent=agent,
+                channel=inbound.channel,
+                thread_id=thread_id,
+                contact=opening,
+                binding_id=binding_id,
+            )
+        ]
+    *_, stored, contact_row, current = rows.run_together(
         [
+            *opened,
             statement,
             contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"])),
             store.open_conversation_statement(agent, inbound.channel, thread_id),
@@ -236,13 +283,25 @@ def inbound_accept(
     `answers` (a request storing several), notes it there (conversation id -> its newest
     message id) for the caller's one `answers_enqueue`. Returns the message and whether it was
     new. An answer to a closed conversation's rating offer is stored there instead, never
-    answered (ai_agents.services.rating)."""
-    taken = rating_reply_take(binding=binding, inbound=inbound)
+    answered (ai_agents.services.rating). A comment after a rating goes to the closed
+    conversation only when the thread has no open one (else the customer wrote to that): its
+    window (a Redis read) is looked at only then."""
+    taken = rating_reply_take(binding=binding, inbound=inbound, comments=False)
     if taken is not None:
         return taken
-    message, created = message_receive(
-        agent=binding.agent, inbound=replace(inbound_clean(inbound), binding=binding), answer=answer
-    )
+
+    def comment_take() -> tuple[Message, bool] | None:
+        return rating_reply_take(binding=binding, inbound=inbound)
+
+    try:
+        message, created = message_receive(
+            agent=binding.agent,
+            inbound=replace(inbound_clean(inbound), binding=binding),
+            answer=answer,
+            before_open=comment_take,
+        )
+    except _Taken as taken_late:
+        return taken_late.outcome
     if created and answer:
         batch = {} if answers is None else answers
         batch[str(message.conversation_id)] = str(message.pk)

@@ -40,11 +40,17 @@ class Prepared:
     contact_data: Mapping[str, Any]
 
 
+# `Conversation.OPEN_STATUSES` as SQL (our constants, written out: an array parameter costs
+# psycopg a type lookup on every statement, in the webhook's acknowledgement too).
+_OPEN_SQL = ", ".join(f"'{status.value}'" for status in Conversation.OPEN_STATUSES)
+
+
 def open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.Statement:
     """The thread's open conversation (at most one: partial unique constraint)."""
     return (
-        "agent_id = %s AND channel = %s AND channel_conversation_id = %s AND status = ANY(%s)",
-        [agent.pk, channel, thread_id, list(Conversation.OPEN_STATUSES)],
+        "agent_id = %s AND channel = %s AND channel_conversation_id = %s"
+        f" AND status IN ({_OPEN_SQL})",
+        [agent.pk, channel, thread_id],
     )
 
 
@@ -112,3 +118,41 @@ def adopt(conversation: Conversation, row: Conversation) -> None:
         }
     )
     conversation._state = row._state
+
+
+# The partial unique constraint `conv_one_open_per_thread` (its predicate, for ON CONFLICT).
+_ONE_OPEN = (
+    "ON CONFLICT (tenant_id, agent_id, channel, channel_conversation_id)"
+    f" WHERE status IN ({_OPEN_SQL}) DO NOTHING"
+)
+
+
+def open_statement(
+    *, agent: Agent, channel: str, thread_id: str, contact: Any, binding_id: Any
+) -> rows.Statement:
+    """A new open conversation for the thread, linked to its previous (ended) one, unless one
+    is open already: concurrent first messages meet the partial unique constraint and the
+    loser inserts nothing (it waits for the winner's commit, so a `prepared_store_statement`
+    after it finds the winner's row). Used in front of `prepared_store_statement` in one round
+    trip: a refused message (a repeat) takes the new conversation with it."""
+    conversation = Conversation(
+        tenant_id=agent.tenant_id,
+        agent=agent,
+        channel=channel,
+        channel_conversation_id=thread_id,
+        contact=contact,
+        contact_identifier=contact.external_id if contact is not None else thread_id,
+        binding_id=binding_id,
+    )
+    previous = (
+        "WITH p AS (SELECT id FROM ai_agents_conversation WHERE tenant_id = %s AND agent_id = %s"  # noqa: S608
+        f" AND channel = %s AND channel_conversation_id = %s AND status NOT IN ({_OPEN_SQL})"
+        " ORDER BY started_at DESC LIMIT 1)",
+        [agent.tenant_id, agent.pk, channel, thread_id],
+    )
+    return rows.insert_select_statement(
+        conversation,
+        prefix=previous,
+        columns={"previous_conversation_id": "(SELECT id FROM p)"},
+        from_sql=_ONE_OPEN,
+    )

@@ -112,9 +112,13 @@ def _comment_window_open(key: str) -> bool:
         return False
 
 
-def rating_reply_take(*, binding: Any, inbound: Any) -> tuple[Message, bool] | None:
+def rating_reply_take(
+    *, binding: Any, inbound: Any, comments: bool = True
+) -> tuple[Message, bool] | None:
     """The customer's answer to a rating offer, stored on the closed conversation (message
-    and rating or comment); None when this message is not one (the pipeline takes it)."""
+    and rating or comment); None when this message is not one (the pipeline takes it).
+    `comments=False`: ratings only (the caller asks again for a comment when the thread has
+    no open conversation: a comment window is looked up in Redis only then)."""
     if inbound.channel not in customer_notice.PUSH_CHANNELS:
         return None
     if (inbound.metadata or {}).get("auto_reply"):
@@ -122,7 +126,9 @@ def rating_reply_take(*, binding: Any, inbound: Any) -> tuple[Message, bool] | N
     thread_id = str(inbound.thread_id or inbound.contact.get("external_id") or "")
     rating = rating_from_reply(inbound.text, inbound.metadata)
     key = _comment_key(binding.tenant_id, binding.agent_id, thread_id)
-    if rating is None and not (inbound.channel == "whatsapp" and _comment_window_open(key)):
+    if rating is None and not (
+        comments and inbound.channel == "whatsapp" and _comment_window_open(key)
+    ):
         return None  # the common case: no database read
     latest = (
         Conversation.objects.for_tenant(binding.tenant_id)
