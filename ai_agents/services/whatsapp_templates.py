@@ -4,7 +4,8 @@ WhatsApp allows outside the 24-hour window).
 
 The sync reads every page before writing anything (no transaction or connection held while
 Graph answers); then, in one transaction, rows are created or updated by (name, language) and
-the ones Meta no longer lists are deleted. A page that cannot be read changes nothing.
+the ones Meta no longer lists are marked DELETED (kept: a follow-up may point at them; never
+offered nor sent). A page that cannot be read changes nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from erp.tenancy.scoping import acts_for
 logger = logging.getLogger(__name__)
 
 CLIENT_KEY_MAX = 100
+DELETED = WhatsAppTemplate.Status.DELETED
 
 
 class TemplateSyncError(HandoffError):
@@ -117,8 +119,10 @@ def _templates_store(binding: ChannelBinding, found: list[TemplateInfo]) -> Sync
                     setattr(row, name, value)
                 row.save(update_fields=list(fields))
                 updated += 1
-        gone = [row.pk for key, row in known.items() if key not in seen]
-        removed = rows.filter(pk__in=gone).delete()[0] if gone else 0
+        # Kept, not deleted: an owner's follow-up points at it (a wrong WABA id must not lose
+        # it); DELETED is neither offered nor sent, and a later listing restores the status.
+        gone = [r.pk for key, r in known.items() if key not in seen and r.status != DELETED]
+        removed = rows.filter(pk__in=gone).update(status=DELETED, synced_at=now) if gone else 0
     logger.info(
         "whatsapp.templates_synced",
         extra={"binding_id": str(binding.pk), "added": created, "removed": removed},
