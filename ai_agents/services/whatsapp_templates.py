@@ -14,7 +14,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import IntegrityError, transaction
+from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -131,21 +133,34 @@ def _templates_store(binding: ChannelBinding, found: list[TemplateInfo]) -> Sync
 
 
 def whatsapp_templates_sync_all() -> int:
-    """Beat (daily) and the command: every active WhatsApp binding with a WABA id. A binding
-    that fails is logged and skipped. Returns how many were synced."""
+    """Beat (daily) and the command: every active WhatsApp binding with a WABA id, the least
+    recently synced first (a run cut short by its time limit starts with the others next
+    time). A binding that fails, even unexpectedly, is logged and skipped: the others go on.
+    Returns how many were synced."""
     bindings = (
         ChannelBinding.objects.unscoped()
         .filter(type=ChannelBinding.Type.WHATSAPP, is_active=True)
         .exclude(waba_id="")
-        .order_by("created_at")
+        .annotate(last_sync=Max("templates__synced_at"))
+        .order_by(F("last_sync").asc(nulls_first=True), "created_at")
     )
-    done = 0
+    done = failed = 0
     for binding in list(bindings):
         try:
             whatsapp_templates_sync(binding=binding)
         except TemplateSyncError:
+            failed += 1  # logged by the sync
+            continue
+        except SoftTimeLimitExceeded:
+            raise  # the task's time is up: stop here (the next run starts with the rest)
+        except Exception:
+            logger.exception(
+                "whatsapp.templates_sync_crashed", extra={"binding_id": str(binding.pk)}
+            )
+            failed += 1
             continue
         done += 1
+    logger.info("whatsapp.templates_sync_all", extra={"synced": done, "failed": failed})
     return done
 
 

@@ -110,6 +110,29 @@ def test_two_tenants_sync_their_own_accounts_only(
 
 
 @pytest.mark.django_db
+def test_one_channels_unexpected_error_does_not_stop_the_others(
+    wa_binding: Any, tenant_b: Any, fake_graph: FakeGraph, caplog: Any
+) -> None:
+    """The least recently synced channel goes first (B never synced); Graph answers it a
+    malformed list (an unexpected error): logged, counted, and A is synced all the same."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    binding_create(tenant_b, NUMBER_B, token="EAAG-token-b", waba_id=WABA_B)
+    fake_graph.templates_put(WABA_B, [{**SURVEY, "components": 5}], token="EAAG-token-b")
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE, SURVEY], token=TOKEN_A)
+    before = len(fake_graph.template_lists)
+
+    assert whatsapp_templates_sync_all() == 1
+
+    paths = [r.path for r in fake_graph.template_lists[before:]]
+    assert [p.split("/")[-2] for p in paths] == [WABA_B, WABA_A]
+    assert [row[0] for row in _rows(wa_binding.tenant)] == ["encuesta", "order_update"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "whatsapp.templates_sync_crashed"
+    ]
+    assert any(getattr(r, "failed", None) == 1 for r in caplog.records)
+
+
+@pytest.mark.django_db
 def test_the_command_prints_what_changed_and_fails_for_a_channel_graph_refuses(
     wa_binding: Any, tenant_b: Any, fake_graph: FakeGraph, capsys: Any
 ) -> None:
