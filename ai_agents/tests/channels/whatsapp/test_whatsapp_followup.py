@@ -15,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from ai_agents.models import (
+    Contact,
     Conversation,
     FollowupSent,
     HandoffSettings,
@@ -239,3 +240,25 @@ def test_a_sync_that_misses_the_template_keeps_the_follow_up(
     whatsapp_templates_sync(binding=wa_binding)
     with run_tasks():
         assert followups_due() == 1
+
+
+@pytest.mark.django_db
+def test_a_contact_without_a_name_gets_a_neutral_word_in_the_templates_language(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """ "{nombre}" of a customer whose profile has no name: the follow-up still goes, with the
+    template language's neutral word ("customer" for en_US), once."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    _followup(wa_binding, tenant_a)
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    with tenant_scope(tenant_a):
+        Contact.objects.filter(pk=conversation.contact_id).update(name="")
+
+    with run_tasks():
+        assert followups_due() == 1
+        assert followups_due() == 0
+
+    [message] = _followups(tenant_a)
+    assert message.content == "Hola customer, su pedido #10423 ya salió."
+    assert fake_graph.sent[0]["template"]["components"][0]["parameters"][0]["text"] == "customer"
