@@ -123,7 +123,8 @@ def _values(config: TemplateFollowup, conversation: Conversation) -> list[str] |
     if not name:
         language = config.template.language.split("_")[0].lower()
         name = NEUTRAL_NAMES.get(language, NEUTRAL_NAMES["es"])
-    values = [str(v).replace(NAME_VALUE, name).strip()[:1024] for v in (config.variables or [])]
+    # One line, single spaces: Meta refuses newlines, tabs and long runs of spaces (132018).
+    values = [" ".join(str(v).replace(NAME_VALUE, name).split())[:1024] for v in config.variables]
     if len(values) != len(config.template.variables or []) or not all(values):
         return None
     return values

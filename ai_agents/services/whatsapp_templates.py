@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from ai_agents.channels.whatsapp.graph import GraphClient
 from ai_agents.channels.whatsapp.templates import (
     VALUE_MAX_CHARS,
+    VALUE_REFUSED,
     TemplateInfo,
     TemplatesUnavailable,
     template_render,
@@ -188,7 +189,8 @@ def template_json(template: WhatsAppTemplate) -> dict[str, Any]:
 
 
 def template_values_clean(template: WhatsAppTemplate, values: Any) -> list[str]:
-    """One non-empty string per variable, in order, each at most VALUE_MAX_CHARS."""
+    """One non-empty string per variable, in order, each at most VALUE_MAX_CHARS, storable and
+    with no newline, tab or more than four spaces in a row (Meta refuses them)."""
     variables = list(template.variables or [])
     if not isinstance(values, list) or len(values) != len(variables):
         raise InvalidReply(
@@ -205,6 +207,14 @@ def template_values_clean(template: WhatsAppTemplate, values: Any) -> list[str]:
             raise InvalidReply(
                 _("Cada variable necesita un texto de 1 a %(n)s caracteres.")
                 % {"n": VALUE_MAX_CHARS},
+                field="variables",
+            )
+        if VALUE_REFUSED.search(value):
+            raise InvalidReply(
+                _(
+                    "Las variables de una plantilla no admiten saltos de línea, tabuladores ni "
+                    "más de cuatro espacios seguidos."
+                ),
                 field="variables",
             )
         cleaned.append(value.strip())

@@ -262,3 +262,27 @@ def test_a_contact_without_a_name_gets_a_neutral_word_in_the_templates_language(
     [message] = _followups(tenant_a)
     assert message.content == "Hola customer, su pedido #10423 ya salió."
     assert fake_graph.sent[0]["template"]["components"][0]["parameters"][0]["text"] == "customer"
+
+
+@pytest.mark.django_db
+def test_follow_up_values_are_put_on_one_line_as_meta_requires(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """A name with a line break and a value with a tab and long spaces (Meta's 132018 would
+    refuse them): sent on one line with single spaces, and delivered."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    config = _followup(wa_binding, tenant_a)
+    config.variables = ["{nombre}", "#10423\tlote      7"]
+    config.save(update_fields=["variables"])
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    with tenant_scope(tenant_a):
+        Contact.objects.filter(pk=conversation.contact_id).update(name="Ana\n  María")
+
+    with run_tasks():
+        assert followups_due() == 1
+
+    [message] = _followups(tenant_a)
+    assert message.delivery_status == "sent"
+    parameters = fake_graph.sent[0]["template"]["components"][0]["parameters"]
+    assert [p["text"] for p in parameters] == ["Ana María", "#10423 lote 7"]
