@@ -204,3 +204,17 @@ def test_unstorable_note_or_reply_is_a_400_in_words(
     assert reply.json()["error"]["code"] == "validation_error"
     assert ConversationNote.objects.for_tenant(conv_a.tenant_id).count() == 0
     assert not Message.objects.for_tenant(conv_a.tenant_id).filter(role="human").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", ["agent\x00@acme.test", "agent\udc80@acme.test"])
+def test_unstorable_staff_email_is_a_400_in_words(
+    owner_client: Any, api_a: Any, conv_a: Any, bad: str
+) -> None:
+    assign = _raw_post(owner_client, f"{URL}/{conv_a.pk}/assign", {"staff_email": bad})
+    note = _raw_post(api_a, f"{URL}/{conv_a.pk}/notes", {"text": "hola", "staff_email": bad})
+    for refused in (assign, note):
+        assert refused.status_code == 400, refused.content
+        assert refused.json()["error"]["field"] == "staff_email"
+    assert fresh(conv_a).assigned_to_id is None
+    assert ConversationNote.objects.for_tenant(conv_a.tenant_id).count() == 0
