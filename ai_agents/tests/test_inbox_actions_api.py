@@ -202,6 +202,7 @@ def test_unstorable_note_or_reply_is_a_400_in_words(
     reply = _raw_post(member_client, f"{URL}/{conv_a.pk}/reply", {"text": bad})
     assert reply.status_code == 400, reply.content
     assert reply.json()["error"]["code"] == "validation_error"
+    assert "no se pueden guardar" in reply.json()["error"]["message"]
     assert ConversationNote.objects.for_tenant(conv_a.tenant_id).count() == 0
     assert not Message.objects.for_tenant(conv_a.tenant_id).filter(role="human").exists()
 
