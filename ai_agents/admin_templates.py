@@ -30,7 +30,10 @@ def bindings_sync(request: HttpRequest, bindings: list[ChannelBinding]) -> None:
             continue
         messages.success(
             request,
-            _("%(channel)s: %(created)s nuevas, %(updated)s actualizadas, %(removed)s borradas.")
+            _(
+                "%(channel)s: %(created)s nuevas, %(updated)s actualizadas, "
+                "%(removed)s ya no están en Meta."
+            )
             % {"channel": binding, **result.as_dict()},
         )
 
@@ -58,4 +61,12 @@ class TemplateFollowupAdmin(TenantOwnedAdmin):
     """The agent's follow-up before the WhatsApp window closes (runs when the tenant opted in
     with "seguimiento por plantilla de WhatsApp" in its handoff settings)."""
 
-    list_display = ["agent", "template", "lead_minutes", "is_active"]
+    list_display = ["agent", "template", "template_state", "lead_minutes", "is_active"]
+    list_select_related = ["template"]
+
+    @admin.display(description=gettext_lazy("estado de la plantilla"))
+    def template_state(self, followup: TemplateFollowup) -> str:
+        """A template Meta no longer lists (or not approved) sends nothing: shown in words."""
+        status = followup.template.status
+        labels = dict(WhatsAppTemplate.Status.choices)
+        return str(labels.get(status, status))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -20,6 +22,18 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 def storable_text(text: str) -> str:
     """`text` with NUL and lone surrogates replaced by U+FFFD (the same object when clean)."""
     return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
+
+
+def unstorable(text: str) -> bool:
+    """True when `text` holds NUL or a lone surrogate: staff input with them is refused (400)
+    rather than silently changed."""
+    return _UNSTORABLE.search(text) is not None
+
+
+def unstorable_message() -> str:
+    return _(
+        "El texto contiene caracteres que no se pueden guardar: bórrelos y vuelva a escribirlo."
+    )
 
 
 def storable(value: Any) -> Any:

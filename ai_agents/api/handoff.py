@@ -28,6 +28,7 @@ from ai_agents.models import Conversation
 from ai_agents.services import handoff
 from erp.api.errors import error_body
 from erp.api.views import TenantAPIView
+from erp.storable import unstorable, unstorable_message
 from erp.tenancy.models import Membership
 from erp.tenancy.permissions import HasTenant
 from erp.tenancy.selectors import access_tenant_object
@@ -40,11 +41,13 @@ class StaffSerializer(serializers.Serializer):
 
 
 class TextField(serializers.CharField):
-    """A string, not a number turned into one."""
+    """A string, not a number turned into one, that PostgreSQL can store."""
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        if unstorable(data):  # in words, before DRF's "Surrogate characters... U+D800"
+            raise serializers.ValidationError(unstorable_message())
         return str(super().to_internal_value(data))
 
 

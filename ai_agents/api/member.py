@@ -18,6 +18,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 
 from erp.api.views import TenantGenericAPIView
+from erp.storable import unstorable, unstorable_message
 from erp.tenancy.models import Membership
 from erp.tenancy.permissions import HasTenant
 from erp.tenancy.scoping import reset_scope, set_scope
@@ -91,6 +92,8 @@ class MemberAPIView(TenantGenericAPIView):
 
 def staff_member(tenant_id: int, email: str) -> Any:
     """The active staff user with this e-mail who is a member of `tenant_id`; 400 otherwise."""
+    if unstorable(email):  # NUL or a lone surrogate: no query can carry it
+        raise StaffInputError("staff_email", unstorable_message())
     member_ids = Membership.objects.for_tenant(tenant_id).values_list("user_id", flat=True)
     user = (
         get_user_model()

@@ -14,7 +14,8 @@ from erp.tenancy.models import TenantOwnedModel
 
 class WhatsAppTemplate(TenantOwnedModel):
     """One template (name + language) of a binding's WhatsApp Business Account, as the last
-    sync read it. Only `APPROVED` ones can be sent; rows Meta no longer lists are deleted."""
+    sync read it. Only `APPROVED` ones can be sent; rows Meta no longer lists are kept as
+    `DELETED` (a follow-up may point at them)."""
 
     class Status(models.TextChoices):
         APPROVED = "APPROVED", _("aprobada")
@@ -22,6 +23,7 @@ class WhatsAppTemplate(TenantOwnedModel):
         REJECTED = "REJECTED", _("rechazada")
         PAUSED = "PAUSED", _("en pausa")
         DISABLED = "DISABLED", _("desactivada")
+        DELETED = "DELETED", _("ya no está en Meta")
 
     id = models.BigAutoField(primary_key=True)
     binding = models.ForeignKey(

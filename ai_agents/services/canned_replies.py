@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from ai_agents.models import CannedReply, Conversation
 from ai_agents.models.inbox import CANNED_TEXT_MAX_CHARS, SHORTCUT_MAX_CHARS
 from ai_agents.services.handoff import user_display_name
+from erp.storable import unstorable, unstorable_message
 
 VARIABLES = ("contact.name", "contact.phone", "contact.email", "agent.name")
 _VARIABLE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -53,6 +54,9 @@ def canned_reply_clean(shortcut: Any, title: Any, text: Any) -> tuple[str, str, 
             "text",
             _("Escriba el texto, de hasta %(n)s caracteres.") % {"n": CANNED_TEXT_MAX_CHARS},
         )
+    for field, value in (("title", title), ("text", text)):
+        if unstorable(value):
+            raise CannedReplyInvalid(field, unstorable_message())
     unknown = unknown_variables(text)
     if unknown:
         raise CannedReplyInvalid(

@@ -16,6 +16,7 @@ from ai_agents.models import Conversation, ConversationNote, ConversationRead
 from ai_agents.models.inbox import NOTE_MAX_CHARS
 from ai_agents.services.handoff import InvalidReply, conversation_take
 from ai_agents.services.inbox_events import conversation_changed
+from erp.storable import unstorable, unstorable_message
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ def note_text_clean(text: Any) -> str:
             _("La nota admite como máximo %(n)s caracteres.") % {"n": NOTE_MAX_CHARS},
             field="text",
         )
+    if unstorable(text):
+        raise InvalidReply(unstorable_message(), field="text")
     return text.strip()
 
 

@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 BATCH = 200  # conversations per agent and run; the next run takes the rest
 NAME_VALUE = "{nombre}"
+# "{nombre}" of a contact without a name: a neutral word in the template's language (Meta
+# refuses an empty parameter, and skipping would leave the customer without the follow-up).
+NEUTRAL_NAMES = {"es": "cliente", "en": "customer", "pt": "cliente", "fr": "client"}
 
 
 def followups_due(*, now: datetime | None = None) -> int:
@@ -113,10 +116,15 @@ def _unanswered_by_customer(conversation: Conversation) -> bool:
 
 
 def _values(config: TemplateFollowup, conversation: Conversation) -> list[str] | None:
-    """The configured values ("{nombre}": the customer's name); None when they do not fit
+    """The configured values ("{nombre}": the customer's name, or a neutral word for a
+    contact without one); None when they do not fit
     the template (wrong count or empty), so nothing is sent."""
-    name = getattr(conversation.contact, "name", "") or ""
-    values = [str(v).replace(NAME_VALUE, name).strip()[:1024] for v in (config.variables or [])]
+    name = (getattr(conversation.contact, "name", "") or "").strip()
+    if not name:
+        language = config.template.language.split("_")[0].lower()
+        name = NEUTRAL_NAMES.get(language, NEUTRAL_NAMES["es"])
+    # One line, single spaces: Meta refuses newlines, tabs and long runs of spaces (132018).
+    values = [" ".join(str(v).replace(NAME_VALUE, name).split())[:1024] for v in config.variables]
     if len(values) != len(config.template.variables or []) or not all(values):
         return None
     return values

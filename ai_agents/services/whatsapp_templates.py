@@ -4,7 +4,8 @@ WhatsApp allows outside the 24-hour window).
 
 The sync reads every page before writing anything (no transaction or connection held while
 Graph answers); then, in one transaction, rows are created or updated by (name, language) and
-the ones Meta no longer lists are deleted. A page that cannot be read changes nothing.
+the ones Meta no longer lists are marked DELETED (kept: a follow-up may point at them; never
+offered nor sent). A page that cannot be read changes nothing.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import IntegrityError, transaction
+from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ai_agents.channels.whatsapp.graph import GraphClient
 from ai_agents.channels.whatsapp.templates import (
     VALUE_MAX_CHARS,
+    VALUE_REFUSED,
     TemplateInfo,
     TemplatesUnavailable,
     template_render,
@@ -35,6 +39,7 @@ from erp.tenancy.scoping import acts_for
 logger = logging.getLogger(__name__)
 
 CLIENT_KEY_MAX = 100
+DELETED = WhatsAppTemplate.Status.DELETED
 
 
 class TemplateSyncError(HandoffError):
@@ -117,8 +122,10 @@ def _templates_store(binding: ChannelBinding, found: list[TemplateInfo]) -> Sync
                     setattr(row, name, value)
                 row.save(update_fields=list(fields))
                 updated += 1
-        gone = [row.pk for key, row in known.items() if key not in seen]
-        removed = rows.filter(pk__in=gone).delete()[0] if gone else 0
+        # Kept, not deleted: an owner's follow-up points at it (a wrong WABA id must not lose
+        # it); DELETED is neither offered nor sent, and a later listing restores the status.
+        gone = [r.pk for key, r in known.items() if key not in seen and r.status != DELETED]
+        removed = rows.filter(pk__in=gone).update(status=DELETED, synced_at=now) if gone else 0
     logger.info(
         "whatsapp.templates_synced",
         extra={"binding_id": str(binding.pk), "added": created, "removed": removed},
@@ -127,21 +134,34 @@ def _templates_store(binding: ChannelBinding, found: list[TemplateInfo]) -> Sync
 
 
 def whatsapp_templates_sync_all() -> int:
-    """Beat (daily) and the command: every active WhatsApp binding with a WABA id. A binding
-    that fails is logged and skipped. Returns how many were synced."""
+    """Beat (daily) and the command: every active WhatsApp binding with a WABA id, the least
+    recently synced first (a run cut short by its time limit starts with the others next
+    time). A binding that fails, even unexpectedly, is logged and skipped: the others go on.
+    Returns how many were synced."""
     bindings = (
         ChannelBinding.objects.unscoped()
         .filter(type=ChannelBinding.Type.WHATSAPP, is_active=True)
         .exclude(waba_id="")
-        .order_by("created_at")
+        .annotate(last_sync=Max("templates__synced_at"))
+        .order_by(F("last_sync").asc(nulls_first=True), "created_at")
     )
-    done = 0
+    done = failed = 0
     for binding in list(bindings):
         try:
             whatsapp_templates_sync(binding=binding)
         except TemplateSyncError:
+            failed += 1  # logged by the sync
+            continue
+        except SoftTimeLimitExceeded:
+            raise  # the task's time is up: stop here (the next run starts with the rest)
+        except Exception:
+            logger.exception(
+                "whatsapp.templates_sync_crashed", extra={"binding_id": str(binding.pk)}
+            )
+            failed += 1
             continue
         done += 1
+    logger.info("whatsapp.templates_sync_all", extra={"synced": done, "failed": failed})
     return done
 
 
@@ -169,7 +189,8 @@ def template_json(template: WhatsAppTemplate) -> dict[str, Any]:
 
 
 def template_values_clean(template: WhatsAppTemplate, values: Any) -> list[str]:
-    """One non-empty string per variable, in order, each at most VALUE_MAX_CHARS."""
+    """One non-empty string per variable, in order, each at most VALUE_MAX_CHARS, storable and
+    with no newline, tab or more than four spaces in a row (Meta refuses them)."""
     variables = list(template.variables or [])
     if not isinstance(values, list) or len(values) != len(variables):
         raise InvalidReply(
@@ -186,6 +207,14 @@ def template_values_clean(template: WhatsAppTemplate, values: Any) -> list[str]:
             raise InvalidReply(
                 _("Cada variable necesita un texto de 1 a %(n)s caracteres.")
                 % {"n": VALUE_MAX_CHARS},
+                field="variables",
+            )
+        if VALUE_REFUSED.search(value):
+            raise InvalidReply(
+                _(
+                    "Las variables de una plantilla no admiten saltos de línea, tabuladores ni "
+                    "más de cuatro espacios seguidos."
+                ),
                 field="variables",
             )
         cleaned.append(value.strip())

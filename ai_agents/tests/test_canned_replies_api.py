@@ -4,6 +4,7 @@ a member of both, API keys."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -154,3 +155,24 @@ def test_the_admin_applies_the_same_rules(owner: Persona) -> None:
     )
     assert saved.status_code == 302
     assert CannedReply.objects.for_tenant(owner.tenant).get().shortcut == "gracias"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["title", "text"])
+@pytest.mark.parametrize("bad", ["Hola\x00", "Hola \ud800"])
+def test_unstorable_canned_reply_is_a_400_in_words(
+    member_client: Any, owner: Persona, field: str, bad: str
+) -> None:
+    created = member_client.post(URL, GREETING, format="json")
+    assert created.status_code == 201
+    body = json.dumps({**GREETING, "shortcut": "otra", field: bad})
+    refused = member_client.post(URL, body, content_type="application/json")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["error"]["field"] == field
+    assert "caracteres" in refused.json()["error"]["message"]
+    url = f"{URL}/{created.json()['id']}"
+    changed = member_client.patch(url, json.dumps({field: bad}), content_type="application/json")
+    assert changed.status_code == 400, changed.content
+    assert [(r.title, r.text) for r in CannedReply.objects.for_tenant(owner.tenant.pk)] == [
+        (GREETING["title"], GREETING["text"])
+    ]

@@ -3,12 +3,13 @@ per object (the member's tenant), two tenants and a member of both, errors in wo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
-from ai_agents.models import Conversation, ConversationNote
+from ai_agents.models import Conversation, ConversationNote, Message
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make, fresh
 from erp.tenancy.models import Membership, Tenant
 from erp.testing.factories import MembershipFactory, UserFactory
@@ -179,3 +180,42 @@ def test_assignment_and_notes_announce_an_event_after_commit(
         (conv_a.tenant_id, str(conv_a.pk), "assignment"),
         (conv_a.tenant_id, str(conv_a.pk), "note"),
     ]
+
+
+def _raw_post(client: Any, url: str, body: dict[str, Any]) -> Any:
+    """JSON as a browser sends it: json.dumps escapes a lone surrogate as `\\ud800`."""
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", ["nota\x00", "nota \ud800"])
+def test_unstorable_note_or_reply_is_a_400_in_words(
+    member_client: Any, member: Persona, conv_a: Any, bad: str
+) -> None:
+    note = _raw_post(member_client, f"{URL}/{conv_a.pk}/notes", {"text": bad})
+    assert note.status_code == 400, note.content
+    error = note.json()["error"]
+    assert error["code"] == "validation_error" and error["field"] == "text"
+    assert "caracteres" in error["message"]
+    claim = member_client.post(f"{URL}/{conv_a.pk}/claim", {}, format="json")
+    assert claim.status_code == 200
+    reply = _raw_post(member_client, f"{URL}/{conv_a.pk}/reply", {"text": bad})
+    assert reply.status_code == 400, reply.content
+    assert reply.json()["error"]["code"] == "validation_error"
+    assert "no se pueden guardar" in reply.json()["error"]["message"]
+    assert ConversationNote.objects.for_tenant(conv_a.tenant_id).count() == 0
+    assert not Message.objects.for_tenant(conv_a.tenant_id).filter(role="human").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", ["agent\x00@acme.test", "agent\udc80@acme.test"])
+def test_unstorable_staff_email_is_a_400_in_words(
+    owner_client: Any, api_a: Any, conv_a: Any, bad: str
+) -> None:
+    assign = _raw_post(owner_client, f"{URL}/{conv_a.pk}/assign", {"staff_email": bad})
+    note = _raw_post(api_a, f"{URL}/{conv_a.pk}/notes", {"text": "hola", "staff_email": bad})
+    for refused in (assign, note):
+        assert refused.status_code == 400, refused.content
+        assert refused.json()["error"]["field"] == "staff_email"
+    assert fresh(conv_a).assigned_to_id is None
+    assert ConversationNote.objects.for_tenant(conv_a.tenant_id).count() == 0

@@ -22,7 +22,8 @@ Templates: `templates_put(waba_id, [template, ...], token=..., number=...)` make
 error), `limit` per page (default 25) with `paging.cursors.before/after` and `paging.next`
 only while more follow, as Meta pages. `templates_error` answers every list instead. A
 template send (`"type": "template"`) from `number` must name an APPROVED template of its
-account in that language, else Graph's 132001 error; `template(...)` builds one entry in
+account in that language, else Graph's 132001 error (132018 for a text parameter with a
+newline, a tab or more than four spaces in a row, as Meta); `template(...)` builds one entry in
 Meta's shape (BODY text with `{{1}}` or named variables).
 """
 
@@ -38,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from erp.testing.fake_graph_rules import send_problem
+from erp.testing.fake_graph_rules import send_problem, template_params_problem
 from erp.testing.fake_http import FakeRequest, FakeResponse, FakeServer
 
 VERSION = "v24.0"
@@ -64,6 +65,7 @@ ERROR_MESSAGES = {
         "(#132001) Template name does not exist in the translation",
         "template name (x) does not exist in es",
     ),
+    132018: ("(#132018) There was an issue with the parameters in your template.", ""),
 }
 
 
@@ -220,6 +222,9 @@ class FakeGraph:
         refused = self._template_refused(request.params.get("number", ""), body)
         if refused is not None:
             return refused
+        params = template_params_problem(body)
+        if params is not None:
+            return self.error(132018, details=params)
         problem = send_problem(body)
         if problem is not None:
             with self._lock:

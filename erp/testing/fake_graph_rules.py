@@ -5,14 +5,19 @@ list: button 1-20, 1-10 sections, 1-10 rows in all, row title 1-24, description 
 1-200, ids unique, a section title (up to 24) required when there are several; body 1-1024).
 
 `send_problem(body)` names the first problem, or returns None for a valid body.
+`template_params_problem(body)`: Meta's 132018 for a template text parameter with a newline,
+a tab or more than four consecutive spaces.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 TEXT_MAX = 4096
 BODY_MAX = 1024
+_PARAM_REFUSED = re.compile(r"[\n\t]| {5,}")
+PARAM_DETAILS = "Param text cannot have new-line/tab characters or more than 4 consecutive spaces"
 
 
 def _length_ok(value: Any, low: int, high: int) -> bool:
@@ -97,4 +102,18 @@ def _row_problem(row: Any) -> str | None:
         return "row title must be 1-24 characters"
     if "description" in row and not _length_ok(row["description"], 0, 72):
         return "row description must be at most 72 characters"
+    return None
+
+
+def template_params_problem(body: Any) -> str | None:
+    if not isinstance(body, dict) or body.get("type") != "template":
+        return None
+    template = body.get("template")
+    components = template.get("components") if isinstance(template, dict) else None
+    for component in components if isinstance(components, list) else []:
+        parameters = component.get("parameters") if isinstance(component, dict) else None
+        for parameter in parameters if isinstance(parameters, list) else []:
+            text = parameter.get("text") if isinstance(parameter, dict) else None
+            if isinstance(text, str) and _PARAM_REFUSED.search(text):
+                return PARAM_DETAILS
     return None

@@ -22,6 +22,8 @@ PAGE_SIZE = 100
 MAX_PAGES = 50  # 5,000 templates: more than Meta allows per account
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 VALUE_MAX_CHARS = 1024
+# Meta refuses a text parameter with a newline, a tab or more than four spaces in a row (132018).
+VALUE_REFUSED = re.compile(r"[\n\t\r]| {5,}")
 
 
 class TemplatesUnavailable(Exception):

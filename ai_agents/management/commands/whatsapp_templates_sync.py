@@ -32,7 +32,7 @@ class Command(BaseCommand):
             counts = result.as_dict()
             self.stdout.write(
                 f"{binding.pk} {binding}: {counts['created']} nuevas, "
-                f"{counts['updated']} actualizadas, {counts['removed']} borradas"
+                f"{counts['updated']} actualizadas, {counts['removed']} ya no están en Meta"
             )
         if failed:
             sys.exit(1)

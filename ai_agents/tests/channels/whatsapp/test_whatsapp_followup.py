@@ -15,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from ai_agents.models import (
+    Contact,
     Conversation,
     FollowupSent,
     HandoffSettings,
@@ -23,10 +24,13 @@ from ai_agents.models import (
     WhatsAppTemplate,
 )
 from ai_agents.services.whatsapp_followup import followups_due
+from ai_agents.services.whatsapp_templates import approved_templates, whatsapp_templates_sync
 from ai_agents.tests.channels.whatsapp.support import WA_ID
 from ai_agents.tests.channels.whatsapp.templates_support import (
     ORDER_UPDATE,
     SURVEY,
+    TOKEN_A,
+    WABA_A,
     account_ready,
     conversation_aged,
 )
@@ -199,3 +203,86 @@ def test_no_follow_up_from_a_deactivated_agent_or_channel(
     row.save(update_fields=["is_active"])
     with run_tasks():
         assert followups_due() == 1
+
+
+@pytest.mark.django_db
+def test_a_sync_that_misses_the_template_keeps_the_follow_up(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    owner: Any,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+) -> None:
+    """Meta no longer lists the template (or the owner typed a wrong WABA id): the template is
+    kept as "no longer in Meta" (not offered, not sent) and the owner's follow-up survives;
+    listed again, the follow-up goes again."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    config = _followup(wa_binding, tenant_a)
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    fake_graph.templates_put(WABA_A, [], token=TOKEN_A)
+
+    assert whatsapp_templates_sync(binding=wa_binding).removed == 1
+
+    with tenant_scope(tenant_a):
+        assert TemplateFollowup.objects.get().pk == config.pk
+        assert WhatsAppTemplate.objects.get().status == WhatsAppTemplate.Status.DELETED
+    assert approved_templates(conversation) == []
+    with run_tasks():
+        assert followups_due() == 0
+    assert whatsapp_templates_sync(binding=wa_binding).removed == 0  # counted once
+    client.force_login(owner.user)
+    admin_list = client.get("/admin/ai_agents/templatefollowup/").content.decode()
+    assert "ya no está en Meta" in admin_list
+
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE], token=TOKEN_A)
+    whatsapp_templates_sync(binding=wa_binding)
+    with run_tasks():
+        assert followups_due() == 1
+
+
+@pytest.mark.django_db
+def test_a_contact_without_a_name_gets_a_neutral_word_in_the_templates_language(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """ "{nombre}" of a customer whose profile has no name: the follow-up still goes, with the
+    template language's neutral word ("customer" for en_US), once."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    _followup(wa_binding, tenant_a)
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    with tenant_scope(tenant_a):
+        Contact.objects.filter(pk=conversation.contact_id).update(name="")
+
+    with run_tasks():
+        assert followups_due() == 1
+        assert followups_due() == 0
+
+    [message] = _followups(tenant_a)
+    assert message.content == "Hola customer, su pedido #10423 ya salió."
+    assert fake_graph.sent[0]["template"]["components"][0]["parameters"][0]["text"] == "customer"
+
+
+@pytest.mark.django_db
+def test_follow_up_values_are_put_on_one_line_as_meta_requires(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, run_tasks: Any
+) -> None:
+    """A name with a line break and a value with a tab and long spaces (Meta's 132018 would
+    refuse them): sent on one line with single spaces, and delivered."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    config = _followup(wa_binding, tenant_a)
+    config.variables = ["{nombre}", "#10423\tlote      7"]
+    config.save(update_fields=["variables"])
+    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    _bot_answers(conversation)
+    with tenant_scope(tenant_a):
+        Contact.objects.filter(pk=conversation.contact_id).update(name="Ana\n  María")
+
+    with run_tasks():
+        assert followups_due() == 1
+
+    [message] = _followups(tenant_a)
+    assert message.delivery_status == "sent"
+    parameters = fake_graph.sent[0]["template"]["components"][0]["parameters"]
+    assert [p["text"] for p in parameters] == ["Ana María", "#10423 lote 7"]

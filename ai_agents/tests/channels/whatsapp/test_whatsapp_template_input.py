@@ -1,5 +1,6 @@
 """A template send with text PostgreSQL cannot store (NUL, a lone surrogate) in its client key
-or a variable: refused in words (400), never a 500, and nothing stored or sent."""
+or a variable, or a variable Meta refuses (132018: newline, tab, more than four spaces in a
+row): refused in words (400), never a 500, and nothing stored or sent."""
 
 from __future__ import annotations
 
@@ -63,3 +64,75 @@ def test_unstorable_text_in_a_template_send_is_a_400_not_a_500(
     ] * 4
     assert _staff_messages(tenant_a) == []
     assert fake_graph.sent == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", ["Ana\nMaría", "Ana\tMaría", "Ana     María"])
+def test_a_variable_meta_would_refuse_is_a_400_in_words(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    owner: Any,
+    fake_graph: FakeGraph,
+    run_tasks: Any,
+    bad: str,
+) -> None:
+    """Meta refuses a parameter with a newline, a tab or more than four spaces in a row
+    (132018): refused before anything is stored or sent; four spaces still go."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    conversation = conversation_aged(client, tenant_a, hours=30)
+    api = _api(owner)
+    url = f"/api/v1/conversations/{conversation.pk}/template"
+    claimed(api, conversation)
+    body = {
+        "template_id": _template_id(api, conversation, "order_update"),
+        "variables": [bad, "#1"],
+        "client_key": "k",
+    }
+
+    with run_tasks():
+        refused = api.post(url, body, format="json")
+        assert refused.status_code == 400, refused.content
+        error = refused.json()["error"]
+        assert error["code"] == "validation_error" and error["field"] == "variables"
+        assert "saltos de línea" in error["message"]
+        assert _staff_messages(tenant_a) == [] and fake_graph.sent == []
+        ok = api.post(url, {**body, "variables": ["Ana    María", "#1"]}, format="json")
+        assert ok.status_code == 201, ok.content
+
+    assert fake_graph.sent[0]["template"]["components"][0]["parameters"][0]["text"] == (
+        "Ana    María"
+    )
+
+
+def test_the_fake_graph_refuses_such_parameters_like_meta(fake_graph: FakeGraph) -> None:
+    """132018, as Meta answers it (so a send that slipped through fails visibly in tests)."""
+    import urllib.request
+
+    def send(text: str) -> tuple[int, dict[str, Any]]:
+        body = {
+            "messaging_product": "whatsapp",
+            "to": "34600000000",
+            "type": "template",
+            "template": {
+                "name": "order_update",
+                "language": {"code": "en_US"},
+                "components": [{"type": "body", "parameters": [{"type": "text", "text": text}]}],
+            },
+        }
+        request = urllib.request.Request(
+            f"{fake_graph.url}/1234/messages",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    status, answer = send("Ana\nMaría")
+    assert status == 400 and answer["error"]["code"] == 132018
+    assert "new-line/tab" in answer["error"]["error_data"]["details"]
+    assert send("Ana     María")[1]["error"]["code"] == 132018
+    assert send("Ana    María")[0] == 200

@@ -1,5 +1,5 @@
 """The binding's WhatsApp templates synced from the Graph API (`/{waba_id}/message_templates`,
-paged): every page read, status changes applied, templates Meta dropped deleted, nothing
+paged): every page read, status changes applied, templates Meta dropped marked DELETED, nothing
 changed when Graph fails; the command, the daily task's service, the admin's read-only list
 with its "Sincronizar" action, and two tenants kept apart."""
 
@@ -58,7 +58,7 @@ def test_every_page_is_read_and_stored_with_its_variables(
 
 
 @pytest.mark.django_db
-def test_a_second_sync_applies_status_changes_and_deletes_dropped_templates(
+def test_a_second_sync_applies_status_changes_and_marks_dropped_templates(
     wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph
 ) -> None:
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE, SURVEY])
@@ -71,6 +71,7 @@ def test_a_second_sync_applies_status_changes_and_deletes_dropped_templates(
     assert _rows(tenant_a) == [
         ("cita", "es", "utility", "APPROVED", ["first_name", "fecha"]),
         ("encuesta", "es", "marketing", "PAUSED", []),
+        ("order_update", "en_US", "utility", "DELETED", ["1", "2"]),
     ]
 
 
@@ -109,6 +110,29 @@ def test_two_tenants_sync_their_own_accounts_only(
 
 
 @pytest.mark.django_db
+def test_one_channels_unexpected_error_does_not_stop_the_others(
+    wa_binding: Any, tenant_b: Any, fake_graph: FakeGraph, caplog: Any
+) -> None:
+    """The least recently synced channel goes first (B never synced); Graph answers it a
+    malformed list (an unexpected error): logged, counted, and A is synced all the same."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    binding_create(tenant_b, NUMBER_B, token="EAAG-token-b", waba_id=WABA_B)
+    fake_graph.templates_put(WABA_B, [{**SURVEY, "components": 5}], token="EAAG-token-b")
+    fake_graph.templates_put(WABA_A, [ORDER_UPDATE, SURVEY], token=TOKEN_A)
+    before = len(fake_graph.template_lists)
+
+    assert whatsapp_templates_sync_all() == 1
+
+    paths = [r.path for r in fake_graph.template_lists[before:]]
+    assert [p.split("/")[-2] for p in paths] == [WABA_B, WABA_A]
+    assert [row[0] for row in _rows(wa_binding.tenant)] == ["encuesta", "order_update"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "whatsapp.templates_sync_crashed"
+    ]
+    assert any(getattr(r, "failed", None) == 1 for r in caplog.records)
+
+
+@pytest.mark.django_db
 def test_the_command_prints_what_changed_and_fails_for_a_channel_graph_refuses(
     wa_binding: Any, tenant_b: Any, fake_graph: FakeGraph, capsys: Any
 ) -> None:
@@ -122,7 +146,7 @@ def test_the_command_prints_what_changed_and_fails_for_a_channel_graph_refuses(
 
     out, err = capsys.readouterr()
     assert exited.value.code == 1
-    assert f"{wa_binding.pk} " in out and "2 nuevas, 0 actualizadas, 0 borradas" in out
+    assert f"{wa_binding.pk} " in out and "2 nuevas, 0 actualizadas, 0 ya no están en Meta" in out
     assert "No se pudieron leer las plantillas de WhatsApp (100)." in err
 
 
@@ -174,7 +198,7 @@ def test_the_channels_list_syncs_a_channel_with_no_template_yet(
     client.force_login(owner.user)
     page = client.post(url, action, follow=True)
     assert [row[0] for row in _rows(tenant_a)] == ["order_update"]
-    assert "1 nuevas, 0 actualizadas, 0 borradas" in page.content.decode()
+    assert "1 nuevas, 0 actualizadas, 0 ya no están en Meta" in page.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
