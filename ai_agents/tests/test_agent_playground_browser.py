@@ -81,7 +81,9 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         expect(page.locator("#pg-cases")).to_contain_text("sin ejecutar")
         page.click("#pg-run")
         expect(page.locator("#pg-run")).to_be_disabled()  # until the worker is done
-        expect(page.locator("#pg-run-summary")).to_contain_text("Pasan: 1, fallan: 0, regresiones: 0.")
+        expect(page.locator("#pg-run-summary")).to_contain_text(
+            "Pasan: 1, fallan: 0, regresiones: 0."
+        )
         expect(page.locator("#pg-run")).to_be_enabled()
         expect(page.locator("#pg-run-summary")).to_contain_text("Primera ejecución.")
         expect(page.locator("#pg-cases .pg-passed")).to_have_text("pasa")
