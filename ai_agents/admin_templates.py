@@ -58,7 +58,7 @@ class _CodeFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
-        return queryset.filter(**{self.parameter_name: value}) if value else queryset
+        return queryset.filter(**{str(self.parameter_name): value}) if value else queryset
 
 
 class StatusFilter(_CodeFilter):
