@@ -62,6 +62,7 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         expect(first.locator(".pg-score")).to_have_text(_score_pattern())
         expect(page.locator("#pg-triggers .fired")).to_have_count(0)
         expect(page.locator("#pg-timings")).to_contain_text("llm:")
+        expect(page.locator("#pg-options")).to_have_css("display", "none")  # none offered
 
         _ask(page, "Quiero un reembolso")
         fired = page.locator("#pg-triggers .pg-trigger.fired")
