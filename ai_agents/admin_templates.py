@@ -38,12 +38,65 @@ def bindings_sync(request: HttpRequest, bindings: list[ChannelBinding]) -> None:
         )
 
 
+# Meta's codes ("APPROVED", "utility") in words; a code Meta adds later reads as "otro".
+STATUSES = dict(WhatsAppTemplate.Status.choices)
+CATEGORIES = {
+    "marketing": gettext_lazy("marketing"),
+    "utility": gettext_lazy("utilidad"),
+    "authentication": gettext_lazy("autenticación"),
+}
+IN_WORDS = {"status": "status_label", "category": "category_label"}
+
+
+def _in_words(labels: dict[str, Any], code: str) -> Any:
+    return labels.get(code, labels.get(code.lower(), gettext_lazy("otro")))
+
+
+class _CodeFilter(admin.SimpleListFilter):
+    labels: dict[str, Any] = {}
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> Any:
+        codes = model_admin.get_queryset(request).values_list(self.parameter_name, flat=True)
+        return [(code, _in_words(self.labels, code)) for code in sorted(set(codes))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(**{str(self.parameter_name): value}) if value else queryset
+
+
+class StatusFilter(_CodeFilter):
+    title = gettext_lazy("estado")
+    parameter_name = "status"
+    labels = STATUSES
+
+
+class CategoryFilter(_CodeFilter):
+    title = gettext_lazy("categoría")
+    parameter_name = "category"
+    labels = CATEGORIES
+
+
 @admin.register(WhatsAppTemplate)
 class WhatsAppTemplateAdmin(ReadOnlyTenantOwnedAdmin):
-    list_display = ["name", "language", "category", "status", "binding", "synced_at"]
-    list_filter = ["status", "category"]
+    list_display = ["name", "language", "category_label", "status_label", "binding", "synced_at"]
+    list_filter = [StatusFilter, CategoryFilter]
     search_fields = ["name", "body_text"]
     actions = ["sync"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        names = super().get_readonly_fields(request, obj)
+        return [IN_WORDS.get(name, name) for name in names]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.get_readonly_fields(request, obj)
+
+    @admin.display(description=gettext_lazy("estado"), ordering="status")
+    def status_label(self, row: WhatsAppTemplate) -> Any:
+        return _in_words(STATUSES, row.status)
+
+    @admin.display(description=gettext_lazy("categoría"), ordering="category")
+    def category_label(self, row: WhatsAppTemplate) -> Any:
+        return _in_words(CATEGORIES, row.category)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).select_related("binding")

@@ -62,6 +62,7 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         expect(first.locator(".pg-score")).to_have_text(_score_pattern())
         expect(page.locator("#pg-triggers .fired")).to_have_count(0)
         expect(page.locator("#pg-timings")).to_contain_text("llm:")
+        expect(page.locator("#pg-options")).to_have_css("display", "none")  # none offered
 
         _ask(page, "Quiero un reembolso")
         fired = page.locator("#pg-triggers .pg-trigger.fired")
@@ -81,7 +82,9 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         expect(page.locator("#pg-cases")).to_contain_text("sin ejecutar")
         page.click("#pg-run")
         expect(page.locator("#pg-run")).to_be_disabled()  # until the worker is done
-        expect(page.locator("#pg-run-summary")).to_contain_text("1 pasan, 0 fallan, 0 regresiones.")
+        expect(page.locator("#pg-run-summary")).to_contain_text(
+            "Pasan: 1, fallan: 0, regresiones: 0."
+        )
         expect(page.locator("#pg-run")).to_be_enabled()
         expect(page.locator("#pg-run-summary")).to_contain_text("Primera ejecución.")
         expect(page.locator("#pg-cases .pg-passed")).to_have_text("pasa")
@@ -91,7 +94,7 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         agent_update(agent=agent, data={"knowledge_bases": []})
         page.click("#pg-run")
         summary = page.locator("#pg-run-summary")
-        expect(summary).to_contain_text("0 pasan, 1 fallan, 1 regresiones.")
+        expect(summary).to_contain_text("Pasan: 0, fallan: 1, regresiones: 1.")
         expect(summary).to_contain_text("Cambió desde la ejecución anterior: documentos.")
         expect(summary).to_contain_text("Pruebas que cambiaron de resultado: 1.")
         expect(page.locator("#pg-cases .pg-regression")).to_have_text("regresión")

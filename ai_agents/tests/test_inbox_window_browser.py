@@ -86,7 +86,7 @@ def test_a_closing_window_turns_the_reply_box_into_the_template_picker_that_send
 ) -> None:
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
     conversation = _customer_wrote(client, owner.tenant, timedelta(hours=24, seconds=-4))
-    page = _page(browser, asgi_server, owner, f"/inbox/{conversation.pk}")
+    page = _page(browser, asgi_server, owner, f"/inbox/{conversation.pk}", **LAPTOP)
     previous, app.conf.task_always_eager = app.conf.task_always_eager, True  # as a worker would
     try:
         page.evaluate("window.__sameDocument = true")
@@ -103,6 +103,8 @@ def test_a_closing_window_turns_the_reply_box_into_the_template_picker_that_send
         expect(page.locator("#inbox-template-preview")).to_have_text(
             "Hola Sheena, su pedido #10423 ya salió."
         )
+        # the whole picker fits a laptop's screen: no scrolling to find the send button
+        expect(page.locator("#inbox-template-send")).to_be_in_viewport(ratio=1)
         assert axe_check(page) == []
         page.locator("#inbox-template-send").click()
 

@@ -167,8 +167,15 @@ def test_admin_lists_the_templates_read_only_and_syncs_by_role(
     action = {"action": "sync", "_selected_action": [row.pk]}
 
     client.force_login(member.user)  # an agent: sees, may not sync
-    assert b"order_update" in client.get(url).content
-    assert client.get(f"{url}{row.pk}/change/").status_code == 200
+    listed = client.get(url).content.decode()
+    assert "order_update" in listed
+    # Meta's codes in words, in the list and its filters: never "APPROVED" or "utility"
+    assert ">aprobada<" in listed and ">utilidad<" in listed
+    assert ">APPROVED<" not in listed and ">utility<" not in listed
+    detail = client.get(f"{url}{row.pk}/change/")
+    assert detail.status_code == 200
+    assert ">aprobada<" in detail.content.decode() and ">APPROVED<" not in detail.content.decode()
+    assert ">aprobada<" in client.get(f"{url}?status=APPROVED").content.decode()
     client.post(url, action)
     assert [r[0] for r in _rows(tenant_a)] == ["order_update"]
 
