@@ -165,7 +165,7 @@ def test_assignment_and_notes_announce_an_event_after_commit(
 
     seen: list[tuple[int, str, str]] = []
 
-    def send(tenant_id: int, conversation_id: str, kind: str) -> None:
+    def send(tenant_id: int, conversation_id: str, kind: str, *_along: Any) -> None:
         seen.append((tenant_id, conversation_id, kind))
 
     # What reaches the stream once the transaction commits: one event per change.

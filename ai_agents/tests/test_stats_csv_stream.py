@@ -86,7 +86,7 @@ def test_the_conversations_csv_streams_under_asgi(
     monkeypatch.setattr(stats_api, "conversation_rows", counted_rows)
     read_when_sent: list[int] = []
     client = api_client_for(owner.tenant)
-    key = client.api_key.key  # type: ignore[attr-defined]
+    key = client.api_key.key  # type: ignore[attr-defined]  # set by the fixture on the client
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -260,7 +260,7 @@ def test_a_waiting_burst_says_when_it_is_due_its_newest_message_and_its_text(
     with tenant_scope(wa_binding.tenant):
         wait = burst_wait(conversation)
         _window(wa_binding.agent, 0, 0)
-        assert burst_wait(conversation_load(first.conversation_id)) is None  # type: ignore[arg-type]
+        assert burst_wait(conversation_load(first.conversation_id)) is None  # type: ignore[arg-type]  # loaded just above: not None
 
     assert wait is not None
     assert 2.0 < wait.seconds <= 2.5
