@@ -96,6 +96,33 @@ def label(table: Mapping[str, Any], code: str) -> str:
     return str(found) if found is not None else _("Otro motivo")
 
 
+# A trigger's condition keys (ai_agents/rules/escalation.py) in words, in the order shown.
+CONDITION_LABELS = {
+    "keywords": gettext_lazy("palabras"),
+    "phrases": gettext_lazy("frases"),
+    "intents": gettext_lazy("temas"),
+    "exclude": gettext_lazy("excepto"),
+    "threshold": gettext_lazy("umbral"),
+    "max_similar": gettext_lazy("repeticiones"),
+    "window": gettext_lazy("últimos mensajes"),
+    "similarity": gettext_lazy("parecido mínimo"),
+    "min_words": gettext_lazy("palabras mínimas"),
+}
+
+
+def condition_text(condition: Mapping[str, Any]) -> str:
+    """A trigger's condition as people read it ("palabras: reembolso, devolución"); empty
+    values and keys without a label are left out (never a raw key)."""
+    parts = []
+    for key, name in CONDITION_LABELS.items():
+        value = condition.get(key)
+        if value in (None, "", [], {}):
+            continue
+        shown = ", ".join(str(v) for v in value) if isinstance(value, list | tuple) else value
+        parts.append(f"{name}: {shown}")
+    return "; ".join(parts)
+
+
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     if len(text) <= SUMMARY_LINE_CHARS:

@@ -32,6 +32,13 @@ from ai_agents.conversations.turn import Turn
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.rules.escalation import EscalationDecision
 from ai_agents.rules.escalation_config import EscalationTrigger
+from ai_agents.rules.escalation_labels import (
+    PRIORITY_LABELS,
+    REASON_LABELS,
+    TRIGGER_LABELS,
+    condition_text,
+    label,
+)
 from ai_agents.selectors.knowledge import agent_knowledge_bases
 from erp.db import connection_release
 from erp.llm.gateway import CallContext
@@ -137,7 +144,9 @@ def _result(turn: Turn) -> PlaygroundResult:
         if decision is None
         else {
             "reason": decision.reason,
+            "reason_label": label(REASON_LABELS, decision.reason),
             "priority": decision.priority,
+            "priority_label": label(PRIORITY_LABELS, decision.priority),
             "detail": str(decision.detail),
         },
         passages=[
@@ -178,11 +187,15 @@ def _triggers(turn: Turn, decision: EscalationDecision | None) -> list[dict[str,
     return [
         {
             "type": t.type,
+            "label": label(TRIGGER_LABELS, t.type),
             "priority": t.priority,
-            "condition": t.to_dict().get("condition", {}),
+            "priority_label": label(PRIORITY_LABELS, t.priority),
+            "condition": condition,
+            "condition_text": condition_text(condition),
             "fired": i == fired_at,
         }
         for i, t in enumerate(triggers)
+        for condition in [t.to_dict().get("condition", {})]
     ]
 
 

@@ -73,10 +73,15 @@ def test_reply_passages_scores_and_fired_trigger_without_storing_a_conversation(
     ).json()
     assert fired["escalation"]["reason"] == "keyword_match"
     assert fired["escalation"]["priority"] == "high"
+    words = (fired["escalation"]["reason_label"], fired["escalation"]["priority_label"])
+    assert words == ("El mensaje contiene una palabra clave configurada", "Alta")
     assert fired["triggers"][0] == {
         "type": "keyword",
+        "label": "Palabras clave",
         "priority": "high",
+        "priority_label": "Alta",
         "condition": {"keywords": ["reembolso"], "exclude": []},
+        "condition_text": "palabras: reembolso",
         "fired": True,
     }
     assert [t["fired"] for t in fired["triggers"][1:]] == [False] * (len(fired["triggers"]) - 1)

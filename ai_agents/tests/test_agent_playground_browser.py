@@ -67,9 +67,9 @@ def test_playground_shows_passages_and_a_fired_trigger_then_runs_saved_tests(
         _ask(page, "Quiero un reembolso")
         fired = page.locator("#pg-triggers .pg-trigger.fired")
         expect(fired).to_have_count(1)
-        expect(fired).to_contain_text("keyword (high)")
-        expect(fired).to_contain_text("— disparado")
-        expect(page.locator("#pg-escalation")).to_contain_text("keyword_match")
+        expect(fired).to_have_text("Palabras clave (Alta): palabras: reembolso — disparado")
+        expect(page.locator("#pg-escalation")).to_contain_text("palabra clave configurada, Alta")
+        expect(page.locator("#pg-result")).not_to_contain_text("keyword")  # no internal code
         expect(page.locator("#pg-passages li").first).to_contain_text("envios.md")
         expect(page.locator("#pg-history li")).to_have_count(4)  # two questions, two replies
         assert axe_check(page) == []

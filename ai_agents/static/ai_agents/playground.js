@@ -68,9 +68,9 @@
     return li;
   }
   function trigger(tr) {
-    var condition = JSON.stringify(tr.condition);
     var li = el("li", "pg-trigger" + (tr.fired ? " fired" : ""),
-      tr.type + " (" + tr.priority + ") " + condition + " — " + (tr.fired ? t.fired : t.not_fired));
+      tr.label + " (" + tr.priority_label + ")" + (tr.condition_text ? ": " + tr.condition_text : "") +
+      " — " + (tr.fired ? t.fired : t.not_fired));
     return li;
   }
   function tool(c) {
@@ -85,7 +85,7 @@
     $("pg-options").replaceChildren.apply($("pg-options"), options.map(function (o) { return el("li", "", o.title); }));
     var esc = $("pg-escalation");
     esc.hidden = !r.escalation;
-    esc.textContent = r.escalation ? t.escalated + " (" + r.escalation.reason + ", " + r.escalation.priority + "): " + r.escalation.detail : "";
+    esc.textContent = r.escalation ? t.escalated + " (" + r.escalation.reason_label + ", " + r.escalation.priority_label + "): " + r.escalation.detail : "";
     var notes = r.notes.slice();
     if (r.no_answer) notes.unshift(t.no_answer);
     if (r.error) notes.unshift(r.error);
