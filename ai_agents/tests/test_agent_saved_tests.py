@@ -84,7 +84,7 @@ def test_run_all_shows_what_changed_and_the_command_gates_on_regressions(
 
     code, table = _command(agent_id)  # failed last time too: no longer a regression
     assert code == 0
-    assert "1 fallan, 0 regresiones (3 pruebas)" in table
+    assert "Pasan: 2, fallan: 1, regresiones: 0 (3 pruebas)" in table
     assert _command(agent_id, "--strict")[0] == 1
 
     api_a.patch(f"/api/v1/agents/{agent_id}", {"escalation_triggers": [REFUND]}, format="json")

@@ -51,7 +51,7 @@ def run_table(run: AgentTestRun) -> list[str]:
         lines.append(f"{state:<10} {before:<6} {question:<{QUESTION_COLUMN}} {r['why']}")
     changes = run.changes
     lines.append(
-        f"{run.passed} pasan, {run.failed} fallan, {run.regressions} regresiones "
+        f"Pasan: {run.passed}, fallan: {run.failed}, regresiones: {run.regressions} "
         f"({len(run.results)} pruebas)"
     )
     if changes.get("config"):
