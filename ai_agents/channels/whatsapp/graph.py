@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -68,11 +68,11 @@ class GraphClient(HttpClient):
             )
         except HttpError as exc:
             return GraphResult(False, error_code="http", error_message=str(exc)[:300])
-        data = _json(response)
-        if 200 <= response.status < 300 and isinstance(data, dict):
-            ids = [m.get("id") for m in data.get("messages") or [] if isinstance(m, dict)]
-            return GraphResult(True, external_id=str(ids[0]) if ids else "", data=data)
-        return _error_result(response.status, data)
+        result = _answer(response)
+        if not result.ok:
+            return result
+        ids = [m.get("id") for m in result.data.get("messages") or [] if isinstance(m, dict)]
+        return replace(result, external_id=str(ids[0]) if ids else "")
 
     def json_get(self, path: str, *, params: Mapping[str, str]) -> GraphResult:
         """One GET of a JSON object (`data`); never raises. A read sends nothing, so any
@@ -82,17 +82,18 @@ class GraphClient(HttpClient):
             response = self.get(path, params=dict(params), raise_for_status=False)
         except HttpError as exc:
             return GraphResult(False, error_code="connection", error_message=str(exc)[:200])
-        data = _json(response)
-        if 200 <= response.status < 300 and isinstance(data, dict):
-            return GraphResult(True, data=data)
-        return _error_result(response.status, data)
+        return _answer(response)
 
 
-def _json(response: HttpResponse) -> Any:
+def _answer(response: HttpResponse) -> GraphResult:
+    """A 2xx JSON object is the result's `data`; anything else is read as a Graph error."""
     try:
-        return response.json()
+        data = response.json()
     except ValueError:
-        return None
+        data = None
+    if 200 <= response.status < 300 and isinstance(data, dict):
+        return GraphResult(True, data=data)
+    return _error_result(response.status, data)
 
 
 def _error_result(status: int, data: Any) -> GraphResult:
