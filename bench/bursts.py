@@ -25,7 +25,6 @@ missing or duplicated or a message is left unanswered.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import sys
@@ -37,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _harness import app_role_url, percentile, sigterm_as_interrupt  # noqa: E402
-from _whatsapp import FIRST_WA_ID, NUMBER, fixture, headers  # noqa: E402
+from _harness import percentile, sigterm_as_interrupt  # noqa: E402
+from _whatsapp import FIRST_WA_ID, NUMBER, headers  # noqa: E402
 from concurrency import DATA_DIR, Services  # noqa: E402
 
 from erp.testing.whatsapp_traffic import text_webhook  # noqa: E402
@@ -237,30 +236,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def stack_start(services: Services, args: argparse.Namespace) -> str:
-    """Scratch database migrated with its fixture, `make run` on it; returns its base URL."""
-    env = services.start_fakes(args.model_seconds)
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "erp.settings"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from erp import embedded
-
-    call_command("migrate", verbosity=0)
-    fixture(slug="bench-bursts")
-    port = embedded.free_port()
-    services.run_stack({**env, "DATABASE_URL": app_role_url()}, port)
-    print(
-        f"make run ready (scratch DB {services.db_name}, fake model {args.model_seconds:g} s); "
-        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
-        flush=True,
-    )
-    return f"http://127.0.0.1:{port}"
-
-
 def main() -> None:
     args = parse_args()
     DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -268,7 +243,7 @@ def main() -> None:
     ok = False
     with sigterm_as_interrupt():
         try:
-            base = stack_start(services, args)
+            base = services.stack_start(args.model_seconds, slug="bench-bursts")
             # warm-up (another contact): the first answer of a process imports and connects
             send_all(base, [[[0.0]]], prefix="warm-up", first=args.contacts)
             wait_replies(services, 1, 60, settle=0)

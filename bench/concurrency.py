@@ -42,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -112,6 +113,32 @@ class Services(Scratch):
     def start_fakes(self, model_seconds: float) -> dict[str, str]:
         env, urls = self.start(_serve_fakes, model_seconds)
         return {**env, **fakes_env(urls)}
+
+    def stack_start(
+        self, model_seconds: float, *, slug: str, env: Mapping[str, str] | None = None
+    ) -> str:
+        """Scratch database migrated with its fixture (`slug`), `make run` on it (`env` added
+        to its environment); returns its base URL. The benches that load `make run` share it."""
+        fakes = self.start_fakes(model_seconds)
+        os.environ.update(fakes)
+        os.environ["DJANGO_SETTINGS_MODULE"] = "erp.settings"
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        from erp import embedded
+
+        call_command("migrate", verbosity=0)
+        fixture(slug=slug)
+        port = embedded.free_port()
+        self.run_stack({**fakes, "DATABASE_URL": app_role_url(), **(env or {})}, port)
+        print(
+            f"make run ready (scratch DB {self.db_name}, fake model {model_seconds:g} s, "
+            f"fake Graph API); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+        return f"http://127.0.0.1:{port}"
 
     def stats(self) -> dict[str, Any]:
         return dict(self.ask("stats"))
@@ -290,32 +317,13 @@ def parse_args() -> argparse.Namespace:
 
 
 def stack_start(services: Services, args: argparse.Namespace) -> str:
-    """Scratch database migrated with its fixture, `make run` on it; returns its base URL."""
-    env = services.start_fakes(args.model_seconds)
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "erp.settings"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from erp import embedded
-
-    call_command("migrate", verbosity=0)
-    fixture(slug="bench-concurrency")
-    stack_env = {**env, "DATABASE_URL": app_role_url()}
+    """`make run` with the threads and pool size asked for; returns its base URL."""
+    stack_env = {}
     if args.realtime_threads:
         stack_env["CELERY_REALTIME_CONCURRENCY"] = str(args.realtime_threads)
     if args.db_pool_max_size:
         stack_env["DB_POOL_MAX_SIZE"] = str(args.db_pool_max_size)
-    port = embedded.free_port()
-    services.run_stack(stack_env, port)
-    print(
-        f"make run ready (scratch DB {services.db_name}, fake model {args.model_seconds:g} s, "
-        f"fake Graph API); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
-        flush=True,
-    )
-    return f"http://127.0.0.1:{port}"
+    return services.stack_start(args.model_seconds, slug="bench-concurrency", env=stack_env)
 
 
 def measure(services: Services, args: argparse.Namespace, base: str) -> dict[str, Any]:

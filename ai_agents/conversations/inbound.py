@@ -65,7 +65,6 @@ def message_receive(
     agent: Agent,
     inbound: Inbound,
     answer: bool = True,
-    before_open: Taker | None = None,
 ) -> tuple[Message, bool]:
     """Stores one inbound message (every channel, the REST API too) before anything answers
     it; the model runs later (`conversation_answer_pending`, on the real-time queue) or right
@@ -79,30 +78,49 @@ def message_receive(
     takes ONE round trip (`_known_thread_store`); otherwise two for a known contact and
     conversation: contact and conversation, then INSERT and UPDATE (a redelivery is found by
     the failed INSERT, not by a SELECT before every new message); a first message for a thread
-    (no open conversation) opens it in one more (`known_thread.open_statement`).
-    `before_open`: asked before anything is written when the thread has no open conversation
-    (or the message is not a channel's); what it returns is raised as `_Taken`."""
+    (no open conversation) opens it in one more (`known_thread.open_statement`)."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
-        return _message_receive(
-            agent=agent, inbound=inbound, answer=answer, before_open=before_open
-        )
+        received = _message_receive(agent=agent, inbound=inbound, answer=answer)
+    return received.message, received.created
+
+
+# What takes a message before a new conversation would (a comment on a closed conversation's
+# rating: `inbound_accept`): its outcome, or None.
+Taker = Callable[[], "tuple[Message, bool] | None"]
+
+
+@dataclass(frozen=True)
+class _Received:
+    """What `_message_receive` did with the message. `taken`: `before_open` took it (stored
+    it elsewhere: this is its outcome), so it is not to be answered."""
+
+    message: Message
+    created: bool
+    taken: bool = False
 
 
 def _message_receive(
     *, agent: Agent, inbound: Inbound, answer: bool, before_open: Taker | None = None
-) -> tuple[Message, bool]:
+) -> _Received:
+    """`message_receive`'s work, in the agent's tenant scope. `before_open`: asked before
+    anything is written when the thread has no open conversation (or the message is not a
+    channel's); what it returns (not None) is the outcome, marked `taken`."""
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     try:
         read = None
         if _one_trip(inbound, answer):
             message, read = _known_thread_store(agent, inbound, thread_id)
             if message is None and read[1] is None:  # no open conversation: one more trip
-                _take(before_open)
+                taken = _take(before_open)
+                if taken is not None:
+                    return taken
                 message, read = _known_thread_store(agent, inbound, thread_id, opening=read[0])
             if message is not None:
-                return message, True
+                return _Received(message, True)
         else:
-            _take(before_open)
+            taken = _take(before_open)
+            if taken is not None:
+                return taken
         contact, found = read or store.receive_read(
             agent=agent, channel=inbound.channel, thread_id=thread_id, contact_data=inbound.contact
         )
@@ -111,7 +129,7 @@ def _message_receive(
             # is its own (no BEGIN/COMMIT); inside one (a view's), a savepoint keeps a refused
             # repeat from aborting it.
             with transaction.atomic() if connection.in_atomic_block else nullcontext():
-                return _message_store(agent, found, inbound, answer=answer), True
+                return _Received(_message_store(agent, found, inbound, answer=answer), True)
         with transaction.atomic():  # a new conversation goes away with a refused message
             conversation = store.conversation_open(
                 agent=agent,
@@ -121,7 +139,7 @@ def _message_receive(
                 binding=inbound.binding,
                 absent=found is None,
             )
-            return _message_store(agent, conversation, inbound, answer=answer), True
+            return _Received(_message_store(agent, conversation, inbound, answer=answer), True)
     except IntegrityError:
         if not inbound.channel_message_id:
             raise
@@ -131,26 +149,12 @@ def _message_receive(
         )
         if existing is None:
             raise
-        return existing, False
+        return _Received(existing, False)
 
 
-# What takes a message before a new conversation would (a comment on a closed conversation's
-# rating: `inbound_accept`): its outcome, or None.
-Taker = Callable[[], "tuple[Message, bool] | None"]
-
-
-class _Taken(Exception):
-    """`before_open` took the message: `outcome` is what `inbound_accept` returns."""
-
-    def __init__(self, outcome: tuple[Message, bool]) -> None:
-        super().__init__()
-        self.outcome = outcome
-
-
-def _take(before_open: Taker | None) -> None:
+def _take(before_open: Taker | None) -> _Received | None:
     outcome = before_open() if before_open is not None else None
-    if outcome is not None:
-        raise _Taken(outcome)
+    return None if outcome is None else _Received(*outcome, taken=True)
 
 
 def _one_trip(inbound: Inbound, answer: bool) -> bool:
@@ -293,15 +297,17 @@ def inbound_accept(
     def comment_take() -> tuple[Message, bool] | None:
         return rating_reply_take(binding=binding, inbound=inbound)
 
-    try:
-        message, created = message_receive(
-            agent=binding.agent,
+    agent = binding.agent
+    with tenant_scope(agent.tenant_id):
+        received = _message_receive(
+            agent=agent,
             inbound=replace(inbound_clean(inbound), binding=binding),
             answer=answer,
             before_open=comment_take,
         )
-    except _Taken as taken_late:
-        return taken_late.outcome
+    message, created = received.message, received.created
+    if received.taken:
+        return message, created
     if created and answer:
         batch = {} if answers is None else answers
         batch[str(message.conversation_id)] = str(message.pk)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
 from django.conf import settings
 
-from erp.http.client import HttpClient
+from erp.http.client import HttpClient, HttpResponse
 from erp.http.errors import HttpConnectionError, HttpError, HttpTimeout
 from erp.retry import Attempts, Backoff
 
@@ -68,14 +68,32 @@ class GraphClient(HttpClient):
             )
         except HttpError as exc:
             return GraphResult(False, error_code="http", error_message=str(exc)[:300])
+        result = _answer(response)
+        if not result.ok:
+            return result
+        ids = [m.get("id") for m in result.data.get("messages") or [] if isinstance(m, dict)]
+        return replace(result, external_id=str(ids[0]) if ids else "")
+
+    def json_get(self, path: str, *, params: Mapping[str, str]) -> GraphResult:
+        """One GET of a JSON object (`data`); never raises. A read sends nothing, so any
+        transport failure is `connection`; a non-2xx answer or a body that is not an object
+        is read as a Graph error like a send's."""
         try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if 200 <= response.status < 300 and isinstance(data, dict):
-            ids = [m.get("id") for m in data.get("messages") or [] if isinstance(m, dict)]
-            return GraphResult(True, external_id=str(ids[0]) if ids else "", data=data)
-        return _error_result(response.status, data)
+            response = self.get(path, params=dict(params), raise_for_status=False)
+        except HttpError as exc:
+            return GraphResult(False, error_code="connection", error_message=str(exc)[:200])
+        return _answer(response)
+
+
+def _answer(response: HttpResponse) -> GraphResult:
+    """A 2xx JSON object is the result's `data`; anything else is read as a Graph error."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if 200 <= response.status < 300 and isinstance(data, dict):
+        return GraphResult(True, data=data)
+    return _error_result(response.status, data)
 
 
 def _error_result(status: int, data: Any) -> GraphResult:

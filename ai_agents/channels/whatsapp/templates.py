@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from ai_agents.channels.whatsapp.graph import GraphClient, _error_result
-from erp.http.errors import HttpError
+from ai_agents.channels.whatsapp.graph import GraphClient
 
 FIELDS = "id,name,status,language,category,components,parameter_format"
 PAGE_SIZE = 100
@@ -103,18 +102,10 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _page_get(client: GraphClient, path: str, params: dict[str, str]) -> dict[str, Any]:
-    try:
-        response = client.get(path, params=params, raise_for_status=False)
-    except HttpError as exc:
-        raise TemplatesUnavailable("connection", str(exc)[:200]) from exc
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    if not (200 <= response.status < 300) or not isinstance(data, dict):
-        error = _error_result(response.status, data)
-        raise TemplatesUnavailable(error.error_code, error.error_message)
-    return data
+    result = client.json_get(path, params=params)
+    if not result.ok:
+        raise TemplatesUnavailable(result.error_code, result.error_message)
+    return dict(result.data)
 
 
 def message_template(message: Any) -> dict[str, Any] | None:

@@ -202,18 +202,24 @@ def stored_unanswered(binding: Any, text: str, message_id: str, *, age_s: float 
 
 def stale_conversation(client: Client, tenant: Any, hours: float) -> Conversation:
     """The customer wrote `hours` ago (stored, never answered: no task ran)."""
+    post(client, text_payload("hola", "wamid.old"))
+    with tenant_scope(tenant):
+        conversation = Conversation.objects.get()
+    wrote_hours_ago(conversation, hours)
+    return conversation
+
+
+def wrote_hours_ago(conversation: Conversation, hours: float) -> None:
+    """The customer's last message is dated `hours` ago (the 24-hour window counts from it)."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    post(client, text_payload("hola", "wamid.old"))
-    with tenant_scope(tenant):
-        conversation = Conversation.objects.get()
+    with tenant_scope(conversation.tenant_id):
         Conversation.objects.filter(pk=conversation.pk).update(
             last_inbound_at=timezone.now() - timedelta(hours=hours)
         )
         conversation.refresh_from_db()
-    return conversation
 
 
 def staff_reply(conversation: Conversation, author: Any, text: str) -> Message:

@@ -1,16 +1,16 @@
-"""Shared pieces of the WhatsApp template tests: the accounts' ids, a binding's templates on
-the fake Graph API, and a WhatsApp conversation claimed by the owner."""
+"""Shared pieces of the WhatsApp template tests (the window, template input and follow-up
+ones): the accounts' ids, a binding's templates on the fake Graph API, a WhatsApp conversation
+claimed by a person of the staff through the inbox API, and what the staff sent."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
-from django.utils import timezone
+from rest_framework.test import APIClient
 
-from ai_agents.models import ChannelBinding, Conversation
+from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.services.whatsapp_templates import whatsapp_templates_sync
-from ai_agents.tests.channels.whatsapp.support import NUMBER_A, post, text_payload
+from ai_agents.tests.channels.whatsapp.support import NUMBER_A, stale_conversation
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_graph import FakeGraph
 
@@ -35,18 +35,37 @@ def account_ready(
     whatsapp_templates_sync(binding=binding)
 
 
-def conversation_aged(client: Any, tenant: Any, hours: float) -> Conversation:
-    """The customer wrote `hours` ago (stored by the webhook, no task ran)."""
-    post(client, text_payload("hola", f"wamid.aged{int(hours * 10)}"))
-    with tenant_scope(tenant):
-        conversation = Conversation.objects.get()
-        Conversation.objects.filter(pk=conversation.pk).update(
-            last_inbound_at=timezone.now() - timedelta(hours=hours)
-        )
-        conversation.refresh_from_db()
-    return conversation
+def staff_api(persona: Any) -> APIClient:
+    """The inbox API as `persona`, for tenant A."""
+    api = APIClient()
+    api.force_login(persona.user)
+    api.credentials(HTTP_X_TENANT="acme")
+    return api
 
 
 def claimed(api: Any, conversation: Conversation) -> None:
     response = api.post(f"/api/v1/conversations/{conversation.pk}/claim", format="json")
     assert response.status_code == 200, response.content
+
+
+def held_conversation(
+    client: Any, tenant: Any, persona: Any, *, hours: float
+) -> tuple[Conversation, APIClient]:
+    """The customer wrote `hours` ago (stored by the webhook, no task ran) and `persona`
+    claimed the conversation through the API client returned."""
+    conversation = stale_conversation(client, tenant, hours=hours)
+    api = staff_api(persona)
+    claimed(api, conversation)
+    return conversation, api
+
+
+def template_id(api: APIClient, conversation: Conversation, name: str) -> int:
+    """The id the conversation's template list gives `name`."""
+    body = api.get(f"/api/v1/conversations/{conversation.pk}/templates").json()
+    return next(t["id"] for t in body["templates"] if t["name"] == name)
+
+
+def staff_messages(tenant: Any) -> list[Message]:
+    """What people of the staff sent, oldest first."""
+    with tenant_scope(tenant):
+        return list(Message.objects.filter(author__isnull=False).order_by("created_at"))

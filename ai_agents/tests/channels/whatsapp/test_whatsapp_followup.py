@@ -6,13 +6,11 @@ then."""
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test import Client
-from django.utils import timezone
 
 from ai_agents.models import (
     Contact,
@@ -25,14 +23,13 @@ from ai_agents.models import (
 )
 from ai_agents.services.whatsapp_followup import followups_due
 from ai_agents.services.whatsapp_templates import approved_templates, whatsapp_templates_sync
-from ai_agents.tests.channels.whatsapp.support import WA_ID
+from ai_agents.tests.channels.whatsapp.support import WA_ID, stale_conversation, wrote_hours_ago
 from ai_agents.tests.channels.whatsapp.templates_support import (
     ORDER_UPDATE,
     SURVEY,
     TOKEN_A,
     WABA_A,
     account_ready,
-    conversation_aged,
 )
 from erp.celery import app
 from erp.tenancy.scoping import tenant_scope
@@ -69,11 +66,16 @@ def _bot_answers(conversation: Conversation) -> None:
         )
 
 
-def _wrote_hours_ago(conversation: Conversation, hours: float) -> None:
-    with tenant_scope(conversation.tenant_id):
-        Conversation.objects.filter(pk=conversation.pk).update(
-            last_inbound_at=timezone.now() - timedelta(hours=hours)
-        )
+def _due_soon(
+    client: Client, binding: Any, fake_graph: FakeGraph
+) -> tuple[TemplateFollowup, Conversation]:
+    """Tenant A opted in with a follow-up of order_update; its customer wrote 23.5 hours ago
+    and the bot answered: the follow-up is due."""
+    account_ready(fake_graph, binding, [ORDER_UPDATE])
+    config = _followup(binding, binding.tenant)
+    conversation = stale_conversation(client, binding.tenant, hours=23.5)
+    _bot_answers(conversation)
+    return config, conversation
 
 
 def _followups(tenant: Any) -> list[Message]:
@@ -95,18 +97,18 @@ def test_the_follow_up_goes_once_and_only_when_due(
 ) -> None:
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE, SURVEY])
     config = _followup(wa_binding, tenant_a, opted_in=False)
-    conversation = conversation_aged(client, tenant_a, hours=23.5)
+    conversation = stale_conversation(client, tenant_a, hours=23.5)
 
     with run_tasks():
         assert followups_due() == 0  # the tenant did not opt in
         HandoffSettings.objects.for_tenant(tenant_a).update(whatsapp_followup=True)
         assert followups_due() == 0  # the customer wrote last
         _bot_answers(conversation)
-        _wrote_hours_ago(conversation, 21)
+        wrote_hours_ago(conversation, 21)
         assert followups_due() == 0  # the window closes in 3 h: not yet
-        _wrote_hours_ago(conversation, 24.5)
+        wrote_hours_ago(conversation, 24.5)
         assert followups_due() == 0  # the window closed: too late
-        _wrote_hours_ago(conversation, 23.5)
+        wrote_hours_ago(conversation, 23.5)
         assert followups_due() == 1
         assert followups_due() == 0  # never twice
 
@@ -126,10 +128,7 @@ def test_the_follow_up_goes_once_and_only_when_due(
 def test_two_beat_runs_at_once_send_one_follow_up(
     client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, eager: Any
 ) -> None:
-    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    _followup(wa_binding, tenant_a)
-    conversation = conversation_aged(client, tenant_a, hours=23.5)
-    _bot_answers(conversation)
+    _due_soon(client, wa_binding, fake_graph)
     gate = deadlines.barrier(2)
     counts: list[int] = []
     lock = threading.Lock()
@@ -186,10 +185,7 @@ def test_no_follow_up_from_a_deactivated_agent_or_channel(
 ) -> None:
     """The owner switched the agent (or its WhatsApp channel) off: no template goes out to the
     customers of its conversations any more; switched on again, the follow-up goes."""
-    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    _followup(wa_binding, tenant_a)
-    conversation = conversation_aged(client, tenant_a, hours=23.5)
-    _bot_answers(conversation)
+    _due_soon(client, wa_binding, fake_graph)
     row = wa_binding.agent if switched_off == "agent" else wa_binding
     row.is_active = False
     row.save(update_fields=["is_active"])
@@ -217,10 +213,7 @@ def test_a_sync_that_misses_the_template_keeps_the_follow_up(
     """Meta no longer lists the template (or the owner typed a wrong WABA id): the template is
     kept as "no longer in Meta" (not offered, not sent) and the owner's follow-up survives;
     listed again, the follow-up goes again."""
-    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    config = _followup(wa_binding, tenant_a)
-    conversation = conversation_aged(client, tenant_a, hours=23.5)
-    _bot_answers(conversation)
+    config, conversation = _due_soon(client, wa_binding, fake_graph)
     fake_graph.templates_put(WABA_A, [], token=TOKEN_A)
 
     assert whatsapp_templates_sync(binding=wa_binding).removed == 1
@@ -248,10 +241,7 @@ def test_a_contact_without_a_name_gets_a_neutral_word_in_the_templates_language(
 ) -> None:
     """ "{nombre}" of a customer whose profile has no name: the follow-up still goes, with the
     template language's neutral word ("customer" for en_US), once."""
-    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    _followup(wa_binding, tenant_a)
-    conversation = conversation_aged(client, tenant_a, hours=23.5)
-    _bot_answers(conversation)
+    _, conversation = _due_soon(client, wa_binding, fake_graph)
     with tenant_scope(tenant_a):
         Contact.objects.filter(pk=conversation.contact_id).update(name="")
 
@@ -270,12 +260,9 @@ def test_follow_up_values_are_put_on_one_line_as_meta_requires(
 ) -> None:
     """A name with a line break and a value with a tab and long spaces (Meta's 132018 would
     refuse them): sent on one line with single spaces, and delivered."""
-    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    config = _followup(wa_binding, tenant_a)
+    config, conversation = _due_soon(client, wa_binding, fake_graph)
     config.variables = ["{nombre}", "#10423\tlote      7"]
     config.save(update_fields=["variables"])
-    conversation = conversation_aged(client, tenant_a, hours=23.5)
-    _bot_answers(conversation)
     with tenant_scope(tenant_a):
         Contact.objects.filter(pk=conversation.contact_id).update(name="Ana\n  María")
 

@@ -13,13 +13,9 @@ from django.test import Client
 from ai_agents.tests.channels.whatsapp.templates_support import (
     ORDER_UPDATE,
     account_ready,
-    claimed,
-    conversation_aged,
-)
-from ai_agents.tests.channels.whatsapp.test_whatsapp_window import (
-    _api,
-    _staff_messages,
-    _template_id,
+    held_conversation,
+    staff_messages,
+    template_id,
 )
 from erp.testing.fake_graph import FakeGraph
 
@@ -36,13 +32,11 @@ def test_unstorable_text_in_a_template_send_is_a_400_not_a_500(
     run_tasks: Any,
 ) -> None:
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    conversation = conversation_aged(client, tenant_a, hours=30)
-    api = _api(owner)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=30)
     api.raise_request_exception = False
     url = f"/api/v1/conversations/{conversation.pk}/template"
-    claimed(api, conversation)
     good = {
-        "template_id": _template_id(api, conversation, "order_update"),
+        "template_id": template_id(api, conversation, "order_update"),
         "variables": ["Ana", "#1"],
         "client_key": "k",
     }
@@ -62,7 +56,7 @@ def test_unstorable_text_in_a_template_send_is_a_400_not_a_500(
     assert [(r.status_code, r.json()["error"]["code"]) for r in answers] == [
         (400, "validation_error")
     ] * 4
-    assert _staff_messages(tenant_a) == []
+    assert staff_messages(tenant_a) == []
     assert fake_graph.sent == []
 
 
@@ -80,12 +74,10 @@ def test_a_variable_meta_would_refuse_is_a_400_in_words(
     """Meta refuses a parameter with a newline, a tab or more than four spaces in a row
     (132018): refused before anything is stored or sent; four spaces still go."""
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
-    conversation = conversation_aged(client, tenant_a, hours=30)
-    api = _api(owner)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=30)
     url = f"/api/v1/conversations/{conversation.pk}/template"
-    claimed(api, conversation)
     body = {
-        "template_id": _template_id(api, conversation, "order_update"),
+        "template_id": template_id(api, conversation, "order_update"),
         "variables": [bad, "#1"],
         "client_key": "k",
     }
@@ -96,7 +88,7 @@ def test_a_variable_meta_would_refuse_is_a_400_in_words(
         error = refused.json()["error"]
         assert error["code"] == "validation_error" and error["field"] == "variables"
         assert "saltos de línea" in error["message"]
-        assert _staff_messages(tenant_a) == [] and fake_graph.sent == []
+        assert staff_messages(tenant_a) == [] and fake_graph.sent == []
         ok = api.post(url, {**body, "variables": ["Ana    María", "#1"]}, format="json")
         assert ok.status_code == 201, ok.content
 

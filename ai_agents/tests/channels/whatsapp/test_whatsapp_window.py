@@ -15,14 +15,23 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from ai_agents.models import Conversation, Message
-from ai_agents.tests.channels.whatsapp.support import WA_ID, payload, post, respond
+from ai_agents.tests.channels.whatsapp.support import (
+    WA_ID,
+    payload,
+    post,
+    respond,
+    stale_conversation,
+)
 from ai_agents.tests.channels.whatsapp.templates_support import (
     NAMED,
     ORDER_UPDATE,
     SURVEY,
     account_ready,
     claimed,
-    conversation_aged,
+    held_conversation,
+    staff_api,
+    staff_messages,
+    template_id,
 )
 from erp.llm.models import UsageLog
 from erp.tenancy.scoping import tenant_scope
@@ -30,23 +39,6 @@ from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
 
 pytestmark = pytest.mark.usefixtures("channel_prices")
-
-
-def _api(persona: Any) -> APIClient:
-    api = APIClient()
-    api.force_login(persona.user)
-    api.credentials(HTTP_X_TENANT="acme")
-    return api
-
-
-def _staff_messages(tenant: Any) -> list[Message]:
-    with tenant_scope(tenant):
-        return list(Message.objects.filter(author__isnull=False).order_by("created_at"))
-
-
-def _template_id(api: APIClient, conversation: Any, name: str) -> int:
-    body = api.get(f"/api/v1/conversations/{conversation.pk}/templates").json()
-    return next(t["id"] for t in body["templates"] if t["name"] == name)
 
 
 @pytest.mark.django_db
@@ -58,9 +50,7 @@ def test_outside_the_window_free_text_is_refused_before_anything_is_stored(
     fake_graph: FakeGraph,
     run_tasks: Any,
 ) -> None:
-    conversation = conversation_aged(client, tenant_a, hours=25)
-    api = _api(owner)
-    claimed(api, conversation)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=25)
 
     with run_tasks():
         response = api.post(
@@ -83,7 +73,7 @@ def test_outside_the_window_free_text_is_refused_before_anything_is_stored(
     assert english.json()["error"]["message"] == (
         "The 24-hour window is closed: send an approved template."
     )
-    assert _staff_messages(tenant_a) == []
+    assert staff_messages(tenant_a) == []
     assert fake_graph.sent == []
 
 
@@ -96,9 +86,7 @@ def test_inside_the_window_the_reply_goes_and_the_json_tells_when_it_closes(
     fake_graph: FakeGraph,
     run_tasks: Any,
 ) -> None:
-    conversation = conversation_aged(client, tenant_a, hours=20)
-    api = _api(owner)
-    claimed(api, conversation)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=20)
 
     with run_tasks():
         response = api.post(
@@ -122,12 +110,10 @@ def test_a_template_goes_out_in_the_reference_shape_billed_by_its_category_once(
     run_tasks: Any,
 ) -> None:
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE, SURVEY])
-    conversation = conversation_aged(client, tenant_a, hours=30)
-    api = _api(owner)
-    claimed(api, conversation)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=30)
     url = f"/api/v1/conversations/{conversation.pk}/template"
     body = {
-        "template_id": _template_id(api, conversation, "order_update"),
+        "template_id": template_id(api, conversation, "order_update"),
         "variables": ["Sheena", "#10423"],
         "client_key": "k-1",
     }
@@ -142,7 +128,7 @@ def test_a_template_goes_out_in_the_reference_shape_billed_by_its_category_once(
     assert (first.json()["created"], again.json()["created"]) == (True, False)
     assert first.json()["message"]["id"] == again.json()["message"]["id"]
     assert fake_graph.sent == [payload("send_template_request")]
-    [message] = _staff_messages(tenant_a)
+    [message] = staff_messages(tenant_a)
     assert message.content == "Hola Sheena, su pedido #10423 ya salió."
     assert message.delivery_status == "sent"
     [charge] = UsageLog.objects.for_tenant(tenant_a).filter(operation="channel_message")
@@ -159,15 +145,13 @@ def test_named_variables_are_sent_with_their_names(
     run_tasks: Any,
 ) -> None:
     account_ready(fake_graph, wa_binding, [NAMED])
-    conversation = conversation_aged(client, tenant_a, hours=26)
-    api = _api(owner)
-    claimed(api, conversation)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=26)
 
     with run_tasks():
         response = api.post(
             f"/api/v1/conversations/{conversation.pk}/template",
             {
-                "template_id": _template_id(api, conversation, "cita"),
+                "template_id": template_id(api, conversation, "cita"),
                 "variables": ["Ana", "lunes"],
                 "client_key": "k-2",
             },
@@ -211,10 +195,10 @@ def test_bad_template_sends_are_refused_in_words_and_nothing_leaves(
 ) -> None:
     paused = {**SURVEY, "status": "PAUSED"}
     account_ready(fake_graph, wa_binding, [ORDER_UPDATE, paused])
-    conversation = conversation_aged(client, tenant_a, hours=30)
-    api = _api(owner)
+    conversation = stale_conversation(client, tenant_a, hours=30)
+    api = staff_api(owner)
     url = f"/api/v1/conversations/{conversation.pk}/template"
-    order_id = _template_id(api, conversation, "order_update")
+    order_id = template_id(api, conversation, "order_update")
     with tenant_scope(tenant_a):
         paused_id = wa_binding.templates.get(name="encuesta").pk
     good = {"template_id": order_id, "variables": ["Ana", "#1"], "client_key": "k"}
@@ -231,7 +215,7 @@ def test_bad_template_sends_are_refused_in_words_and_nothing_leaves(
             api.post(url, {**good, "client_key": ""}, format="json"),
             api.post(url, ["not", "an", "object"], format="json"),
         ]
-    foreign = _api(outsider)
+    foreign = staff_api(outsider)
     foreign.credentials(HTTP_X_TENANT="globex")
 
     assert not_holder.status_code == 403
@@ -247,7 +231,7 @@ def test_bad_template_sends_are_refused_in_words_and_nothing_leaves(
     assert answers[0].json()["error"]["message"] == "La plantilla necesita 2 valores."
     assert foreign.post(url, good, format="json").status_code == 404
     assert foreign.get(f"/api/v1/conversations/{conversation.pk}/templates").status_code == 404
-    assert _staff_messages(tenant_a) == []
+    assert staff_messages(tenant_a) == []
     assert fake_graph.sent == []
 
 
@@ -260,9 +244,7 @@ def test_graph_refusing_with_131047_is_recorded_in_words(
     fake_graph: FakeGraph,
     run_tasks: Any,
 ) -> None:
-    conversation = conversation_aged(client, tenant_a, hours=23)  # open by our clock
-    api = _api(owner)
-    claimed(api, conversation)
+    conversation, api = held_conversation(client, tenant_a, owner, hours=23)  # open by our clock
     fake_graph.push(FakeResponse.json(payload("error_131047_response"), status=400))
 
     with run_tasks():
@@ -293,7 +275,7 @@ def test_a_bot_reply_due_after_the_window_closed_is_kept_unsent_and_the_team_tol
 ) -> None:
     from ai_agents.tasks import channel_conversation_answer
 
-    conversation = conversation_aged(client, tenant_a, hours=25)  # answered late (worker lost)
+    conversation = stale_conversation(client, tenant_a, hours=25)  # answered late (worker lost)
     respond(fake_google, "Su pedido sale mañana.")
 
     with run_tasks():
@@ -328,7 +310,7 @@ def test_a_member_of_two_companies_sends_each_its_own_templates_only(
     binding_b = binding_create(tenant_b, NUMBER_B, token="EAAG-token-b", waba_id=WABA_B)
     fake_graph.templates_put(WABA_B, [SURVEY], token="EAAG-token-b", number=NUMBER_B)
     whatsapp_templates_sync(binding=binding_b)
-    conversation_a = conversation_aged(client, tenant_a, hours=30)
+    conversation_a = stale_conversation(client, tenant_a, hours=30)
     post(client, text_payload("hola", "wamid.b1", number=NUMBER_B))
     with tenant_scope(tenant_b):
         conversation_b = Conversation.objects.get()
@@ -337,7 +319,7 @@ def test_a_member_of_two_companies_sends_each_its_own_templates_only(
     for conversation, slug in ((conversation_a, "acme"), (conversation_b, "globex")):
         claim = f"/api/v1/conversations/{conversation.pk}/claim"
         assert api.post(claim, format="json", HTTP_X_TENANT=slug).status_code == 200
-    a_template = _template_id(api, conversation_a, "order_update")
+    a_template = template_id(api, conversation_a, "order_update")
     listed_b = api.get(f"/api/v1/conversations/{conversation_b.pk}/templates").json()
 
     with run_tasks():
@@ -358,8 +340,8 @@ def test_a_member_of_two_companies_sends_each_its_own_templates_only(
     assert crossed.json()["error"]["code"] == "template_not_sendable"
     assert own.status_code == 201
     assert [(b["template"]["name"], b["to"]) for b in fake_graph.sent] == [("encuesta", WA_ID)]
-    assert _staff_messages(tenant_a) == []
-    assert [m.content for m in _staff_messages(tenant_b)] == ["¿Pudimos resolver su duda?"]
+    assert staff_messages(tenant_a) == []
+    assert [m.content for m in staff_messages(tenant_b)] == ["¿Pudimos resolver su duda?"]
 
 
 @pytest.mark.django_db
