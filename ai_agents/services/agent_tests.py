@@ -260,12 +260,10 @@ def agent_test_run_work(
             return True  # another run took the agent (and marked this one failed)
         run.state, run.config_digest = State.RUNNING, agent_config_digest(agent=run.agent)
         runs.update(config_digest=run.config_digest)  # the configuration it runs on
-    over = True
     try:
-        over = _cases_run(run, until=until, deadline=deadline)
-        if over:
-            _run_store(run)
-        return over
+        if not _cases_run(run, until=until, deadline=deadline):
+            return False
+        _run_store(run)
     except (SoftTimeLimitExceeded, RunOverTime):
         minutes = RUN_SOFT_S // 60
         reason = _(
@@ -273,17 +271,15 @@ def agent_test_run_work(
             "terminadas. Reduzca el número de pruebas o el tiempo de respuesta del agente."
         ) % {"minutes": minutes}
         _run_fail(run, reason)
-        return True
     except Exception as exc:
         logger.exception("agent_tests.run_crashed", extra={"run_id": str(run.pk)})
         reason = _("Error interno al ejecutar las pruebas (%(type)s).") % {
             "type": type(exc).__name__
         }
         _run_fail(run, reason)
-        return True
-    finally:
-        if over:
-            _lock_give_back(run_lock_key(run.agent), str(run.pk))
+    # Not on a kill (the worker's process is replaced): its slice is taken again.
+    _lock_give_back(run_lock_key(run.agent), str(run.pk))
+    return True
 
 
 def _lock_take_again(key: str, token: str) -> bool:
