@@ -110,8 +110,11 @@ def slices(
     queue = Queue()
     queue.sent, queue.on_case, queue.broken = [], {}, None
     monkeypatch.setattr(agent_test_slices, "enqueue", queue.send)
+    monkeypatch.setattr(agent_tests, "enqueue", queue.send)
     with django_capture_on_commit_callbacks(execute=True):
         run_id = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()["id"]
+    assert queue.sent == [((run_id,), None)]
+    queue.sent.clear()
     queue.agent_id, queue.run_id, queue.asked = agent_id, run_id, asked  # type: ignore[attr-defined]
     queue.cases = cases  # type: ignore[attr-defined]
     queue.first = (run_id,)  # type: ignore[attr-defined]  # the message the page queued
