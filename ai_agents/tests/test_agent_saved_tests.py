@@ -375,6 +375,7 @@ def test_an_upload_during_a_run_is_indexed_before_the_run_ends(
         format="multipart",
     ).json()
     run_url = f"/api/v1/agents/{agent_id}/tests/runs/{queued['id']}"
+    worker: Any
     with worker_running(tmp_path, prefix="slices", AGENT_TESTS_SLICE_SECONDS="0") as worker:
         deadline = time.monotonic() + 120
         while (run := api_a.get(run_url).json())["state"] not in ("done", "failed"):
