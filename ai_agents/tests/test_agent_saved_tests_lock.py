@@ -62,6 +62,37 @@ def test_a_run_that_waited_past_the_lock_takes_the_agent_again_when_it_starts(
 # --- slices: "Ejecutar todas" goes on the bulk queue a slice at a time -----------------------
 
 
+class BulkQueue:
+    """The bulk queue as a list (`sent`: each message's args and countdown) and a worker that
+    takes a message when told (`deliver`)."""
+
+    def __init__(self, api: Any, agent_id: str, cases: list[dict[str, Any]]) -> None:
+        self.api, self.agent_id, self.cases = api, agent_id, cases
+        self.run_id = ""
+        self.sent: list[tuple[tuple[Any, ...], float | None]] = []
+        self.asked: list[str] = []  # the questions the playground was asked, in order
+        self.on_case: dict[int, Any] = {}  # the n-th question asked -> what happens meanwhile
+        self.broken: BaseException | None = None  # raised by the next send
+
+    def send(self, name: str, *args: Any, countdown: float | None = None) -> None:
+        if self.broken is not None:
+            raise self.broken
+        self.sent.append((args, countdown))
+
+    def deliver(self, args: tuple[Any, ...]) -> str:
+        from ai_agents.tasks import bulk_agent_tests_run
+
+        return str(bulk_agent_tests_run(*args))
+
+    @property
+    def first(self) -> tuple[str]:
+        return (self.run_id,)  # the message the page queued
+
+    def run(self) -> dict[str, Any]:
+        url = f"/api/v1/agents/{self.agent_id}/tests/runs/{self.run_id}"
+        return dict(self.api.get(url).json())
+
+
 @pytest.fixture
 def slices(
     api_a: Any,
@@ -69,60 +100,37 @@ def slices(
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,
     django_capture_on_commit_callbacks: Any,
-) -> Any:
-    """An agent with three saved tests and its run queued; the bulk queue is the list
-    `queue.sent` (each slice queues the next there) and `queue.deliver(args)` is the worker
-    taking a message. A slice runs one test (AGENT_TESTS_SLICE_SECONDS = 0)."""
+) -> BulkQueue:
+    """An agent with three saved tests and its run queued on a `BulkQueue`. A slice runs one
+    test (AGENT_TESTS_SLICE_SECONDS = 0)."""
     from ai_agents.services import agent_test_slices, agent_tests
-    from ai_agents.tasks import bulk_agent_tests_run
 
     settings.AGENT_TESTS_SLICE_SECONDS = 0
     agent_id = offline_agent(api_a, tenant_a)
-    cases = [_add(api_a, agent_id, case) for case in (PRICE, REFUND_CASE, CAKE)]
-    asked: list[str] = []
+    queue = BulkQueue(
+        api_a, agent_id, [_add(api_a, agent_id, case) for case in (PRICE, REFUND_CASE, CAKE)]
+    )
     real = agent_tests.agent_playground
 
     def playground(**kwargs: Any) -> Any:
-        asked.append(kwargs["text"])
-        hook = queue.on_case.pop(len(asked), None)
+        queue.asked.append(kwargs["text"])
+        hook = queue.on_case.pop(len(queue.asked), None)
         if hook is not None:
             hook()
         return real(**kwargs)
 
     monkeypatch.setattr(agent_tests, "agent_playground", playground)
-
-    class Queue:
-        sent: list[tuple[tuple[Any, ...], float | None]] = []
-        on_case: dict[int, Any] = {}  # the n-th question asked -> what happens meanwhile
-        broken: BaseException | None = None  # raised by the next send
-
-        def send(self, name: str, *args: Any, countdown: float | None = None) -> None:
-            if self.broken is not None:
-                raise self.broken
-            self.sent.append((args, countdown))
-
-        def deliver(self, args: tuple[Any, ...]) -> str:
-            return str(bulk_agent_tests_run(*args))
-
-        def run(self) -> dict[str, Any]:
-            return dict(api_a.get(f"/api/v1/agents/{agent_id}/tests/runs/{run_id}").json())
-
-    queue = Queue()
-    queue.sent, queue.on_case, queue.broken = [], {}, None
     monkeypatch.setattr(agent_test_slices, "enqueue", queue.send)
     monkeypatch.setattr(agent_tests, "enqueue", queue.send)
     with django_capture_on_commit_callbacks(execute=True):
-        run_id = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()["id"]
-    assert queue.sent == [((run_id,), None)]
+        queue.run_id = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()["id"]
+    assert queue.sent == [(queue.first, None)]
     queue.sent.clear()
-    queue.agent_id, queue.run_id, queue.asked = agent_id, run_id, asked  # type: ignore[attr-defined]
-    queue.cases = cases  # type: ignore[attr-defined]
-    queue.first = (run_id,)  # type: ignore[attr-defined]  # the message the page queued
     return queue
 
 
 def test_a_run_goes_a_slice_at_a_time_and_a_message_delivered_twice_runs_once(
-    api_a: Any, tenant_a: Tenant, slices: Any
+    api_a: Any, tenant_a: Tenant, slices: BulkQueue
 ) -> None:
     from ai_agents.services.agent_tests import RUN_LOCK_S
 
@@ -143,7 +151,7 @@ def test_a_run_goes_a_slice_at_a_time_and_a_message_delivered_twice_runs_once(
     assert slices.deliver(second) == "ran"
     assert seen == ["wait"]  # never two slices of one run at once: it comes back later
     (again, countdown), (third, _) = slices.sent
-    assert again == second and 0 < countdown <= RUN_LOCK_S
+    assert again == second and countdown is not None and 1 < countdown <= RUN_LOCK_S
     assert slices.deliver(again) == "stale"  # by then the slice was done
     assert third[:2] == (slices.run_id, 2) and third[2] == second[2]  # the run's start kept
 
@@ -159,7 +167,7 @@ class Killed(BaseException):
     """The worker's process is killed (hard time limit, out of memory): nothing after runs."""
 
 
-def test_a_slice_whose_worker_died_is_taken_again_from_the_tests_saved(slices: Any) -> None:
+def test_a_slice_whose_worker_died_is_taken_again_from_the_tests_saved(slices: BulkQueue) -> None:
     def kill() -> None:
         raise Killed()
 
@@ -171,7 +179,8 @@ def test_a_slice_whose_worker_died_is_taken_again_from_the_tests_saved(slices: A
         slices.deliver(second)
     assert (slices.run()["state"], slices.run()["cases_done"]) == ("running", 1)
     assert slices.deliver(second) == "wait"  # redelivered at once: the claim's lease holds
-    assert slices.sent[0][1] > 0
+    ((again, countdown),) = slices.sent
+    assert again == second and countdown is not None and countdown > 1
 
     _lease_end(slices.run_id, 1)
     slices.broken = Killed()  # this time it dies after moving the run on, before queuing
@@ -198,7 +207,7 @@ def test_a_slice_whose_worker_died_is_taken_again_from_the_tests_saved(slices: A
     ]
 
 
-def test_a_run_past_its_20_minutes_fails_at_its_next_slice(slices: Any) -> None:
+def test_a_run_past_its_20_minutes_fails_at_its_next_slice(slices: BulkQueue) -> None:
     from ai_agents.services.agent_tests import RUN_SOFT_S
 
     assert slices.deliver(slices.first) == "ran"
