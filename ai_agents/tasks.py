@@ -16,7 +16,7 @@ from ai_agents.conversations.engine import conversation_answer_pending, conversa
 from ai_agents.conversations.store import conversations_in_turn
 from ai_agents.models import AgentTestRun, Conversation, Document, Message
 from ai_agents.services import handoff_notify
-from ai_agents.services.agent_tests import RUN_HARD_S, RUN_SOFT_S, agent_test_run_execute
+from ai_agents.services.agent_test_slices import SLICE_HARD_S, SLICE_SOFT_S, agent_test_run_slice
 from ai_agents.services.conversations import conversations_expire
 from ai_agents.services.escalation_summary import escalation_summary_improve
 from ai_agents.services.handoff_renotify import renotify_due
@@ -62,16 +62,16 @@ def bulk_ingest_document(document_id: str) -> str:
 
 
 @shared_task(
-    name="ai_agents.bulk_agent_tests_run", soft_time_limit=RUN_SOFT_S, time_limit=RUN_HARD_S
+    name="ai_agents.bulk_agent_tests_run", soft_time_limit=SLICE_SOFT_S, time_limit=SLICE_HARD_S
 )
-def bulk_agent_tests_run(run_id: str) -> str:
-    """Runs a queued "Ejecutar todas" of an agent's saved tests (bulk queue). Returns the run's
-    final state; "" if it is gone."""
+def bulk_agent_tests_run(run_id: str, number: int = 0, started: float | None = None) -> str:
+    """Runs one slice of a queued "Ejecutar todas" of an agent's saved tests (bulk queue;
+    the slice queues the next). Returns what the slice did; "" if the run is gone."""
     run = AgentTestRun.objects.unscoped().select_related("agent").filter(pk=run_id).first()
     if run is None:
         return ""
     with tenant_scope(run.tenant_id):
-        return agent_test_run_execute(run=run).state
+        return agent_test_run_slice(run=run, number=number, started=started)
 
 
 @shared_task(

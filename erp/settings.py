@@ -284,6 +284,10 @@ KB_QUERY_CACHE_SECONDS = 600  # query embeddings cache
 # One document's ingestion (parse, chunk, embed) is stopped after this many seconds and marked
 # failed with the reason (soft limit of ai_agents.bulk_ingest_document; hard limit 30 s later).
 KB_INGEST_TIME_LIMIT_SECONDS = env_int("KB_INGEST_TIME_LIMIT_SECONDS", 900)
+# An agent's saved-tests run ("Ejecutar todas", ai_agents/services/agent_test_slices.py) goes on
+# the bulk queue in slices: a slice starts no test past this many seconds (it runs one at least)
+# and queues the next, so an upload queued meanwhile waits for one slice, not for the whole run.
+AGENT_TESTS_SLICE_SECONDS = env_int("AGENT_TESTS_SLICE_SECONDS", 20)
 
 # --- Outbound HTTP --------------------------------------------------------------------------
 # Tenant-configured URLs (HTTP tools, webhooks) may reach private addresses only when allowed.

@@ -45,9 +45,9 @@ class AgentTestCase(TenantOwnedModel):
 
 
 class AgentTestRun(TenantOwnedModel):
-    """One "Ejecutar todas": queued, run case by case on the bulk queue (progress and the
-    results so far saved after each), then the counts, the configuration it ran on (a digest
-    per part: prompt, settings, documents) and what changed since the run before."""
+    """One "Ejecutar todas": queued, run case by case on the bulk queue in slices (progress and
+    the results so far saved after each case), then the counts, the configuration it ran on (a
+    digest per part: prompt, settings, documents) and what changed since the run before."""
 
     class State(models.TextChoices):
         QUEUED = "queued", _("en cola")

@@ -4,11 +4,13 @@ person, say it does not know). "Ejecutar todas" runs each through the playground
 what changed since the one before: the configuration parts (prompt, settings, documents) and
 the cases whose result changed. A regression is a case that passed last time and fails now.
 
-The page and the API queue the run (`agent_tests_start`: the bulk task
-"ai_agents.bulk_agent_tests_run" runs it within RUN_SOFT_S); `manage.py agent_test` runs it
-in-process (`agent_tests_run`). Either way one run per agent at a time. No transaction is held
-during a run: each question waits for the model; the progress and the results so far are
-saved after each case, the cases' results together at the end.
+The page and the API queue the run (`agent_tests_start`): the bulk task
+"ai_agents.bulk_agent_tests_run" runs it in slices of about 20 s, each queuing the next
+(ai_agents/services/agent_test_slices.py), so an upload's indexing queued meanwhile goes in
+between; the whole run within RUN_SOFT_S. `manage.py agent_test` runs it in-process
+(`agent_tests_run`). Either way one run per agent at a time. No transaction is held during a
+run: each question waits for the model; the progress and the results so far are saved after
+each case, the cases' results together at the end.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -164,10 +167,9 @@ class AgentTestsBusy(ServiceError):
 
 
 # One run per agent at a time (two would spend the tokens twice). A queued run must be done
-# within RUN_SOFT_S (its task's soft limit; the hard one a minute later); the lock outlives a
-# run stopped midway by this long at most.
+# within RUN_SOFT_S of its first slice's start (no case starts that could end later); the lock
+# outlives a run stopped midway by this long at most.
 RUN_SOFT_S = 20 * 60
-RUN_HARD_S = RUN_SOFT_S + 60
 RUN_LOCK_S = 30 * 60
 State = AgentTestRun.State
 
@@ -188,16 +190,23 @@ def agent_tests_start(*, agent: Agent) -> AgentTestRun:
 def _run_enqueue(run: AgentTestRun) -> None:
     try:
         enqueue("ai_agents.bulk_agent_tests_run", str(run.pk))
-    except Exception:  # the broker is down: said on the run, and the agent is free again
-        logger.warning("agent_tests.enqueue_failed", extra={"run_id": str(run.pk)}, exc_info=True)
-        _run_fail(run, _("No se pudo poner en cola la ejecución. Inténtelo de nuevo."))
-        _lock_give_back(run_lock_key(run.agent), str(run.pk))
+    except Exception:
+        run_enqueue_failed(run)
+
+
+def run_enqueue_failed(run: AgentTestRun) -> None:
+    """The broker is down: said on the run, and the agent is free again."""
+    logger.warning("agent_tests.enqueue_failed", extra={"run_id": str(run.pk)}, exc_info=True)
+    _run_fail(run, _("No se pudo poner en cola la ejecución. Inténtelo de nuevo."))
+    _lock_give_back(run_lock_key(run.agent), str(run.pk))
 
 
 @acts_for("agent")
 def agent_tests_run(*, agent: Agent) -> AgentTestRun:
     """Runs every saved case of the agent here and now (the command); returns the run."""
-    return agent_test_run_execute(run=_run_begin(agent))
+    run = _run_begin(agent)
+    agent_test_run_work(run=run, first=True)
+    return run
 
 
 def _run_begin(agent: Agent) -> AgentTestRun:
@@ -225,34 +234,52 @@ def _run_begin(agent: Agent) -> AgentTestRun:
         raise
 
 
-@acts_for("run")
-def agent_test_run_execute(*, run: AgentTestRun) -> AgentTestRun:
-    """Runs a queued run's cases, saving the progress after each; `done` with the results, or
-    `failed` with the reason in words (past RUN_SOFT_S, or a bug). A run already taken (a
-    task delivered twice) is returned as is. Lets the agent's next run in at the end."""
+class RunOverTime(Exception):
+    """The run's next case could end past RUN_SOFT_S after its start: it stops there."""
+
+
+def case_budget_s(agent: Agent) -> float:
+    """How long one case may take: the agent's total_timeout_ms (the playground keeps it)."""
+    return int(agent.processing["total_timeout_ms"]) / 1000
+
+
+def agent_test_run_work(
+    *, run: AgentTestRun, first: bool, until: float | None = None, deadline: float | None = None
+) -> bool:
+    """Runs the run's next cases, saving the progress after each, until none is left or
+    `until` (time.monotonic()) has passed after one case at least; starts none that could end
+    after `deadline` (time.time()). True when the run is over: `done` with the results, or
+    `failed` with the reason in words (past its time limit, or a bug), and the agent free
+    again; False when cases are left for the next slice. `first`: the run starts (it was
+    queued, or its first slice died): it is `running` and takes the agent again."""
     runs = AgentTestRun.objects.for_tenant(run.tenant_id).filter(pk=run.pk)
-    if not runs.filter(state=State.QUEUED).update(state=State.RUNNING):
-        return runs.get()
-    if not _lock_take_again(run_lock_key(run.agent), str(run.pk)):
-        return runs.get()  # another run took the agent (and marked this one failed)
-    run.state = State.RUNNING
+    if first:
+        if not runs.filter(state__in=[State.QUEUED, State.RUNNING]).update(state=State.RUNNING):
+            return True
+        if not _lock_take_again(run_lock_key(run.agent), str(run.pk)):
+            return True  # another run took the agent (and marked this one failed)
+        run.state, run.config_digest = State.RUNNING, agent_config_digest(agent=run.agent)
+        runs.update(config_digest=run.config_digest)  # the configuration it runs on
     try:
-        return _cases_run(run)
-    except SoftTimeLimitExceeded:
+        if not _cases_run(run, until=until, deadline=deadline):
+            return False
+        _run_store(run)
+    except (SoftTimeLimitExceeded, RunOverTime):
         minutes = RUN_SOFT_S // 60
         reason = _(
             "Las pruebas superaron el tiempo máximo (%(minutes)s min): se guardaron las "
             "terminadas. Reduzca el número de pruebas o el tiempo de respuesta del agente."
         ) % {"minutes": minutes}
-        return _run_fail(run, reason)
+        _run_fail(run, reason)
     except Exception as exc:
         logger.exception("agent_tests.run_crashed", extra={"run_id": str(run.pk)})
         reason = _("Error interno al ejecutar las pruebas (%(type)s).") % {
             "type": type(exc).__name__
         }
-        return _run_fail(run, reason)
-    finally:
-        _lock_give_back(run_lock_key(run.agent), str(run.pk))
+        _run_fail(run, reason)
+    # Not on a kill (the worker's process is replaced): its slice is taken again.
+    _lock_give_back(run_lock_key(run.agent), str(run.pk))
+    return True
 
 
 def _lock_take_again(key: str, token: str) -> bool:
@@ -278,32 +305,33 @@ def _run_fail(run: AgentTestRun, reason: str) -> AgentTestRun:
     return run
 
 
-def _cases_run(run: AgentTestRun) -> AgentTestRun:
-    agent = run.agent
-    cases = list(
-        AgentTestCase.objects.for_tenant(agent.tenant_id)
-        .filter(agent=agent)
-        .order_by("created_at", "id")
-    )
-    digest = agent_config_digest(agent=agent)
-    previous = (
-        AgentTestRun.objects.for_tenant(agent.tenant_id)
-        .filter(agent=agent, state=State.DONE)
-        .exclude(pk=run.pk)
-        .order_by("-ran_at")
-        .first()
-    )
+def _cases_run(run: AgentTestRun, *, until: float | None, deadline: float | None) -> bool:
+    """The cases not run yet: those saved before the run was queued, in order, less those in
+    its results (a slice that died saved them) and those deleted meanwhile."""
+    agent, budget = run.agent, case_budget_s(run.agent)
     runs = AgentTestRun.objects.for_tenant(run.tenant_id).filter(pk=run.pk)
-    runs.update(cases_total=len(cases))
-    results = []
-    for case in cases:
+    results: list[dict[str, Any]] = list(runs.values_list("results", flat=True).get())
+    ran = {r["id"] for r in results}
+    left = [
+        case
+        for case in AgentTestCase.objects.for_tenant(agent.tenant_id)
+        .filter(agent=agent, created_at__lte=run.ran_at)
+        .order_by("created_at", "id")
+        if str(case.pk) not in ran
+    ]
+    runs.update(cases_total=len(results) + len(left))
+    for number, case in enumerate(left):
+        if number and until is not None and time.monotonic() >= until:
+            return False
+        if deadline is not None and time.time() + budget > deadline:
+            raise RunOverTime()
         outcome = agent_playground(agent=agent, text=case.question)
         verdict = case_judge(case, outcome)
         results.append(_case_result(case, outcome, verdict))
         runs.update(cases_done=len(results), results=results)  # the page shows them as they come
-    run.cases_total = run.cases_done = len(cases)
+    run.cases_total = run.cases_done = len(results)
     run.results = results
-    return _run_store(run=run, cases=cases, digest=digest, previous=previous)
+    return True
 
 
 def _case_result(
@@ -324,14 +352,15 @@ def _case_result(
     }
 
 
-def _run_store(
-    *,
-    run: AgentTestRun,
-    cases: list[AgentTestCase],
-    digest: dict[str, str],
-    previous: AgentTestRun | None,
-) -> AgentTestRun:
-    now, results = timezone.now(), run.results
+def _run_store(run: AgentTestRun) -> AgentTestRun:
+    now, results, digest = timezone.now(), run.results, run.config_digest
+    previous = (
+        AgentTestRun.objects.for_tenant(run.tenant_id)
+        .filter(agent_id=run.agent_id, state=State.DONE)
+        .exclude(pk=run.pk)
+        .order_by("-ran_at")
+        .first()
+    )
     changed_parts = (
         []
         if previous is None
@@ -347,9 +376,9 @@ def _run_store(
     }
     with transaction.atomic():
         rows = AgentTestCase.objects.for_tenant(run.tenant_id)
-        for case, result in zip(cases, results, strict=True):
+        for result in results:
             # An update, not a save: a case deleted while the run went on stays deleted.
-            rows.filter(pk=case.pk).update(
+            rows.filter(pk=result["id"]).update(
                 last_passed=result["passed"], last_reply=result["reply"], last_run_at=now
             )
         run.state, run.finished_at = State.DONE, now

@@ -11,6 +11,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
@@ -343,3 +344,54 @@ def test_the_admin_page_is_for_the_agents_tenant_owner_or_admin(
     assert f'data-api-url="/api/v1/agents/{agent_id}"' in page and 'data-tenant="acme"' in page
     change = client.get(f"/admin/ai_agents/agent/{agent_id}/change/").content.decode()
     assert url in change  # the link from the agent's page
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_during_a_run_is_indexed_before_the_run_ends(
+    api_a: Any, tenant_a: Tenant, tmp_path: Any
+) -> None:
+    """A real bulk worker (one task at a time, as deployed): the run goes a slice at a time
+    (one test each here), so the document queued after it is indexed in between, and the run
+    ends with the results of a run in one go."""
+    import time
+
+    from ai_agents.models import Agent, Document
+    from ai_agents.services.agent_tests import agent_tests_run
+    from erp.tenancy.scoping import tenant_scope
+    from erp.testing.celery_worker import worker_running
+
+    agent_id = offline_agent(api_a, tenant_a)
+    for case in (PRICE, REFUND_CASE, CAKE, {**PRICE, "expected_text": "99,99"}):
+        _add(api_a, agent_id, case)
+    with tenant_scope(tenant_a):  # as before: the whole run in one go, in-process
+        at_once = agent_tests_run(agent=Agent.objects.get(pk=agent_id)).results
+    queued = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    kb = api_a.post("/api/v1/knowledge-bases", {"name": "Nuevo"}, format="json").json()
+    upload = api_a.post(
+        f"/api/v1/knowledge-bases/{kb['id']}/documents",
+        {"file": SimpleUploadedFile("faq.md", b"# FAQ\n\nAbrimos de 9 a 14.\n", "text/markdown")},
+        format="multipart",
+    ).json()
+    run_url = f"/api/v1/agents/{agent_id}/tests/runs/{queued['id']}"
+    worker: Any
+    with worker_running(tmp_path, prefix="slices", AGENT_TESTS_SLICE_SECONDS="0") as worker:
+        deadline = time.monotonic() + 120
+        while (run := api_a.get(run_url).json())["state"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, run
+            time.sleep(0.2)
+    assert (run["state"], run["cases_done"], run["passed"], run["failed"]) == ("done", 4, 3, 1)
+    fields = ("id", "passed", "why", "reply", "escalated")
+    assert [[r[f] for f in fields] for r in run["results"]] == [
+        [r[f] for f in fields] for r in at_once
+    ]
+    assert Document.objects.unscoped().get(pk=upload["id"]).status == "ready"
+    # The worker's log, in the order it ran them: the indexing went between two slices.
+    ran = [line for line in worker.log_path.read_text().splitlines() if "succeeded" in line]
+    order = [
+        "ingest" if "bulk_ingest_document" in line else "slice"
+        for line in ran
+        if upload["id"] in line or queued["id"] in line
+    ]
+    assert order == ["slice", "ingest", "slice", "slice", "slice"], order
