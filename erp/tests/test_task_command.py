@@ -30,7 +30,8 @@ def _celerys(name: str, *args: Any) -> tuple[str, dict[str, Any]]:
     return found
 
 
-def _decoded(command: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+def _decoded(command: tuple[Any, ...] | None) -> tuple[str, dict[str, Any]]:
+    assert command is not None  # a command to send, not queued by Celery itself
     verb, key, payload = command
     assert verb == "LPUSH"
     return key, json.loads(payload)
