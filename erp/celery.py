@@ -6,13 +6,18 @@ is restored around the task's execution, so one id follows a message from webhoo
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import threading
+import uuid
 from typing import Any
 
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
 from kombu import transport as kombu_transport
+
+from erp.broker import capturing
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
 
@@ -97,3 +102,104 @@ def enqueue(name: str, *args: Any, countdown: float | None = None) -> None:
             app.loader.import_default_modules()
     options: dict[str, Any] = {} if countdown is None else {"countdown": countdown}
     app.tasks[name].apply_async(args=args, **options)
+
+
+# --- a task's message as one Redis command, for a round trip the caller makes anyway --------
+
+# (pid, task name) -> (queue key, a message Celery itself built for that task)
+_prototypes: dict[tuple[int, str], tuple[str, dict[str, Any]]] = {}
+_same_redis: list[bool] = []
+
+
+def task_command(name: str, *args: Any) -> tuple[Any, ...] | None:
+    """The Redis command (LPUSH onto the task's queue key) that queues `name(*args)` as
+    `enqueue` would, for a caller that sends it with its own Redis writes in one round trip
+    (the WhatsApp webhook: its inbox events and its answers' tasks). None: Celery queued it
+    already (eager mode, a broker that is not `REDIS_URL`'s server, inside a task, where
+    Celery links the new task to the running one): nothing to send. Raises what `enqueue`
+    raises.
+
+    The message is Celery's own: the first call per task and process has Celery build it
+    (the broker's channel captures it instead of sending it: `erp.broker.capturing`); later
+    calls copy that one with their own id, arguments, request id and delivery tag (kombu's
+    Redis transport format, `celery.app.amqp.as_task_v2`): ~0.1 ms of CPU instead of
+    `apply_async`'s ~1 ms."""
+    if not _fast_path_usable():
+        enqueue(name, *args)
+        return None
+    prototype = _prototypes.get((os.getpid(), name))
+    if prototype is None:
+        return _prototype_build(name, args)
+    key, message = prototype
+    return ("LPUSH", key, _message_dumps(message, args))
+
+
+def _fast_path_usable() -> bool:
+    if app.conf.task_always_eager or app.current_worker_task is not None:
+        return False
+    if not _same_redis:
+        from django.conf import settings
+
+        from erp.embedded import celery_url
+
+        broker = str(app.conf.broker_url or "")
+        _same_redis.append(
+            broker.startswith(("redis://", "rediss://", "redis+socket://"))
+            and broker == celery_url(settings.REDIS_URL)
+        )
+    return _same_redis[0]
+
+
+def _prototype_build(name: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Celery builds this call's message; it is kept (per process) and returned as the
+    command. None when the channel sent it instead of handing it over (a batch publish)."""
+    captured: list[tuple[str, dict[str, Any]]] = []
+    token = capturing.set(captured)
+    try:
+        enqueue(name, *args)
+    finally:
+        capturing.reset(token)
+    if len(captured) != 1:
+        return None
+    key, message = captured[0]
+    _prototypes[os.getpid(), name] = (key, message)
+    return ("LPUSH", key, _dumps(message))
+
+
+def _message_dumps(prototype: dict[str, Any], args: tuple[Any, ...]) -> str:
+    from celery.utils.saferepr import saferepr
+
+    from erp.logging import request_id_var
+
+    task_id = str(uuid.uuid4())
+    _, kwargs, embed = json.loads(base64.b64decode(prototype["body"]))
+    headers = {
+        **prototype["headers"],
+        "id": task_id,
+        "root_id": task_id,
+        "argsrepr": saferepr(args, app.amqp.argsrepr_maxsize),
+    }
+    headers.pop("request_id", None)
+    request_id = request_id_var.get()
+    if request_id != "-":
+        headers["request_id"] = request_id
+    body = json.dumps([list(args), kwargs, embed]).encode()
+    properties = {
+        **prototype["properties"],
+        "correlation_id": task_id,
+        "delivery_tag": str(uuid.uuid4()),
+    }
+    return _dumps(
+        {
+            **prototype,
+            "body": base64.b64encode(body).decode(),
+            "headers": headers,
+            "properties": properties,
+        }
+    )
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    from kombu.utils.json import dumps
+
+    return str(dumps(message))

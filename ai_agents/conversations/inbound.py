@@ -21,16 +21,19 @@ from django.utils import timezone
 from ai_agents.conversations import contact_rows, known_thread, store
 from ai_agents.conversations.known_thread import Prepared
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Message
+from ai_agents.services import inbox_events
 from ai_agents.services.conversations import conversation_expire_if_idle
 from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.services.rating import rating_reply_take
 from ai_agents.services.stats_facts import customer_message_changes
-from erp.celery import enqueue
+from erp.celery import task_command
 from erp.storable import storable, storable_text
 from erp.tenancy import rows
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
+
+ANSWER_TASK = "ai_agents.channel_conversation_answer"
 
 
 @dataclass(frozen=True)
@@ -326,8 +329,22 @@ def answers_enqueue(answers: Mapping[str, str]) -> None:
 
 
 def _enqueue_each(answers: Mapping[str, str]) -> None:
+    """One LPUSH per conversation, sent with the request's inbox events when it holds them
+    (`inbox_events.held`: the WhatsApp webhook's one Redis round trip), else at once. If the
+    broker is down the messages are safe in the database and `channel_pending_sweep` queues
+    them within a minute; the webhook still answers 200."""
+    commands, pushed = [], {}
     for conversation_id, message_id in answers.items():
-        _enqueue(conversation_id, message_id)
+        try:
+            command = task_command(ANSWER_TASK, conversation_id, message_id)
+        except Exception:
+            _enqueue_failed({conversation_id: message_id})
+            continue
+        if command is not None:  # else Celery queued it (eager, tests, another broker)
+            commands.append(command)
+            pushed[conversation_id] = message_id
+    if commands:
+        inbox_events.commands_send(commands, failed=lambda: _enqueue_failed(pushed))
 
 
 # Column widths of what a channel hands us (Contact, Conversation, Message).
@@ -365,12 +382,8 @@ def _bounded_id(value: str, limit: int) -> str:
     return "sha256:" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()
 
 
-def _enqueue(conversation_id: str, message_id: str) -> None:
-    """After commit. If the broker is down the message is safe in the database and
-    `channel_pending_sweep` queues it within a minute; the webhook still answers 200."""
-    try:
-        enqueue("ai_agents.channel_conversation_answer", conversation_id, message_id)
-    except Exception:
+def _enqueue_failed(answers: Mapping[str, str]) -> None:
+    for conversation_id, message_id in answers.items():
         logger.exception(
             "channel.enqueue_failed",
             extra={"conversation_id": conversation_id, "message_id": message_id},

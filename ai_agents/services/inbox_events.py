@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -55,31 +58,98 @@ def _nothing() -> Sequence[Any]:
     return ()
 
 
+@dataclass(frozen=True)
+class _Event:
+    tenant_id: int
+    conversation_id: str
+    kind: str
+    along: Callable[[], Sequence[Any]] = _nothing
+
+
+@dataclass(frozen=True)
+class _Commands:
+    commands: Sequence[Sequence[Any]]
+    failed: Callable[[], None]
+
+
+# While set (`held`), what would leave now waits here for the block's one round trip.
+_held: ContextVar[list[_Event | _Commands] | None] = ContextVar("inbox_events_held", default=None)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Inside the block, the events that leave and `commands_send`'s commands are held, and
+    all of them go in ONE round trip when it ends (even when it raises): the WhatsApp webhook
+    sends its messages' events and its answers' tasks together."""
+    items: list[_Event | _Commands] = []
+    token = _held.set(items)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+        if items:
+            _trip(items)
+
+
+def commands_send(commands: Sequence[Sequence[Any]], *, failed: Callable[[], None]) -> None:
+    """Raw Redis commands (on `REDIS_URL`) sent now, or with the events of the current `held`
+    block. `failed()` is called (never raises) when they could not be sent."""
+    item = _Commands(commands=commands, failed=failed)
+    items = _held.get()
+    if items is None:
+        _trip([item])
+    else:
+        items.append(item)
+
+
 def _send(
     tenant_id: int,
     conversation_id: str,
     kind: str,
     along: Callable[[], Sequence[Any]] = _nothing,
 ) -> None:
+    event = _Event(tenant_id=tenant_id, conversation_id=conversation_id, kind=kind, along=along)
+    items = _held.get()
+    if items is None:
+        _trip([event])
+    else:
+        items.append(event)
+
+
+def _trip(items: Sequence[_Event | _Commands]) -> None:
+    """Sends every item in one pipeline. Best effort: a failure is logged per item."""
     try:
-        key = stream_key(tenant_id)
         pipe = _redis().pipeline(transaction=False)
-        for command in along():
-            pipe.execute_command(*command)
-        pipe.xadd(
-            key,
-            {"conversation_id": conversation_id, "kind": kind},
-            maxlen=STREAM_MAX,
-            approximate=True,
-        )
-        pipe.expire(key, STREAM_TTL_S)
+        for item in items:
+            if isinstance(item, _Commands):
+                for command in item.commands:
+                    pipe.execute_command(*command)
+                continue
+            for command in item.along():
+                pipe.execute_command(*command)
+            key = stream_key(item.tenant_id)
+            pipe.xadd(
+                key,
+                {"conversation_id": item.conversation_id, "kind": item.kind},
+                maxlen=STREAM_MAX,
+                approximate=True,
+            )
+            pipe.expire(key, STREAM_TTL_S)
         pipe.execute()
     except Exception:  # best effort: a page falls back to polling, the change is stored
-        logger.warning(
-            "inbox_event.publish_failed",
-            extra={"tenant_id": tenant_id, "conversation_id": conversation_id, "kind": kind},
-            exc_info=True,
-        )
+        for item in items:
+            if isinstance(item, _Commands):
+                item.failed()
+                continue
+            logger.warning(
+                "inbox_event.publish_failed",
+                extra={
+                    "tenant_id": item.tenant_id,
+                    "conversation_id": item.conversation_id,
+                    "kind": item.kind,
+                },
+                exc_info=True,
+            )
 
 
 def conversation_changed(conversation: Any, kind: str) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -63,6 +64,8 @@ def conversation_media_resolve(*, conversation: Conversation) -> int:
     how many. Idempotent: a resolved message has `metadata["media"]`. One task at a time per
     conversation (two voice notes in a row start two tasks): the second waits for the first,
     then finds nothing left, so each note is fetched and transcribed once."""
+    if not _pending(conversation).exists():  # the common case (text): no lock, no wait
+        return 0
     key = f"wa-media:{conversation.pk}"
     token = uuid.uuid4().hex
     connection_release()  # nothing held while waiting
@@ -99,8 +102,10 @@ def _lock_give_back(key: str, token: str) -> None:
         logger.warning("whatsapp.media_lock_unavailable", exc_info=True)
 
 
-def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
-    pending = list(
+def _pending(conversation: Conversation) -> QuerySet[Message]:
+    """Its voice notes and images not yet resolved nor answered (one being resolved by
+    another task included: the caller then waits for that task's lock)."""
+    return (
         Message.objects.filter(
             conversation_id=conversation.pk,
             role=Message.Role.USER,
@@ -108,8 +113,11 @@ def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
         )
         .exclude(metadata__has_key="media")
         .exclude(metadata__has_key="result")
-        .order_by("created_at")
     )
+
+
+def _pending_resolve(conversation: Conversation, *, lock: str) -> int:
+    pending = list(_pending(conversation).order_by("created_at"))
     deadline = time.monotonic() + MEDIA_RUN_S
     for n, message in enumerate(pending):
         if n >= MEDIA_PER_RUN or time.monotonic() >= deadline:

@@ -38,12 +38,13 @@ from ai_agents.channels.whatsapp.graph import (
     messages_post_with_retries,
 )
 from ai_agents.channels.whatsapp.options import options_bodies
-from ai_agents.channels.whatsapp.payload import WaMessage, WaStatus, batch_parse
+from ai_agents.channels.whatsapp.payload import WaBatch, WaMessage, WaStatus, batch_parse
 from ai_agents.channels.whatsapp.templates import message_template
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, answers_enqueue, inbound_accept
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
 from ai_agents.rules.whatsapp_window import window_is_open
+from ai_agents.services import inbox_events
 from ai_agents.services.inbox_events import inbox_event_publish
 
 logger = logging.getLogger(__name__)
@@ -71,8 +72,13 @@ class WebhookOutcome:
 
 def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
     """Stores every message of the batch and applies every status. Unknown numbers are
-    logged and skipped (Meta would otherwise retry for a week)."""
-    batch = batch_parse(payload)
+    logged and skipped (Meta would otherwise retry for a week). What the POST tells Redis (the
+    inbox events, the answers' tasks) goes in one round trip at the end."""
+    with inbox_events.held():
+        return _accept(batch_parse(payload))
+
+
+def _accept(batch: WaBatch) -> WebhookOutcome:
     outcome = WebhookOutcome(skipped=batch.skipped, errors=len(batch.errors))
     bindings: dict[tuple[str, bool], ChannelBinding | None] = {}
 

@@ -41,7 +41,7 @@ def test_the_second_post_reads_no_binding_and_the_cache_holds_no_token(
     assert response.json() == {"status": "ok", "stored": 1}
     assert not [q for q in queries.captured_queries if "ai_agents_channelbinding" in q["sql"]]
     raw = cache.get_many([_key(NUMBER_A)])
-    assert raw and "EAAG-token-a" not in repr(raw[_key(NUMBER_A)].__dict__)
+    assert raw and "EAAG-token-a" not in repr(raw[_key(NUMBER_A)])
     assert [m.content for m in user_messages(tenant_a)] == ["hola", "¿sigue ahí?"]
 
 
@@ -171,3 +171,37 @@ def test_a_post_of_several_messages_queues_one_answer_per_conversation_after_sto
     with django_capture_on_commit_callbacks(execute=True):
         assert post(client, data).json() == {"status": "ok", "stored": 0}  # redelivered
     assert len([args for args in _queued_answers() if args not in before]) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_post_tells_redis_its_events_and_answers_in_one_round_trip(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any, monkeypatch: Any
+) -> None:
+    from ai_agents.services import inbox_events
+
+    trips: list[list[Any]] = []
+    real_trip = inbox_events._trip
+
+    def trip(items: Any) -> None:
+        trips.append(list(items))
+        real_trip(items)
+
+    monkeypatch.setattr(inbox_events, "_trip", trip)
+    data = text_payload("uno", "wamid.t1")
+    other = text_payload("soy otra", "wamid.t2", wa_id="34600999888")
+    data["entry"].append(other["entry"][0])
+    before = _queued_answers()
+
+    assert post(client, data).json() == {"status": "ok", "stored": 2}
+
+    assert len(trips) == 1  # the two messages' events and their two answers' tasks
+    [items] = trips
+    assert sorted(type(item).__name__ for item in items) == ["_Commands", "_Event", "_Event"]
+    with tenant_scope(tenant_a):
+        stored = list(Message.objects.filter(role="user").order_by("created_at"))
+    queued = [args for args in _queued_answers() if args not in before]
+    assert sorted(queued) == sorted([str(m.conversation_id), str(m.pk)] for m in stored)
+    events = inbox_events._redis().xrange(inbox_events.stream_key(tenant_a.pk))
+    assert {fields[b"conversation_id"].decode() for _, fields in events} >= {
+        str(m.conversation_id) for m in stored
+    }

@@ -1,0 +1,91 @@
+"""`erp.celery.task_command`: a task queued as one Redis command is Celery's own message, and a
+real worker runs it (the WhatsApp webhook sends its answers' tasks this way)."""
+
+import base64
+import json
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+
+from erp.broker import capturing
+from erp.celery import app, enqueue, task_command
+from erp.logging import request_id_var
+from erp.testing.factories import TenantFactory
+
+# What differs between two messages of the same task: their own ids.
+OWN = {"headers": {"id", "root_id"}, "properties": {"correlation_id", "delivery_tag"}}
+
+
+def _celerys(name: str, *args: Any) -> tuple[str, dict[str, Any]]:
+    """The (queue key, message) Celery builds for this call, captured before it is sent."""
+    captured: list[tuple[str, dict[str, Any]]] = []
+    token = capturing.set(captured)
+    try:
+        enqueue(name, *args)
+    finally:
+        capturing.reset(token)
+    [found] = captured
+    return found
+
+
+def _decoded(command: tuple[Any, ...] | None) -> tuple[str, dict[str, Any]]:
+    assert command is not None  # a command to send, not queued by Celery itself
+    verb, key, payload = command
+    assert verb == "LPUSH"
+    return key, json.loads(payload)
+
+
+def _comparable(message: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in message.items() if k not in OWN}
+    for part, own in OWN.items():
+        out[part] = {k: v for k, v in message[part].items() if k not in own}
+    out["body"] = json.loads(base64.b64decode(message["body"]))
+    return out
+
+
+def test_the_command_carries_celerys_message_with_its_own_ids() -> None:
+    token = request_id_var.set("req-task-command")
+    try:
+        first = _decoded(task_command("erp.ping_database", 7))  # Celery builds this one
+        second = _decoded(task_command("erp.ping_database", 8))  # copied from the first
+        key, celerys = _celerys("erp.ping_database", 8)
+    finally:
+        request_id_var.reset(token)
+
+    assert first[0] == second[0] == key == "realtime"
+    assert _comparable(second[1]) == _comparable(celerys)
+    assert _comparable(second[1])["body"][0] == [8]
+    assert second[1]["headers"]["request_id"] == "req-task-command"
+    ids = {m["headers"]["id"] for m in (first[1], second[1], celerys)}
+    assert len(ids) == 3
+    assert second[1]["headers"]["root_id"] == second[1]["headers"]["id"]
+    assert second[1]["properties"]["correlation_id"] == second[1]["headers"]["id"]
+    assert first[1]["properties"]["delivery_tag"] != second[1]["properties"]["delivery_tag"]
+
+
+def test_in_eager_mode_celery_runs_it_and_there_is_nothing_to_send(db: Any) -> None:
+    tenant = TenantFactory.create(slug="eager-command")
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        assert task_command("erp.ping_database", tenant.pk) is None
+    finally:
+        app.conf.task_always_eager = previous
+
+
+@pytest.mark.slow
+def test_a_real_worker_runs_the_tasks_sent_as_commands(celery_worker_process: Any) -> None:
+    token = request_id_var.set("req-from-webhook")
+    try:
+        commands = [task_command("erp.echo_request_id") for _ in range(2)]
+    finally:
+        request_id_var.reset(token)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    for command in commands:
+        assert command is not None
+        client.execute_command(*command)
+    for command in commands:
+        task_id = _decoded(command)[1]["headers"]["id"]
+        assert app.AsyncResult(task_id).get(timeout=20) == "req-from-webhook"
