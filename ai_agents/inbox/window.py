@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from ai_agents.rules.whatsapp_window import WINDOW_LEFT
+
 
 def window_texts() -> dict[str, str]:
     return {
-        "left": _("Ventana: %(h)s h %(m)s min"),
+        "left": str(WINDOW_LEFT),  # the list's cards say the same (window_label)
         "closed": _("Ventana cerrada"),
         "closed_hint": _(
             "La ventana de 24 horas está cerrada: solo se pueden enviar plantillas aprobadas."
