@@ -16,6 +16,11 @@ def window_texts() -> dict[str, str]:
             "La ventana de 24 horas está cerrada: solo se pueden enviar plantillas aprobadas."
         ),
         "no_templates": _("No hay plantillas aprobadas: sincronícelas en la administración."),
+        "loading": _("Cargando las plantillas…"),
+        "load_failed": _(
+            "No se pudo cargar la lista de plantillas. Pulse «Actualizar la lista» para "
+            "intentarlo de nuevo."
+        ),
         "sent": _("Plantilla enviada."),
         "fill": _("Complete todas las variables de la plantilla."),
         "generic": _("Algo ha fallado."),
