@@ -45,6 +45,7 @@ from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, answers_enqueue, inbound_accept
 from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
+from ai_agents.rules.options import option_may_be_named
 from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services.inbox_events import inbox_event_publish
 
@@ -128,9 +129,12 @@ def _inbound(item: WaMessage, binding: ChannelBinding) -> Inbound:
         contact["name"] = item.name
     # One thread per customer and business number (a tenant may have several numbers).
     thread_id = f"{item.phone_number_id}:{item.wa_id}"
-    text, chosen = item.text, {}
-    offered = item.type == "text" and options_offered(binding_id=binding.pk, thread_id=thread_id)
-    if offered:  # "2" or a title typed in answer to our buttons or list
+    text, chosen = item.text, dict[str, str]()
+    if (  # "2" or a title typed in answer to the buttons or list we sent
+        item.type == "text"
+        and option_may_be_named(text)
+        and options_offered(binding_id=binding.pk, thread_id=thread_id)
+    ):
         text, chosen = typed_option_pick(
             binding=binding, channel=CHANNEL, thread_id=thread_id, text=text
         )
