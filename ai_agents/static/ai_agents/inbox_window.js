@@ -4,9 +4,10 @@
 // internal notes stay. Each time the picker opens (the window closing while the page is open
 // included) and on "Actualizar la lista", the templates are read again from
 // GET /api/v1/conversations/{id}/templates, so a template synced after the page loaded shows up
-// with no reload; the list embedded in the page is only the first one. A template goes through POST /api/v1/conversations/{id}/template with a
-// client key kept across retries of the same send (the server sends it once). The state comes
-// from inbox_conversation.js ("inbox:state"); a sent template asks it to re-read ("inbox:refresh").
+// with no reload; the list embedded in the page is only the first one. A template goes through
+// POST /api/v1/conversations/{id}/template with a client key kept across retries of the same
+// send (the server sends it once). The state comes from inbox_conversation.js ("inbox:state");
+// a sent template asks it to re-read ("inbox:refresh").
 (function () {
   "use strict";
   var root = document.getElementById("inbox-conversation");
@@ -70,8 +71,9 @@
       .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
       .then(function (data) {
         if (load !== loads) return;
+        var before = signature(chosen());
         templates = Array.isArray(data.templates) ? data.templates : [];
-        templatesRender();
+        templatesRender(before);
       })
       .catch(function () {  // the list known so far stays usable
         if (load === loads) hint.textContent = t.closed_hint + " " + t.load_failed;
@@ -80,8 +82,7 @@
   function signature(item) {
     return item ? JSON.stringify([item.id, item.body_text, item.variables]) : "";
   }
-  function templatesRender() {
-    var before = signature(chosen());
+  function templatesRender(before) {  // before: the chosen template as it was
     var previous = select.value;
     select.textContent = "";
     templates.forEach(function (item) {
