@@ -7,6 +7,7 @@ follow-up the owner or admin role there (`role_in`, checked on each selected row
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib import admin, messages
@@ -19,14 +20,33 @@ from ai_agents.models import ChannelBinding, TemplateFollowup, WhatsAppTemplate
 from ai_agents.services.whatsapp_templates import TemplateSyncError, whatsapp_templates_sync
 from erp.tenancy.admin_base import ReadOnlyTenantOwnedAdmin, TenantOwnedAdmin
 
+logger = logging.getLogger(__name__)
+
 
 def bindings_sync(request: HttpRequest, bindings: list[ChannelBinding]) -> None:
-    """Syncs each binding once and tells the person what happened, in words."""
+    """Syncs each binding once and tells the person what happened, in words. An unexpected
+    error (a malformed answer from Meta, a bug) is logged and said in words, never a 500, and
+    the other selected channels are synced all the same (the store is one transaction: a
+    failed channel keeps its previous templates)."""
     for binding in {b.pk: b for b in bindings}.values():
         try:
             result = whatsapp_templates_sync(binding=binding)
         except TemplateSyncError as error:
             messages.error(request, f"{binding}: {error.message}")
+            continue
+        except Exception:
+            logger.exception(
+                "whatsapp.templates_sync_crashed", extra={"binding_id": str(binding.pk)}
+            )
+            messages.error(
+                request,
+                _(
+                    "%(channel)s: no se pudieron sincronizar las plantillas por un error "
+                    "inesperado; no se ha cambiado nada. Inténtelo más tarde y, si se repite, "
+                    "avise al soporte."
+                )
+                % {"channel": binding},
+            )
             continue
         messages.success(
             request,

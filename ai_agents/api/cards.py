@@ -10,6 +10,7 @@ from rest_framework import serializers
 from ai_agents.models import Conversation, ConversationNote
 from ai_agents.rules.escalation_labels import PRIORITY_LABELS, label
 from ai_agents.rules.inbox_labels import channel_label, contact_display_name
+from ai_agents.rules.whatsapp_window import window_label
 from ai_agents.services.handoff import user_display_name
 
 
@@ -22,6 +23,7 @@ class CardFieldsMixin(serializers.Serializer):
     claimed_at = serializers.DateTimeField(read_only=True)
     last_message_preview = serializers.SerializerMethodField()
     unread_count = serializers.SerializerMethodField()
+    window_label = serializers.SerializerMethodField()
 
     def get_contact(self, obj: Conversation) -> dict[str, Any]:
         """{"id", "display_name", "phone", "email"}: name, else phone, else e-mail, else
@@ -51,6 +53,11 @@ class CardFieldsMixin(serializers.Serializer):
     def get_last_message_preview(self, obj: Conversation) -> str:
         """The start of the last customer or bot/staff message ("" when none)."""
         return str(getattr(obj, "last_message_preview", None) or "")
+
+    def get_window_label(self, obj: Conversation) -> str:
+        """WhatsApp's 24-hour window in words ("Ventana: 3 h 12 min", "Ventana cerrada — solo
+        plantillas"); "" on other channels and on closed or expired conversations."""
+        return window_label(obj)
 
     def get_unread_count(self, obj: Conversation) -> int | None:
         """Customer messages after the requesting member last opened it (null with an API

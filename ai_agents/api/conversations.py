@@ -132,6 +132,7 @@ class ConversationSerializer(CardFieldsMixin, serializers.ModelSerializer):
             "claimed",
             "waiting_since",
             "window_closes_at",
+            "window_label",
             "last_message_preview",
             "unread_count",
             "previous_conversation",

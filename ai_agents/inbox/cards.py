@@ -1,7 +1,8 @@
 """What one inbox card shows, in words: the contact's name, the channel's name, the status,
-priority and reason, who holds it, the waiting time and the times in the tenant's zone (the
-format of the conversation page), the unread count and the last message. The list page, its
-refresh and the contact page render these through one template (`inbox/_cards.html`)."""
+priority and reason, WhatsApp's 24-hour window, who holds it, the waiting time and the times in
+the tenant's zone (the format of the conversation page), the unread count and the last message.
+The list page, its refresh and the contact page render these through one template
+(`inbox/_cards.html`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ai_agents.inbox.labels import channel_icon, time_text
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.rules.inbox_labels import channel_label, contact_display_name
+from ai_agents.rules.whatsapp_window import window_is_open, window_label
 from ai_agents.services import handoff
 
 
@@ -75,6 +77,8 @@ def card_fields(conversation: Conversation) -> dict[str, Any]:
         "waiting_since": when(waiting, zone),
         "waiting_for": timesince(waiting) if waiting else "",
         "last_message_at": when(conversation.last_message_at, zone),
+        "window_label": window_label(conversation),  # WhatsApp's 24 h, as on its page
+        "window_open": window_is_open(conversation),
         "preview": getattr(conversation, "last_message_preview", None) or "",
         "unread": int(unread),
         "rating": conversation.satisfaction_rating,

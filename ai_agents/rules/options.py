@@ -1,10 +1,12 @@
 """The `options` of an answer: 2-10 short choices the customer can pick instead of typing
 (WhatsApp reply buttons or a list, web chat chips, a numbered list in an e-mail).
 
-Pure functions, no database. The model's output is never trusted: `options_clean` keeps the
-options that have a title, cuts every field to its bound, gives each a unique id and title,
-keeps at most 10 and returns none when fewer than 2 remain (a single "option" is no choice).
-Each channel then applies its own, stricter limits (ai_agents/channels/whatsapp/options.py).
+Pure functions, no database (the channels read the last answer's options with
+ai_agents/conversations/option_reply.py). The model's output is never trusted: `options_clean`
+keeps the options that have a title, cuts every field to its bound, gives each a unique id and
+title, keeps at most 10 and returns none when fewer than 2 remain (a single "option" is no
+choice). Each channel then applies its own, stricter limits
+(ai_agents/channels/whatsapp/options.py).
 """
 
 from __future__ import annotations
@@ -102,6 +104,31 @@ def option_chosen(text: str, options: Sequence[Mapping[str, str]]) -> dict[str, 
         if wanted and option.get("title", "").casefold() == wanted:
             return dict(option)
     return None
+
+
+def option_may_be_named(text: str) -> bool:
+    """Whether `text` could name an option at all (a list number, or no longer than a title):
+    the channels skip the look-up of the last answer's options for any other message."""
+    if _NUMBER.match(text or ""):
+        return True
+    return 0 < len(_SPACES.sub(" ", text or "").strip()) <= TITLE_MAX
+
+
+def option_pick(text: str, options: Sequence[Mapping[str, str]]) -> tuple[str, dict[str, str]]:
+    """A customer's typed reply to the options of the bot's last answer, on every channel:
+    (the text, {"option_id": id}) when it is only a number of the list or a title ("2", "2.",
+    "Domingo"), as if they had tapped the button or chip; a bare number gets the option's title
+    after it ("2 (Domingo)"), since the model never saw the options as numbers and the staff
+    should read what was chosen. Otherwise (`text`, {})."""
+    chosen = option_chosen(text, options) if option_may_be_named(text) else None
+    if chosen is None:
+        return text, {}
+    named = (
+        text
+        if chosen["title"].casefold() in text.casefold()
+        else f"{text.strip()} ({chosen['title']})"
+    )
+    return named, {"option_id": chosen["id"]}
 
 
 def options_numbered(options: Sequence[Mapping[str, str]]) -> str:

@@ -254,3 +254,21 @@ def test_cards_speak_english_when_asked(owner: Persona, owner_client: Any) -> No
     assert spanish["contact"]["display_name"][-4:] == card["contact"]["display_name"][-4:]
     bad = owner_client.get(URL, {"tab": "x"}, HTTP_ACCEPT_LANGUAGE="en")
     assert bad.status_code == 400 and "Invalid value for tab" in bad.content.decode()
+
+
+@pytest.mark.django_db
+def test_whatsapp_cards_carry_the_window_in_words(owner: Persona, owner_client: Any) -> None:
+    agent = agent_for(owner.tenant)
+    wa = conversation_make(agent, channel="whatsapp", thread="wa1")
+    web = conversation_make(agent, channel="webchat", thread="w1")
+    rows = Conversation.objects.for_tenant(owner.tenant)
+    rows.filter(pk=wa.pk).update(last_inbound_at=timezone.now() - timedelta(hours=23, minutes=30))
+
+    def labels(language: str) -> dict[str, str]:
+        response = owner_client.get(URL, HTTP_ACCEPT_LANGUAGE=language)
+        return {row["id"]: row["window_label"] for row in response.json()["results"]}
+
+    assert labels("es") == {str(wa.pk): "Ventana: 0 h 30 min", str(web.pk): ""}
+    rows.filter(pk=wa.pk).update(last_inbound_at=timezone.now() - timedelta(hours=24, minutes=1))
+    assert labels("es")[str(wa.pk)] == "Ventana cerrada — solo plantillas"
+    assert labels("en")[str(wa.pk)] == "Window closed — templates only"

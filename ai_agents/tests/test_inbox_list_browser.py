@@ -1,12 +1,16 @@
 """The inbox list in Debian's Chromium (Playwright): the waiting tab oldest first, search (an
 accent-less query finds an accented message; another tenant's conversation never shows), j/k,
-Enter and "/", "cargar más", a member of two tenants (tenant named on each card) in English,
-the contact page, and the phone (390x844) and laptop (1366x768) layouts."""
+Enter and "/", "cargar más", a member of two tenants (tenant named on each card, and WhatsApp's
+window in words) in English, the contact page, and the phone (390x844) and laptop (1366x768)
+layouts."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from django.utils import timezone
 
 from ai_agents.inbox import list_views
 from ai_agents.models import Conversation
@@ -122,8 +126,15 @@ def test_a_member_of_two_tenants_in_english_and_the_contact_page(
 ) -> None:
     from playwright.sync_api import expect
 
-    ours = conversation_make(agent_for(owner.tenant), thread="ana", escalated_minutes_ago=40)
-    theirs = conversation_make(agent_for(outsider.tenant), thread="bob", escalated_minutes_ago=10)
+    ours = conversation_make(
+        agent_for(owner.tenant), channel="whatsapp", thread="ana", escalated_minutes_ago=40
+    )
+    theirs = conversation_make(
+        agent_for(outsider.tenant), channel="whatsapp", thread="bob", escalated_minutes_ago=10
+    )
+    Conversation.objects.for_tenant(outsider.tenant).filter(pk=theirs.pk).update(
+        last_inbound_at=timezone.now() - timedelta(hours=25)
+    )
     MembershipFactory(tenant=owner.tenant, user=outsider.user, role=Membership.Role.AGENT)
     context = context_new(browser, base_url=asgi_server, locale="en-US")
     try:
@@ -141,6 +152,11 @@ def test_a_member_of_two_tenants_in_english_and_the_contact_page(
         expect(page.locator(f'[data-conversation-id="{theirs.pk}"] .tenant')).to_have_text("Globex")
         expect(ours_card).to_contain_text("High priority")
         expect(ours_card).to_contain_text("Waiting 40")
+        # WhatsApp's 24-hour window on each card, in words (the closed one stands out)
+        expect(ours_card.locator(".window")).to_have_text("Window: 23 h 20 min")
+        theirs_window = page.locator(f'[data-conversation-id="{theirs.pk}"] .window')
+        expect(theirs_window).to_have_text("Window closed — templates only")
+        expect(theirs_window).to_have_css("color", "rgb(165, 29, 45)")
         assert "Esperando" not in page.locator("#inbox-cards").inner_text()
         assert axe_check(page) == []
 

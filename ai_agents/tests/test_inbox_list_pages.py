@@ -5,10 +5,12 @@ words instead of codes, two tenants (and a member of both), bad input as 400."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from ai_agents.models import Contact, Conversation
 from ai_agents.services import handoff
@@ -324,3 +326,51 @@ def test_odd_search_text_is_no_error(owner: Persona) -> None:
         response = client.get(f"/inbox/?q={q}")
         assert response.status_code in (200, 400), q
         assert client.get(f"/inbox/?fragment=cards&q={q}").status_code in (200, 400), q
+
+
+def _cards(html: str) -> dict[str, str]:
+    """{conversation id: the card's HTML}."""
+    found = {}
+    for part in html.split('<li class="inbox-card')[1:]:
+        match = re.search(r'data-conversation-id="([^"]+)"', part)
+        assert match
+        found[match.group(1)] = part
+    return found
+
+
+@pytest.mark.parametrize(
+    ("language", "left", "closed"),
+    [
+        ("es", "Ventana: 3 h 12 min", "Ventana cerrada — solo plantillas"),
+        ("en", "Window: 3 h 12 min", "Window closed — templates only"),
+    ],
+)
+def test_whatsapp_cards_say_how_long_the_24_hour_window_stays_open(
+    owner: Persona, language: str, left: str, closed: str
+) -> None:
+    agent = agent_for(owner.tenant)
+    rows = {
+        name: conversation_make(agent, channel=channel, status=status, thread=name)
+        for name, channel, status in (
+            ("open", "whatsapp", "escalated"),
+            ("over", "whatsapp", "active"),
+            ("done", "whatsapp", "closed"),
+            ("web", "webchat", "escalated"),
+        )
+    }
+    now = timezone.now()
+    for name, ago in (("open", timedelta(hours=20, minutes=48)), ("over", timedelta(hours=25))):
+        Conversation.objects.for_tenant(owner.tenant).filter(pk=rows[name].pk).update(
+            last_inbound_at=now - ago
+        )
+    client = _client(owner)
+    client.cookies["django_language"] = language
+
+    cards = _cards(client.get("/inbox/", {"tab": "unassigned"}).content.decode())
+    cards |= _cards(client.get("/inbox/", {"tab": "closed"}).content.decode())
+
+    assert f'data-open="true">{left}</span>' in cards[str(rows["open"].pk)]
+    assert f'data-open="false">{closed}</span>' in cards[str(rows["over"].pk)]
+    # nothing can be sent to a closed conversation; other channels have no window
+    for name in ("done", "web"):
+        assert 'class="window"' not in cards[str(rows[name].pk)], name

@@ -33,9 +33,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.channels.email.options import email_bodies, email_option_pick
+from ai_agents.channels.email.options import email_bodies
 from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_subject
 from ai_agents.conversations.inbound import Inbound, inbound_accept
+from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
 from erp.retry import Backoff, call_with_retries
 
@@ -68,7 +69,9 @@ def email_receive(*, binding: ChannelBinding, parsed: ParsedEmail) -> dict[str, 
         text = parsed.text
         chosen: dict[str, Any] = {}  # a reply naming an option of our last answer
         if thread_id is not None:
-            text, chosen = email_option_pick(binding=binding, thread_id=thread_id, text=text)
+            text, chosen = typed_option_pick(
+                binding=binding, channel=CHANNEL, thread_id=thread_id, text=text
+            )
         else:
             root = parsed.references[0] if parsed.references else parsed.message_id
             thread_id = thread_key(parsed.sender, root)

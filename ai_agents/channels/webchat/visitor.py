@@ -27,6 +27,7 @@ from django.utils.translation import override
 
 from ai_agents.channels.webchat.origins import origin_matches, origin_normalize
 from ai_agents.conversations.inbound import Inbound, inbound_clean
+from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import ChannelBinding, Conversation, Message
 from ai_agents.rules.delivery_labels import RANK, status_moves_forward
 from ai_agents.rules.options import options_clean, options_of
@@ -245,13 +246,19 @@ def visitor_inbound(
 ) -> Inbound:
     """The pipeline input for one visitor message. A client id makes a retried POST return the
     stored result; it is namespaced by visitor so nobody can replay another visitor's id.
-    `option_id`: the chip the visitor clicked (its title is `text`)."""
+    `option_id`: the chip the visitor clicked (its title is `text`); without one, a typed "2"
+    or title of the last answer's chips chooses that chip all the same."""
     message_id = None
     if client_message_id:
         message_id = f"webchat:{session.visitor_id}:{client_message_id[:80]}"
     metadata = {"binding_id": str(session.binding.pk)}
     if option_id:
         metadata["option_id"] = option_id
+    else:
+        text, chosen = typed_option_pick(
+            binding=session.binding, channel=CHANNEL, thread_id=session.thread_id, text=text
+        )
+        metadata.update(chosen)
     return inbound_clean(
         Inbound(
             text=text,

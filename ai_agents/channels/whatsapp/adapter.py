@@ -37,12 +37,15 @@ from ai_agents.channels.whatsapp.graph import (
     GraphResult,
     messages_post_with_retries,
 )
+from ai_agents.channels.whatsapp.offered import options_offered, options_offered_mark
 from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaBatch, WaMessage, WaStatus, batch_parse
 from ai_agents.channels.whatsapp.templates import message_template
 from ai_agents.conversations.delivery import delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, answers_enqueue, inbound_accept
+from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
+from ai_agents.rules.options import option_may_be_named
 from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services import inbox_events
 from ai_agents.services.inbox_events import inbox_event_publish
@@ -97,7 +100,10 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
                 outcome.unrouted += 1
                 continue
             _message, created = inbound_accept(
-                binding=binding, inbound=_inbound(item), answer=item.answer, answers=answers
+                binding=binding,
+                inbound=_inbound(item, binding),
+                answer=item.answer,
+                answers=answers,
             )
             if created:
                 outcome.stored += 1
@@ -123,18 +129,28 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
     return outcome
 
 
-def _inbound(item: WaMessage) -> Inbound:
+def _inbound(item: WaMessage, binding: ChannelBinding) -> Inbound:
     contact: dict[str, Any] = {"external_id": item.wa_id, "phone": f"+{item.wa_id}"}
     if item.name:
         contact["name"] = item.name
+    # One thread per customer and business number (a tenant may have several numbers).
+    thread_id = f"{item.phone_number_id}:{item.wa_id}"
+    text, chosen = item.text, dict[str, str]()
+    if (  # "2" or a title typed in answer to the buttons or list we sent
+        item.type == "text"
+        and option_may_be_named(text)
+        and options_offered(binding_id=binding.pk, thread_id=thread_id)
+    ):
+        text, chosen = typed_option_pick(
+            binding=binding, channel=CHANNEL, thread_id=thread_id, text=text
+        )
     return Inbound(
-        text=item.text,
+        text=text,
         contact=contact,
         channel=CHANNEL,
-        # One thread per customer and business number (a tenant may have several numbers).
-        thread_id=f"{item.phone_number_id}:{item.wa_id}",
+        thread_id=thread_id,
         channel_message_id=item.message_id,
-        metadata=item.metadata,
+        metadata={**item.metadata, **chosen},
     )
 
 
@@ -284,6 +300,9 @@ class WhatsAppAdapter:
             with_options := options_bodies(to, message, text_split)
         ):
             bodies = with_options  # the answer's options: buttons or a list (options.py)
+            options_offered_mark(
+                binding_id=binding.pk, thread_id=conversation.channel_conversation_id
+            )
         elif window_is_open(conversation):
             bodies = [text_body(to, part) for part in text_split(message.content)]
         elif (binding.whatsapp_template or {}).get("name"):

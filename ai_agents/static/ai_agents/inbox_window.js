@@ -1,9 +1,13 @@
 // Staff inbox, WhatsApp's 24-hour window: the header counts down to its end ("Ventana: 3 h
 // 12 min", then "Ventana cerrada") every second, with no reload. Once it closed, the reply box
 // gives way to a picker of the channel's approved templates (variables filled, preview); the
-// internal notes stay. A template goes through POST /api/v1/conversations/{id}/template with a
-// client key kept across retries of the same send (the server sends it once). The state comes
-// from inbox_conversation.js ("inbox:state"); a sent template asks it to re-read ("inbox:refresh").
+// internal notes stay. Each time the picker opens (the window closing while the page is open
+// included) and on "Actualizar la lista", the templates are read again from
+// GET /api/v1/conversations/{id}/templates, so a template synced after the page loaded shows up
+// with no reload; the list embedded in the page is only the first one. A template goes through
+// POST /api/v1/conversations/{id}/template with a client key kept across retries of the same
+// send (the server sends it once). The state comes from inbox_conversation.js ("inbox:state");
+// a sent template asks it to re-read ("inbox:refresh").
 (function () {
   "use strict";
   var root = document.getElementById("inbox-conversation");
@@ -18,12 +22,15 @@
   var preview = document.getElementById("inbox-template-preview");
   var send = document.getElementById("inbox-template-send");
   var hint = document.getElementById("inbox-template-hint");
+  var reload = document.getElementById("inbox-template-reload");
   var errorBox = document.getElementById("inbox-error");
   var notice = document.getElementById("inbox-notice");
   var closesAt = badge.dataset.closesAt || "";
   var canReply = root.dataset.canReply === "true";
   var busy = false;
   var clientKey = "";
+  var shown = false;  // the picker was visible at the last tick
+  var loads = 0;  // the latest list request wins
 
   function fmt(s, values) {
     return s.replace(/%\((\w+)\)s/g, function (_m, k) { return String(values[k]); });
@@ -50,6 +57,43 @@
     replyForm.dataset.window = open ? "open" : "closed";
     picker.hidden = open || replyForm.dataset.mode === "note";
     send.disabled = busy || !canReply || !templates.length;
+    if (!picker.hidden && !shown) templatesLoad();  // it just opened: read the list again
+    shown = !picker.hidden;
+  }
+
+  function templatesLoad() {
+    var load = ++loads;
+    hint.textContent = t.closed_hint + " " + t.loading;
+    fetch(picker.dataset.templatesUrl, {
+      credentials: "same-origin",
+      headers: { "Accept": "application/json", "X-Tenant": root.dataset.tenant }
+    })
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
+      .then(function (data) {
+        if (load !== loads) return;
+        var before = signature(chosen());
+        templates = Array.isArray(data.templates) ? data.templates : [];
+        templatesRender(before);
+      })
+      .catch(function () {  // the list known so far stays usable
+        if (load === loads) hint.textContent = t.closed_hint + " " + t.load_failed;
+      });
+  }
+  function signature(item) {
+    return item ? JSON.stringify([item.id, item.body_text, item.variables]) : "";
+  }
+  function templatesRender(before) {  // before: the chosen template as it was
+    var previous = select.value;
+    select.textContent = "";
+    templates.forEach(function (item) {
+      select.appendChild(new Option(item.name + " (" + item.language + ")", String(item.id)));
+    });
+    select.value = previous;
+    if (select.selectedIndex < 0 && templates.length) select.selectedIndex = 0;
+    select.hidden = !templates.length;
+    hint.textContent = t.closed_hint + (templates.length ? "" : " " + t.no_templates);
+    if (signature(chosen()) !== before) renderVars();  // what was typed stays if unchanged
+    tick();
   }
 
   function renderVars() {
@@ -134,6 +178,7 @@
     radio.addEventListener("change", tick);
   });
   select.addEventListener("change", renderVars);
+  reload.addEventListener("click", templatesLoad);
   if (!templates.length) { hint.textContent = t.closed_hint + " " + t.no_templates; select.hidden = true; }
   renderVars();
   tick();

@@ -4,7 +4,7 @@ so its last part (at most 1024 characters) carries the options."""
 from __future__ import annotations
 
 from ai_agents.channels.whatsapp.options import body_split, interactive_spec
-from ai_agents.rules.options import option_chosen, options_clean
+from ai_agents.rules.options import option_chosen, option_pick, options_clean
 
 OPTIONS = [{"id": "a", "title": "Sábado"}, {"id": "b", "title": "Domingo"}]
 
@@ -18,6 +18,15 @@ def test_a_number_or_a_title_chooses_and_anything_else_does_not() -> None:
     assert option_chosen("0", OPTIONS) is None
     assert option_chosen("el sábado mejor", OPTIONS) is None
     assert option_chosen("", OPTIONS) is None
+
+
+def test_a_typed_choice_carries_the_option_id_and_a_bare_number_its_title() -> None:
+    """The one rule of WhatsApp, the web chat and e-mail for a typed choice."""
+    assert option_pick("2", OPTIONS) == ("2 (Domingo)", {"option_id": "b"})
+    assert option_pick("domingo", OPTIONS) == ("domingo", {"option_id": "b"})
+    assert option_pick("3", OPTIONS) == ("3", {})
+    assert option_pick("2", []) == ("2", {})
+    assert option_pick("Sábado " * 20, OPTIONS) == ("Sábado " * 20, {})  # longer than a title
 
 
 def test_model_output_that_is_not_a_list_of_two_gives_no_options() -> None:

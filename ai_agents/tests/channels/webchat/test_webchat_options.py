@@ -55,3 +55,34 @@ def test_an_option_id_that_is_not_a_short_text_is_refused_with_400(
     assert fake_google.generate_requests == []
     with tenant_scope(binding.tenant):
         assert not Message.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_typed_number_or_title_chooses_the_chip_as_a_click_would(
+    binding: ChannelBinding, fake_google: FakeGoogle
+) -> None:
+    """The visitor types "2" or a chip's title instead of clicking: the bot gets the chip's id
+    and reads its title; once the last answer offers nothing, "1" is just "1"; another
+    visitor's "1" chooses nothing of this visitor's chips."""
+    visitor, other = Visitor(binding), Visitor(binding)
+    visitor.start()
+    other.start()
+    asking = fake_google.reply_json(
+        {"action": "respond", "answer": "¿Confirmo?", "options": OPTIONS}
+    )
+    fake_google.push(asking, asking)
+    for answer in ("Anulada.", "Vale.", "Hola."):
+        fake_google.push(fake_google.reply_json({"action": "respond", "answer": answer}))
+    visitor.say("Quiero la cita del lunes")
+
+    assert visitor.say("2").status_code == 200
+    assert "2 (No)" in str(fake_google.requests[-1].json()["contents"][-1])
+    visitor.say("  sí ")
+    visitor.say("1")  # "Anulada." offered nothing
+    other.say("1")
+
+    with tenant_scope(binding.tenant):
+        typed = list(Message.objects.filter(role="user").order_by("created_at"))[1:]
+    assert [m.content for m in typed] == ["2 (No)", "sí", "1", "1"]
+    picked = [m.metadata["channel_metadata"].get("option_id") for m in typed]
+    assert picked == ["n", "s", None, None]

@@ -2,7 +2,7 @@
 Meta refuses: 2-3 short options as reply buttons, more (or longer titles) as a list, more than
 10 cut to 10, a long answer sent as text with its last part as the interactive body; and the
 customer's button_reply / list_reply (the reference payloads) stored as their text with the
-option id, and answered."""
+option id, and answered; a typed "2" or title chooses the same way."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ai_agents.tests.channels.whatsapp.support import (
     bot_reply,
     payload,
     respond,
+    text_payload,
     user_messages,
 )
 from erp.tenancy.scoping import tenant_scope
@@ -168,3 +169,31 @@ def test_a_button_or_list_reply_reaches_the_bot_as_text_with_the_option_id(
     assert bot_reply(line.tenant).content == "Hecho."
     [call] = line.google.requests
     assert title in str(call.json()["contents"][-1])  # the model read the chosen title
+
+
+DAYS = [{"id": "sat", "title": "Sábado"}, {"id": "sun", "title": "Domingo"}]
+
+
+@pytest.mark.django_db
+def test_a_typed_number_or_title_chooses_the_option_as_a_tap_would(line: Line) -> None:
+    """The customer types "2" (or a title) instead of tapping: the bot gets the option's id and
+    reads its title; once the last answer offers nothing, "2" is just "2"; another customer's
+    "1" chooses nothing of this customer's options."""
+    _answer(line, "¿Qué día quiere venir?", DAYS)
+    line.google.push(
+        line.google.reply_json({"action": "respond", "answer": "¿Por la mañana?", "options": DAYS})
+    )
+    respond(line.google, "Bien.")
+    respond(line.google, "Bien.")
+    respond(line.google, "Hola.")
+
+    line.customer_sends(text_payload("2", "wamid.typed1"))
+    assert "2 (Domingo)" in str(line.google.requests[-1].json()["contents"][-1])
+    line.customer_sends(text_payload(" sábado ", "wamid.typed2"))
+    line.customer_sends(text_payload("2", "wamid.typed3"))  # "Bien." offered nothing
+    line.customer_sends(text_payload("1", "wamid.other", wa_id="34600111222", name="Bea"))
+
+    typed = user_messages(line.tenant)[1:]
+    assert [m.content for m in typed] == ["2 (Domingo)", " sábado ", "2", "1"]
+    picked = [m.metadata["channel_metadata"].get("option_id") for m in typed]
+    assert picked == ["sun", "sat", None, None]

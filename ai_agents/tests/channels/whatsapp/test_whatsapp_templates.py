@@ -259,3 +259,43 @@ def test_two_syncs_of_a_channel_at_once_both_store_without_an_error(
     ]
     with tenant_scope(tenant_a):
         assert [r[0] for r in _rows(tenant_a)] == ["encuesta", "order_update"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("es", "no se pudieron sincronizar las plantillas por un error inesperado"),
+        ("en", "the templates could not be synced because of an unexpected error"),
+    ],
+)
+def test_an_unexpected_sync_error_is_said_in_words_not_a_500(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    owner: Any,
+    fake_graph: FakeGraph,
+    caplog: Any,
+    language: str,
+    words: str,
+) -> None:
+    """Meta answers a malformed list (not a Graph error): the admin's "Sincronizar" shows an
+    error message in words, logs the failure and keeps the templates it had."""
+    account_ready(fake_graph, wa_binding, [ORDER_UPDATE])
+    row = WhatsAppTemplate.objects.for_tenant(tenant_a).get()
+    fake_graph.templates_put(WABA_A, [{**SURVEY, "components": 5}], token=TOKEN_A)
+    client.force_login(owner.user)
+    client.cookies["django_language"] = language
+
+    page = client.post(
+        "/admin/ai_agents/whatsapptemplate/",
+        {"action": "sync", "_selected_action": [row.pk]},
+        follow=True,
+    )
+
+    assert page.status_code == 200
+    assert words in page.content.decode()
+    assert [r[0] for r in _rows(tenant_a)] == ["order_update"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "whatsapp.templates_sync_crashed"
+    ]
