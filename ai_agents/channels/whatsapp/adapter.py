@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.channels.whatsapp.bindings import binding_for_number
+from ai_agents.channels.whatsapp.bindings import UNREAD, binding_for_number, binding_key
 from ai_agents.channels.whatsapp.bodies import (
     interactive_body,
     mark_read_body,
@@ -37,7 +37,11 @@ from ai_agents.channels.whatsapp.graph import (
     GraphResult,
     messages_post_with_retries,
 )
-from ai_agents.channels.whatsapp.offered import options_offered, options_offered_mark
+from ai_agents.channels.whatsapp.offered import (
+    offered_key,
+    options_offered,
+    options_offered_mark,
+)
 from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaBatch, WaMessage, WaStatus, batch_parse
 from ai_agents.channels.whatsapp.templates import message_template
@@ -84,10 +88,12 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
 def _accept(batch: WaBatch) -> WebhookOutcome:
     outcome = WebhookOutcome(skipped=batch.skipped, errors=len(batch.errors))
     bindings: dict[tuple[str, bool], ChannelBinding | None] = {}
+    read = _cache_read(batch)
 
     def binding_of(number: str, active: bool = True) -> ChannelBinding | None:
         if (number, active) not in bindings:
-            bindings[number, active] = binding_for_number(number, active=active)
+            cached = read.get(binding_key(number), UNREAD) if read is not None else UNREAD
+            bindings[number, active] = binding_for_number(number, active=active, cached=cached)
             if bindings[number, active] is None:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
         return bindings[number, active]
@@ -101,7 +107,7 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
                 continue
             _message, created = inbound_accept(
                 binding=binding,
-                inbound=_inbound(item, binding),
+                inbound=_inbound(item, binding, offered=read),
                 answer=item.answer,
                 answers=answers,
             )
@@ -129,17 +135,43 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
     return outcome
 
 
-def _inbound(item: WaMessage, binding: ChannelBinding) -> Inbound:
+def _cache_read(batch: WaBatch) -> dict[str, Any] | None:
+    """The POST's one cache read: its business numbers' bindings and the option markers of the
+    threads whose text may name an option (`offered.py`). None: the cache is down (the
+    bindings come from the database, a marker counts as set)."""
+    numbers = {m.phone_number_id for m in batch.messages} | {
+        status.phone_number_id for status in batch.statuses
+    }
+    keys = {binding_key(number) for number in numbers}
+    keys |= {offered_key(_thread_of(item)) for item in batch.messages if _may_pick(item)}
+    try:
+        found: dict[str, Any] = cache.get_many(sorted(keys))
+    except Exception as exc:
+        logger.warning("whatsapp.cache_unavailable", extra={"error": type(exc).__name__})
+        return None
+    return {key: found.get(key) for key in keys}
+
+
+def _thread_of(item: WaMessage) -> str:
+    # One thread per customer and business number (a tenant may have several numbers).
+    return f"{item.phone_number_id}:{item.wa_id}"
+
+
+def _may_pick(item: WaMessage) -> bool:
+    """A text that may be "2" or a title typed in answer to the buttons or list we sent."""
+    return item.type == "text" and option_may_be_named(item.text)
+
+
+def _inbound(item: WaMessage, binding: ChannelBinding, *, offered: Any) -> Inbound:
+    """`offered`: the POST's cache read (None: the cache is down)."""
     contact: dict[str, Any] = {"external_id": item.wa_id, "phone": f"+{item.wa_id}"}
     if item.name:
         contact["name"] = item.name
-    # One thread per customer and business number (a tenant may have several numbers).
-    thread_id = f"{item.phone_number_id}:{item.wa_id}"
+    thread_id = _thread_of(item)
     text, chosen = item.text, dict[str, str]()
-    if (  # "2" or a title typed in answer to the buttons or list we sent
-        item.type == "text"
-        and option_may_be_named(text)
-        and options_offered(binding_id=binding.pk, thread_id=thread_id)
+    if _may_pick(item) and (
+        offered is None
+        or options_offered(offered.get(offered_key(thread_id)), binding_id=binding.pk)
     ):
         text, chosen = typed_option_pick(
             binding=binding, channel=CHANNEL, thread_id=thread_id, text=text

@@ -34,7 +34,7 @@ _NONE = "none"  # cached "no binding for this number"
 _cached: set[str] = set()
 
 
-def _key(phone_number_id: str) -> str:
+def binding_key(phone_number_id: str) -> str:
     digest = hashlib.sha256(phone_number_id.encode("utf-8", "replace")).hexdigest()[:32]
     return f"wa-binding:v2:{digest}"
 
@@ -79,15 +79,26 @@ def _from_database(phone_number_id: str) -> ChannelBinding | None:
     )
 
 
-def binding_for_number(phone_number_id: str, *, active: bool = True) -> ChannelBinding | None:
+# `binding_for_number(cached=)` when the caller has not read the cache for it.
+UNREAD: Any = object()
+
+
+def binding_for_number(
+    phone_number_id: str, *, active: bool = True, cached: Any = UNREAD
+) -> ChannelBinding | None:
     """The WhatsApp binding of a business number. Inactive bindings take no new messages
-    (`active=True`: None) but still get the statuses of what they sent."""
-    key = _key(phone_number_id)
-    try:
-        cached = cache.get(key)
-    except Exception as exc:  # Redis down: the database answers
-        logger.warning("whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__})
-        cached, key = None, ""
+    (`active=True`: None) but still get the statuses of what they sent. `cached`: what the
+    caller read from the cache under `binding_key(phone_number_id)` in a read of its own
+    (None: nothing there), to save this lookup its round trip."""
+    key = binding_key(phone_number_id)
+    if cached is UNREAD:
+        try:
+            cached = cache.get(key)
+        except Exception as exc:  # Redis down: the database answers
+            logger.warning(
+                "whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__}
+            )
+            cached, key = None, ""
     if cached is None:
         binding = _from_database(phone_number_id)
         if key:
@@ -109,7 +120,7 @@ def _remember(key: str, phone_number_id: str, binding: ChannelBinding | None) ->
 
 def numbers_forget(numbers: set[str] | list[str]) -> None:
     """Drops these numbers' cached bindings (never raises: the TTL ends a stale one)."""
-    keys = [_key(number) for number in numbers if number]
+    keys = [binding_key(number) for number in numbers if number]
     if not keys:
         return
     try:

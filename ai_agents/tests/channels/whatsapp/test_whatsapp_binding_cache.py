@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from ai_agents.channels.whatsapp.bindings import _key, binding_for_number
+from ai_agents.channels.whatsapp.bindings import binding_for_number, binding_key
 from ai_agents.models import ChannelBinding, Message
 from ai_agents.services.agents import agent_create
 from ai_agents.tests.channels.whatsapp.support import (
@@ -40,8 +40,8 @@ def test_the_second_post_reads_no_binding_and_the_cache_holds_no_token(
 
     assert response.json() == {"status": "ok", "stored": 1}
     assert not [q for q in queries.captured_queries if "ai_agents_channelbinding" in q["sql"]]
-    raw = cache.get_many([_key(NUMBER_A)])
-    assert raw and "EAAG-token-a" not in repr(raw[_key(NUMBER_A)])
+    raw = cache.get_many([binding_key(NUMBER_A)])
+    assert raw and "EAAG-token-a" not in repr(raw[binding_key(NUMBER_A)])
     assert [m.content for m in user_messages(tenant_a)] == ["hola", "¿sigue ahí?"]
 
 
@@ -116,9 +116,11 @@ def test_the_commit_forgets_a_binding_another_process_cached_before_it(
         wa_binding.is_active = False
         wa_binding.save(update_fields=["is_active"])
         # Another web process reads the row still committed (active) and caches it.
-        cache.set(_key(NUMBER_A), ChannelBinding.objects.unscoped().get(pk=wa_binding.pk), 300)
+        cache.set(
+            binding_key(NUMBER_A), ChannelBinding.objects.unscoped().get(pk=wa_binding.pk), 300
+        )
 
-    assert cache.get(_key(NUMBER_A)) is None
+    assert cache.get(binding_key(NUMBER_A)) is None
     assert binding_for_number(NUMBER_A) is None
     assert binding_for_number(NUMBER_A, active=False) == wa_binding
 
