@@ -17,8 +17,9 @@ writing `--per-customer` messages; an open loop at `--rate` POSTs/s to EACH (Met
 does not wait for our answers), the two streams interleaved so both see the same machine.
 Reported per server: acknowledgement P50/P95/P99 (client clock, send to 200) and CPU of the
 web process per POST (utime + stime of /proc/<pid>/stat across the load / POSTs). Goals
-(issue #18): product CPU <= 4 ms per POST, product P95 <= 2x the bare view's. Then checks that
-every acknowledged message was stored once.
+(issue #18): product CPU <= 4 ms per POST (set where the bare view took 2.6 ms: also printed
+scaled to this machine, as a multiple of the bare view's CPU, <= 4 / 2.6 = 1.54x), product P95
+<= 2x the bare view's. Then checks that every acknowledged message was stored once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ CREATE_TABLE = (
 )
 GOAL_CPU_MS = 4.0
 GOAL_P95_RATIO = 2.0
+# The issue measured the bare view at 2.6 ms of CPU when it set the 4 ms goal: on a slower or
+# faster machine the goal scales with the bare view measured in the same run.
+ISSUE_BARE_CPU_MS = 2.6
 
 
 def cpu_seconds(pid: int) -> float:
@@ -147,9 +151,13 @@ def report(results: dict[str, Any], seconds: float, args: argparse.Namespace) ->
             f"per POST | responses {statuses}"
         )
     ratio = figures["product_p95"] / figures["bare_p95"]
+    cpu_ratio = figures["product_cpu"] / figures["bare_cpu"]
+    scaled = GOAL_CPU_MS / ISSUE_BARE_CPU_MS
     print(
         f"  goals: product CPU {figures['product_cpu']:.2f} ms per POST (<= {GOAL_CPU_MS:g}: "
-        f"{'met' if figures['product_cpu'] <= GOAL_CPU_MS else 'NOT met'}); product P95 "
+        f"{'met' if figures['product_cpu'] <= GOAL_CPU_MS else 'NOT met'}; "
+        f"{cpu_ratio:.2f}x the bare view's, the goal scaled to this machine <= {scaled:.2f}x: "
+        f"{'met' if cpu_ratio <= scaled else 'NOT met'}); product P95 "
         f"{ratio:.2f}x the bare view's (<= {GOAL_P95_RATIO:g}: "
         f"{'met' if ratio <= GOAL_P95_RATIO else 'NOT met'})"
     )
