@@ -35,8 +35,11 @@ _cached: set[str] = set()
 
 
 def binding_key(phone_number_id: str) -> str:
+    """The number's key, with the shape of the cached rows (`_shape`): a release whose models
+    have other fields reads its own keys, never another release's rows."""
     digest = hashlib.sha256(phone_number_id.encode("utf-8", "replace")).hexdigest()[:32]
-    return f"wa-binding:v2:{digest}"
+    shape = _shape(_names(ChannelBinding), _names(Agent), _names(Tenant))
+    return f"wa-binding:v2:{shape}:{digest}"
 
 
 # Cached as the three rows' field values, not as pickled models: rebuilding them with
@@ -47,6 +50,14 @@ _Rows = tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
 @functools.cache
 def _names(model: type[Model]) -> tuple[str, ...]:
     return tuple(f.attname for f in model._meta.concrete_fields if f.attname != "access_token")
+
+
+@functools.cache
+def _shape(*names: tuple[str, ...]) -> str:
+    """The field names the rows are cached by, as a digest: during a rolling deploy that adds
+    or drops a field, old and new web processes share the cache, and values read by position
+    under the other release's names would land in the wrong fields (or fail the POST)."""
+    return hashlib.sha256(repr(names).encode()).hexdigest()[:8]
 
 
 def _rows_of(binding: ChannelBinding) -> _Rows:
