@@ -90,8 +90,10 @@ def _from_database(phone_number_id: str) -> ChannelBinding | None:
     )
 
 
-# `binding_for_number(cached=)` when the caller has not read the cache for it.
+# `binding_for_number(cached=)` when the caller has not read the cache for it, and when the
+# caller's own read failed (Redis down: the database answers, nothing is cached).
 UNREAD: Any = object()
+CACHE_DOWN: Any = object()
 
 
 def binding_for_number(
@@ -100,9 +102,11 @@ def binding_for_number(
     """The WhatsApp binding of a business number. Inactive bindings take no new messages
     (`active=True`: None) but still get the statuses of what they sent. `cached`: what the
     caller read from the cache under `binding_key(phone_number_id)` in a read of its own
-    (None: nothing there), to save this lookup its round trip."""
+    (None: nothing there; CACHE_DOWN: the read failed), to save this lookup its round trip."""
     key = binding_key(phone_number_id)
-    if cached is UNREAD:
+    if cached is CACHE_DOWN:
+        cached, key = None, ""
+    elif cached is UNREAD:
         try:
             cached = cache.get(key)
         except Exception as exc:  # Redis down: the database answers

@@ -151,6 +151,33 @@ def test_a_binding_cached_by_a_release_with_other_fields_is_not_misread(
     assert found is not None and found.agent.tenant.is_active == tenant_a.is_active
 
 
+@pytest.mark.django_db
+def test_with_the_cache_down_a_post_is_stored_and_asks_the_cache_for_its_binding_once(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis down: each cache call may wait for its connection to fail, so the POST's one
+    read failing is enough; the binding comes from the database."""
+    asked: list[str] = []
+
+    def down(name: str) -> Any:
+        def call(key: Any, *args: Any, **kwargs: Any) -> Any:
+            asked.extend(f"{name} {k}" for k in ([key] if isinstance(key, str) else key))
+            raise ConnectionError("Redis down")
+
+        return call
+
+    for name in ("get", "get_many", "set", "add", "delete", "delete_many", "incr"):
+        monkeypatch.setattr(cache, name, down(name))
+
+    response = post(client, text_payload("hola", "wamid.down1"))
+
+    assert (response.status_code, response.json()["stored"]) == (200, 1)
+    assert [m.content for m in user_messages(tenant_a)] == ["hola"]
+    assert [a for a in asked if a.endswith(binding_key(NUMBER_A))] == [
+        f"get_many {binding_key(NUMBER_A)}"
+    ]
+
+
 def _queued_answers() -> list[list[Any]]:
     """The args of every `channel_conversation_answer` waiting on the real broker's realtime
     queue (kombu's Redis list)."""
