@@ -7,7 +7,7 @@ client is safe to share between threads (each command takes a connection from th
 pool and gives it back), so nothing else changes. `erp.celery` selects this transport when the
 broker is Redis.
 
-While `capturing` is set (`erp.celery.push_command`), the channel hands the message
+While `capturing` is set (`erp.celery.task_command`), the channel hands the message
 it would push, with its queue's key, to the capture instead of sending it.
 """
 

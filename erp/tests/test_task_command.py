@@ -3,11 +3,15 @@ real worker runs it (the WhatsApp webhook sends its answers' tasks this way)."""
 
 import base64
 import json
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
 import redis
 from django.conf import settings
+from kombu.utils import json as kombu_json
 
 from erp.broker import capturing
 from erp.celery import app, enqueue, task_command
@@ -63,6 +67,18 @@ def test_the_command_carries_celerys_message_with_its_own_ids() -> None:
     assert second[1]["headers"]["root_id"] == second[1]["headers"]["id"]
     assert second[1]["properties"]["correlation_id"] == second[1]["headers"]["id"]
     assert first[1]["properties"]["delivery_tag"] != second[1]["properties"]["delivery_tag"]
+
+
+def test_a_copy_encodes_its_arguments_as_celery_does() -> None:
+    """A UUID, a datetime or a Decimal is what Celery's own serializer would send (and the
+    worker decodes back), in the copied message as in the one Celery built."""
+    task_command("erp.ping_database", 1)  # the prototype exists
+    for value in (uuid.uuid4(), datetime(2026, 12, 2, 13, 0, tzinfo=UTC), Decimal("1.50")):
+        copied = _comparable(_decoded(task_command("erp.ping_database", value))[1])["body"]
+        celerys = _comparable(_celerys("erp.ping_database", value)[1])["body"]
+
+        assert copied == celerys
+        assert kombu_json.loads(json.dumps(copied))[0] == [value]
 
 
 def test_in_eager_mode_celery_runs_it_and_there_is_nothing_to_send(db: Any) -> None:

@@ -22,7 +22,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ai_agents.channels.whatsapp.bindings import UNREAD, binding_for_number, binding_key
+from ai_agents.channels.whatsapp.bindings import (
+    CACHE_DOWN,
+    UNREAD,
+    binding_for_number,
+    binding_key,
+)
 from ai_agents.channels.whatsapp.bodies import (
     interactive_body,
     mark_read_body,
@@ -92,7 +97,7 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
 
     def binding_of(number: str, active: bool = True) -> ChannelBinding | None:
         if (number, active) not in bindings:
-            cached = read.get(binding_key(number), UNREAD) if read is not None else UNREAD
+            cached = CACHE_DOWN if read is None else read.get(binding_key(number), UNREAD)
             bindings[number, active] = binding_for_number(number, active=active, cached=cached)
             if bindings[number, active] is None:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})

@@ -35,8 +35,11 @@ _cached: set[str] = set()
 
 
 def binding_key(phone_number_id: str) -> str:
+    """The number's key, with the shape of the cached rows (`_shape`): a release whose models
+    have other fields reads its own keys, never another release's rows."""
     digest = hashlib.sha256(phone_number_id.encode("utf-8", "replace")).hexdigest()[:32]
-    return f"wa-binding:v2:{digest}"
+    shape = _shape(_names(ChannelBinding), _names(Agent), _names(Tenant))
+    return f"wa-binding:v2:{shape}:{digest}"
 
 
 # Cached as the three rows' field values, not as pickled models: rebuilding them with
@@ -47,6 +50,14 @@ _Rows = tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
 @functools.cache
 def _names(model: type[Model]) -> tuple[str, ...]:
     return tuple(f.attname for f in model._meta.concrete_fields if f.attname != "access_token")
+
+
+@functools.cache
+def _shape(*names: tuple[str, ...]) -> str:
+    """The field names the rows are cached by, as a digest: during a rolling deploy that adds
+    or drops a field, old and new web processes share the cache, and values read by position
+    under the other release's names would land in the wrong fields (or fail the POST)."""
+    return hashlib.sha256(repr(names).encode()).hexdigest()[:8]
 
 
 def _rows_of(binding: ChannelBinding) -> _Rows:
@@ -79,8 +90,10 @@ def _from_database(phone_number_id: str) -> ChannelBinding | None:
     )
 
 
-# `binding_for_number(cached=)` when the caller has not read the cache for it.
+# `binding_for_number(cached=)` when the caller has not read the cache for it, and when the
+# caller's own read failed (Redis down: the database answers, nothing is cached).
 UNREAD: Any = object()
+CACHE_DOWN: Any = object()
 
 
 def binding_for_number(
@@ -89,9 +102,11 @@ def binding_for_number(
     """The WhatsApp binding of a business number. Inactive bindings take no new messages
     (`active=True`: None) but still get the statuses of what they sent. `cached`: what the
     caller read from the cache under `binding_key(phone_number_id)` in a read of its own
-    (None: nothing there), to save this lookup its round trip."""
+    (None: nothing there; CACHE_DOWN: the read failed), to save this lookup its round trip."""
     key = binding_key(phone_number_id)
-    if cached is UNREAD:
+    if cached is CACHE_DOWN:
+        cached, key = None, ""
+    elif cached is UNREAD:
         try:
             cached = cache.get(key)
         except Exception as exc:  # Redis down: the database answers

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from ai_agents.channels.whatsapp import bindings
 from ai_agents.channels.whatsapp.bindings import binding_for_number, binding_key
 from ai_agents.models import ChannelBinding, Message
 from ai_agents.services.agents import agent_create
@@ -22,6 +23,7 @@ from ai_agents.tests.channels.whatsapp.support import (
     text_payload,
     user_messages,
 )
+from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import tenant_scope
 
 
@@ -123,6 +125,57 @@ def test_the_commit_forgets_a_binding_another_process_cached_before_it(
     assert cache.get(binding_key(NUMBER_A)) is None
     assert binding_for_number(NUMBER_A) is None
     assert binding_for_number(NUMBER_A, active=False) == wa_binding
+
+
+@pytest.mark.django_db
+def test_a_binding_cached_by_a_release_with_other_fields_is_not_misread(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling deploy that adds a field: the old web processes still cache rows without it,
+    and the new ones, sharing the cache, must not read those values by their own names."""
+    newest = bindings._names
+
+    def older_release(model: Any) -> tuple[str, ...]:
+        names = newest(model)
+        return tuple(n for n in names if n != "budget_cheaper_model") if model is Tenant else names
+
+    monkeypatch.setattr(bindings, "_names", older_release)
+    assert binding_for_number(NUMBER_A) is not None  # the old release caches its rows
+    monkeypatch.setattr(bindings, "_names", newest)
+
+    response = post(client, text_payload("hola", "wamid.r1"))
+
+    assert response.json() == {"status": "ok", "stored": 1}
+    assert [m.content for m in user_messages(tenant_a)] == ["hola"]
+    found = binding_for_number(NUMBER_A)
+    assert found is not None and found.agent.tenant.is_active == tenant_a.is_active
+
+
+@pytest.mark.django_db
+def test_with_the_cache_down_a_post_is_stored_and_asks_the_cache_for_its_binding_once(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis down: each cache call may wait for its connection to fail, so the POST's one
+    read failing is enough; the binding comes from the database."""
+    asked: list[str] = []
+
+    def down(name: str) -> Any:
+        def call(key: Any, *args: Any, **kwargs: Any) -> Any:
+            asked.extend(f"{name} {k}" for k in ([key] if isinstance(key, str) else key))
+            raise ConnectionError("Redis down")
+
+        return call
+
+    for name in ("get", "get_many", "set", "add", "delete", "delete_many", "incr"):
+        monkeypatch.setattr(cache, name, down(name))
+
+    response = post(client, text_payload("hola", "wamid.down1"))
+
+    assert (response.status_code, response.json()["stored"]) == (200, 1)
+    assert [m.content for m in user_messages(tenant_a)] == ["hola"]
+    assert [a for a in asked if a.endswith(binding_key(NUMBER_A))] == [
+        f"get_many {binding_key(NUMBER_A)}"
+    ]
 
 
 def _queued_answers() -> list[list[Any]]:
