@@ -159,8 +159,10 @@ def _prototype_build(name: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None
         enqueue(name, *args)
     finally:
         capturing.reset(token)
-    if len(captured) != 1:
+    if not captured:  # the channel sent it itself (a batch publish)
         return None
+    if len(captured) > 1:  # not sent, and not one command: the sweep queues it again
+        raise RuntimeError(f"{name}: Celery built {len(captured)} messages for one call")
     key, message = captured[0]
     _prototypes[os.getpid(), name] = (key, message)
     return ("LPUSH", key, _dumps(message))

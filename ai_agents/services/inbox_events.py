@@ -117,39 +117,69 @@ def _send(
 
 
 def _trip(items: Sequence[_Event | _Commands]) -> None:
-    """Sends every item in one pipeline. Best effort: a failure is logged per item."""
+    """Sends every item in one pipeline. Best effort: what failed is logged per item (an item
+    whose commands all succeeded is not, whatever happened to the others)."""
+    failed: list[_Event | _Commands] = []
+    spans: list[tuple[_Event | _Commands, int, int]] = []
     try:
         pipe = _redis().pipeline(transaction=False)
         for item in items:
-            if isinstance(item, _Commands):
-                for command in item.commands:
+            start = len(pipe)
+            try:
+                for command in _commands_of(item):
                     pipe.execute_command(*command)
+            except Exception:  # its `along()` failed: the item is not sent
+                del pipe.command_stack[start:]
+                failed.append(item)
                 continue
-            for command in item.along():
-                pipe.execute_command(*command)
-            key = stream_key(item.tenant_id)
-            pipe.xadd(
-                key,
-                {"conversation_id": item.conversation_id, "kind": item.kind},
-                maxlen=STREAM_MAX,
-                approximate=True,
-            )
-            pipe.expire(key, STREAM_TTL_S)
-        pipe.execute()
-    except Exception:  # best effort: a page falls back to polling, the change is stored
-        for item in items:
-            if isinstance(item, _Commands):
-                item.failed()
-                continue
-            logger.warning(
-                "inbox_event.publish_failed",
-                extra={
-                    "tenant_id": item.tenant_id,
-                    "conversation_id": item.conversation_id,
-                    "kind": item.kind,
-                },
-                exc_info=True,
-            )
+            spans.append((item, start, len(pipe)))
+        results = pipe.execute(raise_on_error=False) if spans else []
+        failed += [
+            item
+            for item, start, end in spans
+            if any(isinstance(result, Exception) for result in results[start:end])
+        ]
+    except Exception:  # no answer at all (Redis down): every item failed
+        failed = list(items)
+    for item in failed:
+        _failed(item)
+
+
+def _commands_of(item: _Event | _Commands) -> list[Sequence[Any]]:
+    if isinstance(item, _Commands):
+        return list(item.commands)
+    key = stream_key(item.tenant_id)
+    return [
+        *item.along(),
+        (
+            "XADD",
+            key,
+            "MAXLEN",
+            "~",
+            STREAM_MAX,
+            "*",
+            "conversation_id",
+            item.conversation_id,
+            "kind",
+            item.kind,
+        ),
+        ("EXPIRE", key, STREAM_TTL_S),
+    ]
+
+
+def _failed(item: _Event | _Commands) -> None:
+    if isinstance(item, _Commands):
+        item.failed()
+        return
+    # best effort: a page falls back to polling, the change is stored
+    logger.warning(
+        "inbox_event.publish_failed",
+        extra={
+            "tenant_id": item.tenant_id,
+            "conversation_id": item.conversation_id,
+            "kind": item.kind,
+        },
+    )
 
 
 def conversation_changed(conversation: Any, kind: str) -> None:

@@ -130,6 +130,37 @@ def test_an_event_leaves_after_the_commit_only_and_a_failure_never_reaches_the_c
     assert client.xlen(key) == 1
 
 
+def test_a_held_round_trip_reports_only_what_failed(caplog: Any) -> None:
+    """One Redis round trip carries a request's events and commands; a command Redis refuses,
+    or an event whose extra commands cannot be built, is reported on its own: the rest went."""
+    client = inbox_events._redis()
+    key = stream_key(987_654)
+    client.delete(key, "test:held-list", "test:held-string")
+    client.set("test:held-string", "not a list")
+    failed: list[str] = []
+
+    def along_broken() -> list[Any]:
+        raise RuntimeError("no commands")
+
+    with inbox_events.held():
+        inbox_events._send(987_654, "c-ok", "message")
+        inbox_events.commands_send(
+            [("LPUSH", "test:held-string", "x")], failed=lambda: failed.append("refused")
+        )
+        inbox_events.commands_send(
+            [("LPUSH", "test:held-list", "x")], failed=lambda: failed.append("queued")
+        )
+        inbox_events._send(987_654, "c-broken", "message", along_broken)
+        assert client.xlen(key) == 0  # nothing left before the block ends
+
+    assert failed == ["refused"]
+    assert client.lrange("test:held-list", 0, -1) == [b"x"]
+    sent = [fields[b"conversation_id"] for _, fields in client.xrange(key)]
+    assert sent == [b"c-ok"]
+    logged = [r.conversation_id for r in caplog.records if r.msg == "inbox_event.publish_failed"]
+    assert logged == ["c-broken"]
+
+
 @pytest.mark.slow
 def test_a_member_receives_the_events_of_their_tenants_only(
     asgi_server: str, owner: Persona, outsider: Persona
