@@ -95,10 +95,13 @@
     when.setAttribute("datetime", m.created_at);
     li.appendChild(when);
     li.appendChild(el("span", "text", m.content));
-    if (m.options && m.options.length) { // the choices a bot answer offered
-      var chips = el("ul", "options");
+    if (m.options && m.options.length) { // the choices a bot answer offered, numbered as a
+      // customer may type them ("2" is the second)
+      var chips = el("ol", "options");
       chips.setAttribute("aria-label", t.options || "");
-      m.options.forEach(function (title) { chips.appendChild(el("li", "", title)); });
+      m.options.forEach(function (title, i) {
+        chips.appendChild(el("li", "", (i + 1) + ". " + title));
+      });
       li.appendChild(chips);
     }
     showDelivery(li, m);
