@@ -190,7 +190,7 @@ def test_the_picker_reads_the_templates_again_whenever_it_opens(
 
         expect(page.locator("#inbox-window")).to_have_text(words["closed"], timeout=10_000)
         expect(page.locator("#inbox-template-form")).to_be_visible()
-        expect(select.locator("option")).to_have_text(["order_update (en_US)"])
+        expect(select.locator("option")).to_have_text(["order_update (English, en_US)"])
         expect(select).to_be_visible()
         expect(hint).to_have_text(words["hint"])
         expect(page.get_by_label("Variable 2")).to_be_visible()
@@ -199,7 +199,7 @@ def test_the_picker_reads_the_templates_again_whenever_it_opens(
         page.route("**/templates", lambda route: route.abort())
         page.locator("#inbox-template-reload").click()
         expect(hint).to_have_text(f"{words['hint']} {words['failed']}")
-        expect(select.locator("option")).to_have_text(["order_update (en_US)"])
+        expect(select.locator("option")).to_have_text(["order_update (English, en_US)"])
         expect(page.get_by_label("Variable 1")).to_have_value("Sheena")  # nothing lost
         assert axe_check(page) == []
         page.unroute("**/templates")

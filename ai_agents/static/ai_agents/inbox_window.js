@@ -87,7 +87,8 @@
     var previous = select.value;
     select.textContent = "";
     templates.forEach(function (item) {
-      select.appendChild(new Option(item.name + " (" + item.language + ")", String(item.id)));
+      var language = item.language_label || item.language;
+      select.appendChild(new Option(item.name + " (" + language + ")", String(item.id)));
     });
     select.value = previous;
     if (select.selectedIndex < 0 && templates.length) select.selectedIndex = 0;
