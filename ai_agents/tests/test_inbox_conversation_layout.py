@@ -1,7 +1,8 @@
 """The inbox on a phone (390x844) and a laptop (1366x768), Spanish and English, as the owner
 and as the agent the owner assigned the conversation to, in Debian's Chromium under uvicorn:
 
-- the list: search, the "Filtros" toggle (closed) and the first card fit the first screen;
+- the list: a one-row header, search, the "Filtros" toggle (closed) and the first card fit the
+  first screen;
 - a long conversation: back, Reclamar, Asignar, Detalles, the composer and its send button are
   on the first screen with at least five messages of the timeline; every target is >= 44 px, the
   inputs 16 px; the facts are behind "Detalles"; the locked reply box says why (claim it, or a
@@ -146,6 +147,10 @@ def _phone_list(page: Any, shots: Path, language: str) -> None:
     assert facts["visible"]["inbox-q"] and facts["visible"]["inbox-filter-panel"], facts
     assert facts["first_card"], facts
     assert page.locator("#inbox-filter-panel").get_attribute("open") is None
+    # the header is one row in both languages: the admin link beside the language switcher
+    nav, switcher = (page.locator(f"header {e}").bounding_box() for e in ("nav", "form"))
+    assert nav is not None and switcher is not None
+    assert switcher["y"] < nav["y"] + nav["height"], (nav, switcher)  # not wrapped below it
 
 
 def _phone_conversation(page: Any, shots: Path, language: str) -> None:
