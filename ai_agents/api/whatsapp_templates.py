@@ -40,6 +40,7 @@ TemplateItem = inline_serializer(
         "id": serializers.IntegerField(),
         "name": serializers.CharField(),
         "language": serializers.CharField(),
+        "language_label": serializers.CharField(),
         "category": serializers.CharField(),
         "status": serializers.CharField(),
         "body_text": serializers.CharField(),

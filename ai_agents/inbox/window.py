@@ -21,6 +21,7 @@ def window_texts() -> dict[str, str]:
             "No se pudo cargar la lista de plantillas. Pulse «Actualizar la lista» para "
             "intentarlo de nuevo."
         ),
+        "reloaded": _("Lista actualizada."),
         "sent": _("Plantilla enviada."),
         "fill": _("Complete todas las variables de la plantilla."),
         "generic": _("Algo ha fallado."),

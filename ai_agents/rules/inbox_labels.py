@@ -1,11 +1,12 @@
-"""What the inbox shows instead of codes: channel names and a contact's display name."""
+"""What the inbox shows instead of codes: channel names, a contact's display name and a
+WhatsApp template's language."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import get_language_info, gettext, gettext_lazy
 
 CHANNEL_LABELS = {
     "whatsapp": gettext_lazy("WhatsApp"),
@@ -39,3 +40,14 @@ def contact_display_name(contact: Any, *, fallback_key: Any) -> str:
                 return str(value).strip()
         fallback_key = contact.pk
     return gettext("Visitante web %(n)s") % {"n": visitor_number(fallback_key)}
+
+
+def template_language_label(code: str) -> str:
+    """Meta's language code of a template in words, with the code kept after it ("English,
+    en_US"): the code alone reads as jargon, the name alone hides en_US from en_GB. The name is
+    the language's own, as in the language switcher; an unknown code stays as is."""
+    try:
+        name = get_language_info(code.replace("_", "-").lower())["name_local"]
+    except KeyError:
+        return code
+    return f"{name[:1].upper()}{name[1:]}, {code}"

@@ -31,6 +31,7 @@ from ai_agents.channels.whatsapp.templates import (
     templates_fetch,
 )
 from ai_agents.models import ChannelBinding, Conversation, Message, TemplateSend, WhatsAppTemplate
+from ai_agents.rules.inbox_labels import template_language_label
 from ai_agents.services.handoff import HandoffError, InvalidReply, staff_message_store
 from erp.db import connection_release
 from erp.storable import storable_text
@@ -181,6 +182,7 @@ def template_json(template: WhatsAppTemplate) -> dict[str, Any]:
         "id": template.pk,
         "name": template.name,
         "language": template.language,
+        "language_label": template_language_label(template.language),
         "category": template.category,
         "status": template.status,
         "body_text": template.body_text,
@@ -237,6 +239,7 @@ def template_message_metadata(
     chosen = {
         "name": template.name,
         "language": template.language,
+        "language_label": template_language_label(template.language),
         "category": template.category,
         **({"components": spec["components"]} if "components" in spec else {}),
     }

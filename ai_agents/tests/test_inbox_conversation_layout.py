@@ -1,10 +1,12 @@
 """The inbox on a phone (390x844) and a laptop (1366x768), Spanish and English, as the owner
 and as the agent the owner assigned the conversation to, in Debian's Chromium under uvicorn:
 
-- the list: search, the "Filtros" toggle (closed) and the first card fit the first screen;
+- the list: a one-row header, search, the "Filtros" toggle (closed) and the first card fit the
+  first screen;
 - a long conversation: back, Reclamar, Asignar, Detalles, the composer and its send button are
   on the first screen with at least five messages of the timeline; every target is >= 44 px, the
-  inputs 16 px; the facts are behind "Detalles";
+  inputs 16 px; the facts are behind "Detalles"; the locked reply box says why (claim it, or a
+  colleague holds it) on a phone too;
 - axe-core finds no serious or critical issue in the new states: the assign picker open, the
   note mode, the canned replies list open, the conversation held by a colleague / by oneself.
 
@@ -35,8 +37,20 @@ pytestmark = BROWSER_TEST
 PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1366, "height": 768}
 WORDS = {
-    "es": {"assign": "Asignar", "note": "Nota interna", "save_note": "Guardar nota"},
-    "en": {"assign": "Assign", "note": "Internal note", "save_note": "Save note"},
+    "es": {
+        "assign": "Asignar",
+        "note": "Nota interna",
+        "save_note": "Guardar nota",
+        "claim_first": "Reclame la conversación para responder.",
+        "locked": "Aquí solo puede escribir notas internas.",
+    },
+    "en": {
+        "assign": "Assign",
+        "note": "Internal note",
+        "save_note": "Save note",
+        "claim_first": "Claim the conversation to reply.",
+        "locked": "Only internal notes can be written here.",
+    },
 }
 
 FACTS_JS = """() => {
@@ -133,9 +147,17 @@ def _phone_list(page: Any, shots: Path, language: str) -> None:
     assert facts["visible"]["inbox-q"] and facts["visible"]["inbox-filter-panel"], facts
     assert facts["first_card"], facts
     assert page.locator("#inbox-filter-panel").get_attribute("open") is None
+    # the header is one row in both languages: the admin link beside the language switcher
+    nav, switcher = (page.locator(f"header {e}").bounding_box() for e in ("nav", "form"))
+    assert nav is not None and switcher is not None
+    assert switcher["y"] < nav["y"] + nav["height"], (nav, switcher)  # not wrapped below it
 
 
 def _phone_conversation(page: Any, shots: Path, language: str) -> None:
+    # the locked reply box says why in the box itself (a phone shows no hint line)
+    box = page.locator("#inbox-reply-text")
+    expect(box).to_have_attribute("placeholder", WORDS[language]["claim_first"])
+    expect(page.locator("#inbox-reply-hint")).to_be_hidden()
     facts = _check(page, shots / f"{language}-phone-owner-conversation.png", "phone page")
     assert facts["small"] == [], facts
     assert facts["shown"] >= 5, facts
@@ -210,6 +232,13 @@ def test_phone_and_laptop_layouts_of_the_new_states_pass_axe(
             try:
                 page.goto(path)
                 expect(page.locator("#inbox-send")).to_be_enabled(enabled=who == "agent")
+                why = {"agent": "", "owner": WORDS[language]["locked"]}[who]
+                # a colleague holds it: "claim it" would be no answer
+                expect(page.locator("#inbox-reply-text")).to_have_attribute("placeholder", why)
+                if size_name == "laptop" and why:
+                    expect(page.locator("#inbox-reply-why")).to_have_text(why)
+                elif size_name == "laptop":
+                    expect(page.locator("#inbox-reply-why")).to_be_hidden()
                 facts = _check(page, tmp_path / f"{language}-{size_name}-{who}-held.png", who)
                 if size_name == "phone":
                     assert facts["small"] == [] and facts["shown"] >= 5, facts

@@ -1,5 +1,5 @@
-"""What the staff see of an answer's `options`: small chips under the bot's message in the
-inbox (only in its own tenant's conversation page), and the options in the playground."""
+"""What the staff see of an answer's `options`: small numbered chips under the bot's message in
+the inbox (only in its own tenant's conversation page), and the options in the playground."""
 
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def test_the_inbox_shows_the_options_offered_under_the_bot_answer(
     _bot_answer(ours)
 
     html = _client(owner).get(f"/inbox/{ours.pk}").content.decode()
-    assert '<ul class="options" aria-label="Opciones ofrecidas">' in html
-    assert "<li>Sábado por la mañana</li><li>Domingo</li>" in html
+    assert '<ol class="options" aria-label="Opciones ofrecidas">' in html
+    # numbered as the customer may type them: "2" chooses "Domingo"
+    assert "<li>1. Sábado por la mañana</li><li>2. Domingo</li>" in html
     assert _client(outsider).get(f"/inbox/{ours.pk}").status_code == 404
 
 

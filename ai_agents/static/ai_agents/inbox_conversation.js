@@ -32,6 +32,8 @@
   var leaseTimer = null;
   var mode = "reply";
   var canReply = root.dataset.canReply === "true";
+  var why = document.getElementById("inbox-reply-why");
+  var keys = document.getElementById("inbox-reply-keys");
   // Set while this page's own claim or assignment is on its way: only a colleague's assignment
   // announces "Asignada a usted".
   var taking = false;
@@ -93,10 +95,13 @@
     when.setAttribute("datetime", m.created_at);
     li.appendChild(when);
     li.appendChild(el("span", "text", m.content));
-    if (m.options && m.options.length) { // the choices a bot answer offered
-      var chips = el("ul", "options");
+    if (m.options && m.options.length) { // the choices a bot answer offered, numbered as a
+      // customer may type them ("2" is the second)
+      var chips = el("ol", "options");
       chips.setAttribute("aria-label", t.options || "");
-      m.options.forEach(function (title) { chips.appendChild(el("li", "", title)); });
+      m.options.forEach(function (title, i) {
+        chips.appendChild(el("li", "", (i + 1) + ". " + title));
+      });
       li.appendChild(chips);
     }
     showDelivery(li, m);
@@ -230,7 +235,13 @@
     var note = mode === "note";
     form.dataset.mode = mode;
     document.getElementById("inbox-reply-label").textContent = note ? t.note_label : t.reply_label;
-    document.getElementById("inbox-reply-hint").textContent = note ? t.note_hint : t.reply_hint;
+    // why the reply box is locked, in the box too: a phone shows no hint line
+    var locked = !note && !canReply;
+    var reason = buttons.claim.disabled ? t.reply_locked : t.claim_first;
+    why.textContent = note ? t.note_hint : reason;
+    why.hidden = !note && !locked;
+    keys.hidden = note;
+    text.placeholder = locked ? reason : "";
     send.textContent = note ? t.send_note : t.send_reply;
     text.disabled = !note && !canReply;
     send.disabled = !note && !canReply;

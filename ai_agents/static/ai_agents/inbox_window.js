@@ -57,11 +57,12 @@
     replyForm.dataset.window = open ? "open" : "closed";
     picker.hidden = open || replyForm.dataset.mode === "note";
     send.disabled = busy || !canReply || !templates.length;
-    if (!picker.hidden && !shown) templatesLoad();  // it just opened: read the list again
+    if (!picker.hidden && !shown) templatesLoad(false);  // it just opened: read the list again
     shown = !picker.hidden;
   }
 
-  function templatesLoad() {
+  // asked: "Actualizar la lista" was pressed, so a list that came back unchanged still says so
+  function templatesLoad(asked) {
     var load = ++loads;
     hint.textContent = t.closed_hint + " " + t.loading;
     fetch(picker.dataset.templatesUrl, {
@@ -73,7 +74,7 @@
         if (load !== loads) return;
         var before = signature(chosen());
         templates = Array.isArray(data.templates) ? data.templates : [];
-        templatesRender(before);
+        templatesRender(before, asked);
       })
       .catch(function () {  // the list known so far stays usable
         if (load === loads) hint.textContent = t.closed_hint + " " + t.load_failed;
@@ -82,16 +83,18 @@
   function signature(item) {
     return item ? JSON.stringify([item.id, item.body_text, item.variables]) : "";
   }
-  function templatesRender(before) {  // before: the chosen template as it was
+  function templatesRender(before, asked) {  // before: the chosen template as it was
     var previous = select.value;
     select.textContent = "";
     templates.forEach(function (item) {
-      select.appendChild(new Option(item.name + " (" + item.language + ")", String(item.id)));
+      var language = item.language_label || item.language;
+      select.appendChild(new Option(item.name + " (" + language + ")", String(item.id)));
     });
     select.value = previous;
     if (select.selectedIndex < 0 && templates.length) select.selectedIndex = 0;
     select.hidden = !templates.length;
-    hint.textContent = t.closed_hint + (templates.length ? "" : " " + t.no_templates);
+    var more = !templates.length ? " " + t.no_templates : asked ? " " + t.reloaded : "";
+    hint.textContent = t.closed_hint + more;
     if (signature(chosen()) !== before) renderVars();  // what was typed stays if unchanged
     tick();
   }
@@ -178,7 +181,7 @@
     radio.addEventListener("change", tick);
   });
   select.addEventListener("change", renderVars);
-  reload.addEventListener("click", templatesLoad);
+  reload.addEventListener("click", function () { templatesLoad(true); });
   if (!templates.length) { hint.textContent = t.closed_hint + " " + t.no_templates; select.hidden = true; }
   renderVars();
   tick();

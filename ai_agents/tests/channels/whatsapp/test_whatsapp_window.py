@@ -334,7 +334,10 @@ def test_a_member_of_two_companies_sends_each_its_own_templates_only(
             format="json",
         )
 
-    assert [t["name"] for t in listed_b["templates"]] == ["encuesta"]
+    # the language in words for the picker, Meta's code kept to tell variants apart
+    assert [(t["name"], t["language_label"]) for t in listed_b["templates"]] == [
+        ("encuesta", "Español, es")
+    ]
     assert listed_b["window_open"] is True
     assert crossed.status_code == 400
     assert crossed.json()["error"]["code"] == "template_not_sendable"
