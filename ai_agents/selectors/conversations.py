@@ -247,16 +247,15 @@ def cards_annotate(
             default=F("first_inbound_after_human"),
         )
         rows = rows.annotate(waiting_key=Coalesce(waiting, "last_message_at"))
-    last = (
-        Message.objects.filter(
-            tenant_id=OuterRef("tenant_id"),
-            conversation=OuterRef("pk"),
-            role__in=[Message.Role.USER, Message.Role.ASSISTANT],
+    rows = rows.annotate(
+        last_message_preview=Left(
+            Case(  # waiting for a person: what the customer asked, not the bot's notice
+                When(status=Conversation.Status.ESCALATED, then=_last_content([Message.Role.USER])),
+                default=_last_content([Message.Role.USER, Message.Role.ASSISTANT]),
+            ),
+            PREVIEW_CHARS,
         )
-        .order_by("-created_at")
-        .values("content")[:1]
     )
-    rows = rows.annotate(last_message_preview=Left(Subquery(last), PREVIEW_CHARS))
     if user_id is None:
         return rows
     read_at = ConversationRead.objects.filter(conversation=OuterRef("pk"), user_id=user_id).values(
@@ -270,6 +269,18 @@ def cards_annotate(
         created_at__gt=OuterRef("read_at"),
     ).values("id")[:UNREAD_CAP]
     return rows.annotate(unread_count=_Count(unread))
+
+
+def _last_content(roles: list[str]) -> Subquery:
+    """The text of the conversation's newest message of these roles."""
+    last = (
+        Message.objects.filter(
+            tenant_id=OuterRef("tenant_id"), conversation=OuterRef("pk"), role__in=roles
+        )
+        .order_by("-created_at")
+        .values("content")[:1]
+    )
+    return Subquery(last)
 
 
 class _Count(Subquery):

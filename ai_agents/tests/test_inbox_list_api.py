@@ -89,6 +89,8 @@ def test_tabs_and_card_json(owner_client: Any, owner: Persona, world: Any) -> No
     assert card["last_message_preview"] == "Horario de la tienda"
     assert card["unread_count"] == 1
     mine = owner_client.get(URL, {"tab": "mine"}).json()["results"][0]
+    # Waiting for a person: the card previews what the customer asked, not the bot's notice.
+    assert mine["last_message_preview"] == "Mi pedido no llegó"
     assert mine["assigned_to"]["email"] == owner.user.email
     assert mine["claimed_at"] and mine["claim_expires_at"]
     assert mine["priority_label"] == "Alta"
