@@ -144,11 +144,19 @@ def open_statement(
         contact_identifier=contact.external_id if contact is not None else thread_id,
         binding_id=binding_id,
     )
+    return open_row_statement(conversation)
+
+
+def open_row_statement(conversation: Conversation) -> rows.Statement:
+    """`open_statement` for a new (unsaved) conversation row: its `previous_conversation_id`
+    is found by the statement."""
+    agent_id, channel = conversation.agent_id, conversation.channel
+    thread_id = conversation.channel_conversation_id
     previous = (
         "WITH p AS (SELECT id FROM ai_agents_conversation WHERE tenant_id = %s AND agent_id = %s"  # noqa: S608
         f" AND channel = %s AND channel_conversation_id = %s AND status NOT IN ({_OPEN_SQL})"
         " ORDER BY started_at DESC LIMIT 1)",
-        [agent.tenant_id, agent.pk, channel, thread_id],
+        [conversation.tenant_id, agent_id, channel, thread_id],
     )
     return rows.insert_select_statement(
         conversation,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
@@ -54,16 +53,3 @@ def conversation_expire_if_idle(conversation: Conversation) -> bool:
         _idle(now), pk=conversation.pk
     ).update(status=Conversation.Status.EXPIRED, closed_at=now)
     return True
-
-
-def previous_conversation_id(*, tenant_id: int, agent_id: Any, channel: str, thread_id: str) -> Any:
-    """The thread's latest conversation that ended (expired or closed): the one a new
-    conversation of the same contact thread follows. None for a first conversation."""
-    return (
-        Conversation.objects.for_tenant(tenant_id)
-        .filter(agent_id=agent_id, channel=channel, channel_conversation_id=thread_id)
-        .exclude(status__in=Conversation.OPEN_STATUSES)
-        .order_by("-started_at")
-        .values_list("pk", flat=True)
-        .first()
-    )
