@@ -319,18 +319,24 @@ def profile(n: int, per_customer: int, cprofile: bool = False) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from ai_agents.conversations import inbound
+    from ai_agents.services import inbox_events
 
+    # The answers' tasks (their messages built) and the POST's one Redis round trip (events
+    # and tasks sent).
     enqueue_s: list[float] = []
-    original = inbound._enqueue
 
-    def timed_enqueue(conversation_id: str, message_id: str) -> None:
-        t0 = time.perf_counter()
-        try:
-            original(conversation_id, message_id)
-        finally:
-            enqueue_s.append(time.perf_counter() - t0)
+    def timed(original: Any) -> Any:
+        def run(*args: Any) -> None:
+            t0 = time.perf_counter()
+            try:
+                original(*args)
+            finally:
+                enqueue_s.append(time.perf_counter() - t0)
 
-    inbound._enqueue = timed_enqueue  # type: ignore[assignment]
+        return run
+
+    inbound._enqueue_each = timed(inbound._enqueue_each)  # type: ignore[method-assign]
+    inbox_events._trip = timed(inbox_events._trip)  # type: ignore[method-assign]
     client = Client()
     rows = []
     profiler = None
@@ -363,8 +369,8 @@ def profile(n: int, per_customer: int, cprofile: bool = False) -> None:
     med = [statistics.median(col) for col in zip(*rows, strict=True)]
     print(
         f"\nProfile: {n} POSTs in this process (django.test.Client, one at a time): per POST "
-        f"median {med[0]:.2f} ms = SQL {med[1]:.2f} ms ({med[3]:.0f} queries) + Celery "
-        f"enqueue {med[2]:.2f} ms + the rest (Django, signature, JSON) "
+        f"median {med[0]:.2f} ms = SQL {med[1]:.2f} ms ({med[3]:.0f} queries) + tasks and "
+        f"events (one Redis round trip) {med[2]:.2f} ms + the rest (Django, signature, JSON) "
         f"{med[0] - med[1] - med[2]:.2f} ms"
     )
 
