@@ -290,7 +290,12 @@ def test_a_known_number_and_thread_ask_redis_nothing_and_obey_another_process_at
     post(client, text_payload("hola", "wamid.l1"))  # read once, kept here
     reads: list[Any] = []
     real_get_many = cache.get_many
-    monkeypatch.setattr(cache, "get_many", lambda keys: reads.append(keys) or real_get_many(keys))
+
+    def get_many(keys: Any) -> Any:
+        reads.append(keys)
+        return real_get_many(keys)
+
+    monkeypatch.setattr(cache, "get_many", get_many)
 
     post(client, text_payload("ok", "wamid.l2"))  # short: may name an option
     assert reads == []
