@@ -14,6 +14,9 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # First: every POST Meta and the mail relay send resolves through this list.
+    path("webhooks/email/", include("ai_agents.channels.email.urls")),
+    path("webhooks/", include("ai_agents.channels.whatsapp.urls")),
     path("", include("ai_agents.start.urls")),  # the staff start page (name "home")
     path("healthz", views.healthz, name="healthz"),
     path("", include("erp.tenancy.team.urls")),  # /team/<slug>/, /password/set/...
@@ -24,8 +27,6 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/v1/", include("ai_agents.api.urls")),
     path("api/correo/", include("correo.api.urls")),
-    path("webhooks/email/", include("ai_agents.channels.email.urls")),
-    path("webhooks/", include("ai_agents.channels.whatsapp.urls")),
     path("correo/", include("correo.urls")),
     path("", include("ai_agents.channels.webchat.urls")),  # /widget.js, /api/webchat/...
     path("inbox/", include("ai_agents.inbox.urls")),

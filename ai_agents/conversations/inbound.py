@@ -103,21 +103,29 @@ class _Received:
 
 
 def _message_receive(
-    *, agent: Agent, inbound: Inbound, answer: bool, before_open: Taker | None = None
+    *,
+    agent: Agent,
+    inbound: Inbound,
+    answer: bool,
+    before_open: Taker | None = None,
+    lean: bool = False,
 ) -> _Received:
     """`message_receive`'s work, in the agent's tenant scope. `before_open`: asked before
     anything is written when the thread has no open conversation (or the message is not a
-    channel's); what it returns (not None) is the outcome, marked `taken`."""
+    channel's); what it returns (not None) is the outcome, marked `taken`. `lean`: the caller
+    needs only the conversation's id (`_known_thread_store`)."""
     thread_id = inbound.thread_id or str(inbound.contact["external_id"])
     try:
         read = None
         if _one_trip(inbound, answer):
-            message, read = _known_thread_store(agent, inbound, thread_id)
+            message, read = _known_thread_store(agent, inbound, thread_id, lean=lean)
             if message is None and read[1] is None:  # no open conversation: one more trip
                 taken = _take(before_open)
                 if taken is not None:
                     return taken
-                message, read = _known_thread_store(agent, inbound, thread_id, opening=read[0])
+                message, read = _known_thread_store(
+                    agent, inbound, thread_id, opening=read[0], lean=lean
+                )
             if message is not None:
                 return _Received(message, True)
         else:
@@ -172,7 +180,12 @@ def _one_trip(inbound: Inbound, answer: bool) -> bool:
 
 
 def _known_thread_store(
-    agent: Agent, inbound: Inbound, thread_id: str, *, opening: Contact | None = None
+    agent: Agent,
+    inbound: Inbound,
+    thread_id: str,
+    *,
+    opening: Contact | None = None,
+    lean: bool = False,
 ) -> tuple[Message | None, tuple[Contact, Conversation | None]]:
     """The common case in ONE round trip and implicit transaction: the message stored into
     its thread's open (not idle) conversation with its counters (`known_thread`), then the
@@ -182,7 +195,10 @@ def _known_thread_store(
     IntegrityError (nothing written either). The contact is settled afterwards (a write only
     when it is new or changed). `opening` (the sender's contact, once a first trip found the
     thread without an open conversation): the same round trip first opens one for it
-    (`known_thread.open_statement`: no BEGIN, savepoint or COMMIT of their own)."""
+    (`known_thread.open_statement`: no BEGIN, savepoint or COMMIT of their own). `lean` (the
+    webhooks, which need only its id): the conversation's row comes back only when the message
+    was not stored (`known_thread.unless_stored`), so a stored message's conversation stays
+    the stand-in, given its id (its other fields load on first use)."""
     conversation = known_thread.stand_in(agent=agent, channel=inbound.channel, thread_id=thread_id)
     message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
     binding_id = inbound.binding.pk
@@ -200,20 +216,27 @@ def _known_thread_store(
                 binding_id=binding_id,
             )
         ]
-    *_, stored, contact_row, current = rows.run_together(
+    current = store.open_conversation_statement(agent, inbound.channel, thread_id)
+    if lean:
+        statement = known_thread.returning_conversation(statement)
+        current = known_thread.unless_stored(current, message)
+    *_, stored, contact_row, current_row = rows.run_together(
         [
             *opened,
             statement,
             contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"])),
-            store.open_conversation_statement(agent, inbound.channel, thread_id),
+            current,
         ]
     )
     found_contact = rows.first(Contact, contact_row)
     contact = contact_rows.contact_settle(agent.tenant, inbound.contact, found_contact)
-    row = rows.first(Conversation, current)
-    if stored.rowcount != 1 or row is None:
+    row = rows.first(Conversation, current_row)
+    if stored.rowcount != 1 or (row is None and not lean):
         return None, (contact, row)
-    known_thread.adopt(conversation, row)
+    if lean:
+        conversation.__dict__["id"] = stored.rows[0][0]  # type: ignore[index]  # RETURNING
+    else:
+        known_thread.adopt(conversation, row)  # type: ignore[arg-type]  # read: not None
     message.conversation = conversation
     rows.inserted([message])
     inbox_event_publish(
@@ -307,6 +330,7 @@ def inbound_accept(
             inbound=replace(inbound_clean(inbound), binding=binding),
             answer=answer,
             before_open=comment_take,
+            lean=True,
         )
     message, created = received.message, received.created
     if received.taken:

@@ -88,6 +88,23 @@ def prepared_store_statement(
     )
 
 
+def returning_conversation(statement: rows.Statement) -> rows.Statement:
+    """`prepared_store_statement` giving back the conversation id it stored the message in."""
+    return f"{statement[0]} RETURNING conversation_id", statement[1]
+
+
+def unless_stored(statement: rows.Statement, message: Message) -> rows.Statement:
+    """A SELECT `statement` (its WHERE last: no ORDER BY or LIMIT) that finds nothing once
+    `message` is stored (by an earlier statement of the round trip): its rows are needed only
+    when the message was not."""
+    sql, params = statement
+    return (
+        f"{sql} AND NOT EXISTS"  # noqa: S608 - our statement, values in params
+        " (SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND id = %s)",
+        [*params, message.tenant_id, message.pk],
+    )
+
+
 def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
     """The conversation of a prepared message until its row is read (not saved; its id is
     a placeholder). Only the fields given here are set: the others are deferred, not given

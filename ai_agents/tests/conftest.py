@@ -20,10 +20,13 @@ def _fresh_whatsapp_bindings() -> Iterator[None]:
     """A binding a test cached (Redis) must not outlive the test's rolled-back rows: the next
     test may give its number to another tenant, or none."""
     from ai_agents.channels.whatsapp.bindings import cached_numbers_forget
+    from ai_agents.channels.whatsapp.offered import markers_forget_here
 
     cached_numbers_forget()
+    markers_forget_here()
     yield
     cached_numbers_forget()
+    markers_forget_here()
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from ai_agents.channels.whatsapp.bindings import (
     UNREAD,
     binding_for_number,
     binding_key,
+    local_generation,
+    local_has,
 )
 from ai_agents.channels.whatsapp.bodies import (
     interactive_body,
@@ -46,6 +48,7 @@ from ai_agents.channels.whatsapp.offered import (
     offered_key,
     options_offered,
     options_offered_mark,
+    post_cache_read,
 )
 from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaBatch, WaMessage, WaStatus, batch_parse
@@ -93,12 +96,15 @@ def whatsapp_webhook_accept(payload: Any) -> WebhookOutcome:
 def _accept(batch: WaBatch) -> WebhookOutcome:
     outcome = WebhookOutcome(skipped=batch.skipped, errors=len(batch.errors))
     bindings: dict[tuple[str, bool], ChannelBinding | None] = {}
+    since = local_generation()  # before the cache read: what it finds may be kept locally
     read = _cache_read(batch)
 
     def binding_of(number: str, active: bool = True) -> ChannelBinding | None:
         if (number, active) not in bindings:
             cached = CACHE_DOWN if read is None else read.get(binding_key(number), UNREAD)
-            bindings[number, active] = binding_for_number(number, active=active, cached=cached)
+            bindings[number, active] = binding_for_number(
+                number, active=active, cached=cached, since=since
+            )
             if bindings[number, active] is None:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
         return bindings[number, active]
@@ -141,20 +147,14 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
 
 
 def _cache_read(batch: WaBatch) -> dict[str, Any] | None:
-    """The POST's one cache read: its business numbers' bindings and the option markers of the
-    threads whose text may name an option (`offered.py`). None: the cache is down (the
-    bindings come from the database, a marker counts as set)."""
+    """The POST's one cache read (`post_cache_read`; none at all in the common case)."""
     numbers = {m.phone_number_id for m in batch.messages} | {
         status.phone_number_id for status in batch.statuses
     }
-    keys = {binding_key(number) for number in numbers}
-    keys |= {offered_key(_thread_of(item)) for item in batch.messages if _may_pick(item)}
-    try:
-        found: dict[str, Any] = cache.get_many(sorted(keys))
-    except Exception as exc:
-        logger.warning("whatsapp.cache_unavailable", extra={"error": type(exc).__name__})
-        return None
-    return {key: found.get(key) for key in keys}
+    return post_cache_read(
+        binding_keys={binding_key(number) for number in numbers if not local_has(number)},
+        marker_keys={offered_key(_thread_of(item)) for item in batch.messages if _may_pick(item)},
+    )
 
 
 def _thread_of(item: WaMessage) -> str:

@@ -9,6 +9,10 @@ next webhook, in any process, reads the new row: a binding moved to another agen
 is obeyed by the very next POST. `TTL_S` is only the safety net for a write that sends no signal
 (a queryset `update()`, raw SQL). Redis down: the binding is read from the database, as without
 the cache.
+
+On top of it, each process keeps its own copy (`_local`, `erp.local_mirror`): the webhook POST
+then asks Redis nothing for its binding. A forget drops the copy in every process through
+Redis publish/subscribe; a process that is not listening keeps no copy.
 """
 
 from __future__ import annotations
@@ -24,11 +28,14 @@ from django.db.models import Model
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from ai_agents.models import Agent, ChannelBinding
+from erp.local_mirror import MISSING, LocalMirror
 from erp.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 TTL_S = 300
+LOCAL_TTL_S = 60
+_local = LocalMirror("wa-binding:forget", ttl_s=LOCAL_TTL_S)
 _NONE = "none"  # cached "no binding for this number"
 # The numbers this process cached (tests forget them between tests: `numbers_forget`).
 _cached: set[str] = set()
@@ -96,14 +103,30 @@ UNREAD: Any = object()
 CACHE_DOWN: Any = object()
 
 
+def local_has(phone_number_id: str) -> bool:
+    """Whether this process holds the number's binding (a lookup asks Redis nothing)."""
+    return _local.get(binding_key(phone_number_id)) is not MISSING
+
+
+def local_generation() -> int:
+    """For `binding_for_number(since=)`: taken before the caller's own cache read."""
+    return _local.generation()
+
+
 def binding_for_number(
-    phone_number_id: str, *, active: bool = True, cached: Any = UNREAD
+    phone_number_id: str, *, active: bool = True, cached: Any = UNREAD, since: int | None = None
 ) -> ChannelBinding | None:
     """The WhatsApp binding of a business number. Inactive bindings take no new messages
     (`active=True`: None) but still get the statuses of what they sent. `cached`: what the
     caller read from the cache under `binding_key(phone_number_id)` in a read of its own
-    (None: nothing there; CACHE_DOWN: the read failed), to save this lookup its round trip."""
+    (None: nothing there; CACHE_DOWN: the read failed), to save this lookup its round trip;
+    `since`: `local_generation()` taken before that read. This process's copy comes first."""
     key = binding_key(phone_number_id)
+    value = _local.get(key)
+    if value is not MISSING:
+        return _binding_of(value, active)
+    if since is None or cached is UNREAD:
+        since = _local.generation()
     if cached is CACHE_DOWN:
         cached, key = None, ""
     elif cached is UNREAD:
@@ -116,18 +139,24 @@ def binding_for_number(
             cached, key = None, ""
     if cached is None:
         binding = _from_database(phone_number_id)
+        cached = _NONE if binding is None else _rows_of(binding)
         if key:
-            _remember(key, phone_number_id, binding)
-    else:
-        binding = None if cached == _NONE else _from_rows(cached)
+            _remember(key, phone_number_id, cached)
+    if key:  # read from Redis, or from the database and stored there
+        _local.put(key, cached, since)
+    return _binding_of(cached, active)
+
+
+def _binding_of(value: Any, active: bool) -> ChannelBinding | None:
+    binding = None if value == _NONE else _from_rows(value)
     if binding is not None and active and not binding.is_active:
         return None
     return binding
 
 
-def _remember(key: str, phone_number_id: str, binding: ChannelBinding | None) -> None:
+def _remember(key: str, phone_number_id: str, value: Any) -> None:
     try:
-        cache.set(key, _NONE if binding is None else _rows_of(binding), TTL_S)
+        cache.set(key, value, TTL_S)
         _cached.add(phone_number_id)
     except Exception as exc:
         logger.warning("whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__})
@@ -142,12 +171,14 @@ def numbers_forget(numbers: set[str] | list[str]) -> None:
         cache.delete_many(keys)
     except Exception as exc:
         logger.warning("whatsapp.binding_cache_unavailable", extra={"error": type(exc).__name__})
+    _local.forget(keys)  # after Redis: a process reading again finds no old copy there
 
 
 def cached_numbers_forget() -> None:
     """Everything this process cached (tests: a rolled-back binding must not outlive them)."""
     numbers_forget(sorted(_cached))
     _cached.clear()
+    _local.clear()
 
 
 def _numbers_of(instance: ChannelBinding) -> set[str]:

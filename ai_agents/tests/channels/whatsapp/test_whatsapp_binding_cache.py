@@ -4,9 +4,13 @@ obeys the change at once."""
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 import pytest
+import redis
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.test import Client
@@ -260,3 +264,56 @@ def test_a_post_tells_redis_its_events_and_answers_in_one_round_trip(
     assert {fields[b"conversation_id"].decode() for _, fields in events} >= {
         str(m.conversation_id) for m in stored
     }
+
+
+def _listening(mirror: Any) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        mirror.put("probe", 1, mirror.generation())
+        if mirror.get("probe") == 1:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the binding mirror never started listening")
+
+
+@pytest.mark.django_db
+def test_a_known_number_and_thread_ask_redis_nothing_and_obey_another_process_at_once(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This process's copy of the binding (and of "no options offered" for the thread) saves
+    the POST its cache read; another process moving the binding (its forget arrives over
+    Redis publish/subscribe) is obeyed by the next POST here."""
+    from ai_agents.channels.whatsapp import offered
+
+    _listening(bindings._local)
+    _listening(offered._local)
+    post(client, text_payload("hola", "wamid.l1"))  # read once, kept here
+    reads: list[Any] = []
+    real_get_many = cache.get_many
+
+    def get_many(keys: Any) -> Any:
+        reads.append(keys)
+        return real_get_many(keys)
+
+    monkeypatch.setattr(cache, "get_many", get_many)
+
+    post(client, text_payload("ok", "wamid.l2"))  # short: may name an option
+    assert reads == []
+
+    other = agent_create(tenant=tenant_a, data={"name": "Marta", "system_prompt": "Eres Marta."})
+    # Another web process saves the binding: its row changes, the Redis copy goes, and the
+    # forget is published (no signal runs in this process).
+    ChannelBinding.objects.unscoped().filter(pk=wa_binding.pk).update(agent=other)
+    cache.delete(binding_key(NUMBER_A))
+    redis.Redis.from_url(settings.REDIS_URL).publish(
+        bindings._local.channel, json.dumps([binding_key(NUMBER_A)])
+    )
+    deadline = time.monotonic() + 5
+    while bindings.local_has(NUMBER_A) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    post(client, text_payload("¿me atiende Marta?", "wamid.l3"))
+
+    assert (_agent_of(tenant_a, "wamid.l2"), _agent_of(tenant_a, "wamid.l3")) == (
+        wa_binding.agent_id,
+        other.pk,
+    )
