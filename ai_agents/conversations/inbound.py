@@ -197,7 +197,7 @@ def _known_thread_store(
                 channel=inbound.channel,
                 thread_id=thread_id,
                 contact=opening,
-                binding_id=binding_id,
+                binding=inbound.binding,
             )
         ]
     *_, stored, contact_row, current = rows.run_together(
