@@ -150,20 +150,29 @@ def _fast_path_usable() -> bool:
     return _same_redis[0]
 
 
-def _prototype_build(name: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """Celery builds this call's message; it is kept (per process) and returned as the
-    command. None when the channel sent it instead of handing it over (a batch publish)."""
+def celery_message(name: str, *args: Any) -> tuple[str, dict[str, Any]] | None:
+    """The (queue key, message) Celery builds for `name(*args)`, captured instead of sent
+    (`erp.broker.capturing`). None when the channel sent it itself (a batch publish)."""
     captured: list[tuple[str, dict[str, Any]]] = []
     token = capturing.set(captured)
     try:
         enqueue(name, *args)
     finally:
         capturing.reset(token)
-    if not captured:  # the channel sent it itself (a batch publish)
+    if not captured:
         return None
     if len(captured) > 1:  # not sent, and not one command: the sweep queues it again
         raise RuntimeError(f"{name}: Celery built {len(captured)} messages for one call")
-    key, message = captured[0]
+    return captured[0]
+
+
+def _prototype_build(name: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Celery builds this call's message; it is kept (per process) and returned as the
+    command. None when the channel sent it instead of handing it over (a batch publish)."""
+    captured = celery_message(name, *args)
+    if captured is None:
+        return None
+    key, message = captured
     _prototypes[os.getpid(), name] = (key, message)
     return ("LPUSH", key, _dumps(message))
 
