@@ -272,12 +272,11 @@ def agent_test_run_work(
         _run_store(run)
     except (SoftTimeLimitExceeded, RunOverTime) as exc:
         _run_fail(run, _over_time(exc))
-    except Exception as exc:
-        logger.exception("agent_tests.run_crashed", extra={"run_id": str(run.pk)})
-        reason = _("Error interno al ejecutar las pruebas (%(type)s).") % {
-            "type": type(exc).__name__
-        }
-        _run_fail(run, reason)
+    except Exception as exc:  # the type and traceback go to the log, words to the page
+        logger.exception(
+            "agent_tests.run_crashed", extra={"run_id": str(run.pk), "error": type(exc).__name__}
+        )
+        _run_fail(run, _("Error interno al ejecutar las pruebas."))
     # Not on a kill (the worker's process is replaced): its slice is taken again.
     _lock_give_back(run_lock_key(run.agent), str(run.pk))
     return True
