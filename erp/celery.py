@@ -11,7 +11,7 @@ import json
 import os
 import threading
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
@@ -106,8 +106,27 @@ def enqueue(name: str, *args: Any, countdown: float | None = None) -> None:
 
 # --- a task's message as one Redis command, for a round trip the caller makes anyway --------
 
-# (pid, task name) -> (queue key, a message Celery itself built for that task)
-_prototypes: dict[tuple[int, str], tuple[str, dict[str, Any]]] = {}
+
+class _Prototype(NamedTuple):
+    """A message Celery itself built for a task, kept with what every copy of it reuses
+    decoded once: its body's kwargs and embed (the same for every call of the task) and its
+    headers without the request id (each copy carries its own)."""
+
+    key: str  # the task's queue key
+    message: dict[str, Any]
+    kwargs: dict[str, Any]
+    embed: dict[str, Any]
+    headers: dict[str, Any]
+
+    @classmethod
+    def of(cls, key: str, message: dict[str, Any]) -> _Prototype:
+        _, kwargs, embed = json.loads(base64.b64decode(message["body"]))
+        headers = {k: v for k, v in message["headers"].items() if k != "request_id"}
+        return cls(key, message, kwargs, embed, headers)
+
+
+# (pid, task name) -> the task's prototype
+_prototypes: dict[tuple[int, str], _Prototype] = {}
 _same_redis: list[bool] = []
 
 
@@ -130,8 +149,7 @@ def task_command(name: str, *args: Any) -> tuple[Any, ...] | None:
     prototype = _prototypes.get((os.getpid(), name))
     if prototype is None:
         return _prototype_build(name, args)
-    key, message = prototype
-    return ("LPUSH", key, _message_dumps(message, args))
+    return ("LPUSH", prototype.key, _message_dumps(prototype, args))
 
 
 def _fast_path_usable() -> bool:
@@ -150,52 +168,59 @@ def _fast_path_usable() -> bool:
     return _same_redis[0]
 
 
-def _prototype_build(name: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """Celery builds this call's message; it is kept (per process) and returned as the
-    command. None when the channel sent it instead of handing it over (a batch publish)."""
+def celery_message(name: str, *args: Any) -> tuple[str, dict[str, Any]] | None:
+    """The (queue key, message) Celery builds for `name(*args)`, captured instead of sent
+    (`erp.broker.capturing`). None when the channel sent it itself (a batch publish)."""
     captured: list[tuple[str, dict[str, Any]]] = []
     token = capturing.set(captured)
     try:
         enqueue(name, *args)
     finally:
         capturing.reset(token)
-    if not captured:  # the channel sent it itself (a batch publish)
+    if not captured:
         return None
     if len(captured) > 1:  # not sent, and not one command: the sweep queues it again
         raise RuntimeError(f"{name}: Celery built {len(captured)} messages for one call")
-    key, message = captured[0]
-    _prototypes[os.getpid(), name] = (key, message)
+    return captured[0]
+
+
+def _prototype_build(name: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Celery builds this call's message; it is kept (per process) and returned as the
+    command. None when the channel sent it instead of handing it over (a batch publish)."""
+    captured = celery_message(name, *args)
+    if captured is None:
+        return None
+    key, message = captured
+    _prototypes[os.getpid(), name] = _Prototype.of(key, message)
     return ("LPUSH", key, _dumps(message))
 
 
-def _message_dumps(prototype: dict[str, Any], args: tuple[Any, ...]) -> str:
+def _message_dumps(prototype: _Prototype, args: tuple[Any, ...]) -> str:
     from celery.utils.saferepr import saferepr
 
     from erp.logging import request_id_var
 
     task_id = str(uuid.uuid4())
-    _, kwargs, embed = json.loads(base64.b64decode(prototype["body"]))
     headers = {
-        **prototype["headers"],
+        **prototype.headers,
         "id": task_id,
         "root_id": task_id,
         "argsrepr": saferepr(args, app.amqp.argsrepr_maxsize),
     }
-    headers.pop("request_id", None)
     request_id = request_id_var.get()
     if request_id != "-":
         headers["request_id"] = request_id
     # kombu's JSON, as Celery's own serializer: a UUID, a datetime or a Decimal argument is
     # encoded (and decoded by the worker) exactly as in a message Celery builds.
-    body = _dumps([list(args), kwargs, embed]).encode()
+    body = _dumps([list(args), prototype.kwargs, prototype.embed]).encode()
     properties = {
-        **prototype["properties"],
+        **prototype.message["properties"],
         "correlation_id": task_id,
         "delivery_tag": str(uuid.uuid4()),
     }
     return _dumps(
         {
-            **prototype,
+            **prototype.message,
             "body": base64.b64encode(body).decode(),
             "headers": headers,
             "properties": properties,

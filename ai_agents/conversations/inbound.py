@@ -213,7 +213,7 @@ def _known_thread_store(
                 channel=inbound.channel,
                 thread_id=thread_id,
                 contact=opening,
-                binding_id=binding_id,
+                binding=inbound.binding,
             )
         ]
     current = store.open_conversation_statement(agent, inbound.channel, thread_id)

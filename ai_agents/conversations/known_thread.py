@@ -145,23 +145,34 @@ _ONE_OPEN = (
 
 
 def open_statement(
-    *, agent: Agent, channel: str, thread_id: str, contact: Any, binding_id: Any
+    *, agent: Agent, channel: str, thread_id: str, contact: Any, binding: Any
 ) -> rows.Statement:
     """A new open conversation for the thread, linked to its previous (ended) one, unless one
     is open already: concurrent first messages meet the partial unique constraint and the
     loser inserts nothing (it waits for the winner's commit, so a `prepared_store_statement`
     after it finds the winner's row). Used in front of `prepared_store_statement` in one round
     trip: a refused message (a repeat) takes the new conversation with it."""
-    conversation = Conversation(
+    conversation = new_conversation(
+        agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
+    )
+    return open_row_statement(conversation)
+
+
+def new_conversation(
+    *, agent: Agent, channel: str, thread_id: str, contact: Any, binding: Any = None
+) -> Conversation:
+    """The thread's new conversation row (unsaved), as both ways of opening one build it
+    (`open_statement` and `store.conversation_open`): its contact identifier is the contact's
+    external id, or the thread's id when the sender has no contact."""
+    return Conversation(
         tenant_id=agent.tenant_id,
         agent=agent,
         channel=channel,
         channel_conversation_id=thread_id,
         contact=contact,
         contact_identifier=contact.external_id if contact is not None else thread_id,
-        binding_id=binding_id,
+        binding=binding,
     )
-    return open_row_statement(conversation)
 
 
 def open_row_statement(conversation: Conversation) -> rows.Statement:

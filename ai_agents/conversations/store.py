@@ -28,6 +28,7 @@ from ai_agents.conversations.known_thread import (
     Prepared,
     adopt,
     conversation_ref,
+    new_conversation,
     open_conversation_where,
     open_row_statement,
 )
@@ -110,14 +111,8 @@ def conversation_open(
             existing = rows.first(Conversation, rows.run_together([statement])[0])
             if existing is not None and not conversation_expire_if_idle(existing):
                 return existing
-        conversation = Conversation(
-            tenant_id=agent.tenant_id,
-            agent=agent,
-            channel=channel,
-            channel_conversation_id=thread_id,
-            contact=contact,
-            contact_identifier=contact.external_id if contact else thread_id,
-            binding=binding,
+        conversation = new_conversation(
+            agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
         )
         if _opened(conversation):
             return conversation

@@ -31,10 +31,8 @@ from ai_agents.services import agent_tests
 from erp.celery import enqueue
 
 TASK = "ai_agents.bulk_agent_tests_run"
-LEASE_MARGIN_S = 30
-# A slice's own time limit (the task's): its cases start within the slice and each ends within
-# its agent's total_timeout_ms (300 s at most); past this the run fails like past RUN_SOFT_S.
-SLICE_SOFT_S = settings.AGENT_TESTS_SLICE_SECONDS + 300 + LEASE_MARGIN_S
+LEASE_MARGIN_S = agent_tests.SLICE_MARGIN_S
+SLICE_SOFT_S = agent_tests.SLICE_SOFT_S  # a slice's own time limit (the task's)
 SLICE_HARD_S = SLICE_SOFT_S + 30
 _DONE = "done"
 State = AgentTestRun.State

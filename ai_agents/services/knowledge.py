@@ -217,12 +217,12 @@ def document_ingest(
             )
             % {"seconds": settings.KB_INGEST_TIME_LIMIT_SECONDS},
         )
-    except Exception as exc:
-        logger.exception("kb.ingest_crashed", extra={"document_id": str(document.pk)})
-        return _fail(
-            document,
-            _("Error interno al procesar el documento (%(type)s).") % {"type": type(exc).__name__},
+    except Exception as exc:  # the type and traceback go to the log, words to the page
+        logger.exception(
+            "kb.ingest_crashed",
+            extra={"document_id": str(document.pk), "error": type(exc).__name__},
         )
+        return _fail(document, _("Error interno al procesar el documento."))
     logger.info(
         "kb.ingested",
         extra={"document_id": str(document.pk), "chunks": document.chunk_count},

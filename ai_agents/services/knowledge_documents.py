@@ -7,6 +7,7 @@ returned as is, not embedded again.
 from __future__ import annotations
 
 import hashlib
+import logging
 import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,8 +27,17 @@ from ai_agents.services.knowledge import (
 from erp.celery import enqueue
 from erp.db import connection_release
 from erp.http.client import HttpClient
-from erp.http.errors import HttpBlockedDestination, HttpError, HttpResponseTooLarge
+from erp.http.errors import (
+    HttpBlockedDestination,
+    HttpError,
+    HttpResponseTooLarge,
+    HttpStatusError,
+    HttpTimeout,
+    HttpTooManyRedirects,
+)
 from erp.tenancy.scoping import acts_for
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -138,9 +148,7 @@ def document_add_from_url(*, kb: KnowledgeBase, url: str, title: str = "") -> Do
             _("La dirección no está permitida: solo se admiten direcciones públicas.")
         ) from None
     except HttpError as exc:
-        raise DocumentFetchFailed(
-            _("No se pudo descargar la dirección (%(reason)s).") % {"reason": type(exc).__name__}
-        ) from None
+        raise DocumentFetchFailed(_fetch_failure(exc)) from None
     path = urlsplit(url).path
     filename = (path.rsplit("/", 1)[-1] or urlsplit(url).hostname or "")[:255]
     mime_type = (response.headers.get("Content-Type") or "").split(";")[0].strip() or None
@@ -193,3 +201,17 @@ def document_add_and_ingest(
         document = Document.objects.for_tenant(kb.tenant_id).get(pk=document.pk)
         document_ingest(document=document, on_progress=on_progress)
     return DocumentAdded(document, added.created)
+
+
+def _fetch_failure(exc: HttpError) -> str:
+    """Why the address could not be downloaded, in words (the error's type goes to the log)."""
+    logger.info("kb.url_fetch_failed", extra={"error": type(exc).__name__, "url": exc.url})
+    if isinstance(exc, HttpTimeout):
+        return _("No se pudo descargar la dirección: el sitio no respondió a tiempo.")
+    if isinstance(exc, HttpStatusError):
+        return _(
+            "No se pudo descargar la dirección: el sitio respondió con el error HTTP %(status)s."
+        ) % {"status": exc.status}
+    if isinstance(exc, HttpTooManyRedirects):
+        return _("No se pudo descargar la dirección: redirige demasiadas veces.")
+    return _("No se pudo descargar la dirección: no se pudo conectar con el sitio.")

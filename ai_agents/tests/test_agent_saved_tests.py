@@ -264,6 +264,7 @@ def test_a_run_past_its_time_limit_fails_in_words_and_keeps_what_ran(
     from celery.exceptions import SoftTimeLimitExceeded
 
     from ai_agents.services import agent_tests
+    from ai_agents.services.agent_tests import SLICE_SOFT_S
 
     agent_id = offline_agent(api_a, tenant_a)
     first = _add(api_a, agent_id, PRICE)
@@ -282,7 +283,8 @@ def test_a_run_past_its_time_limit_fails_in_words_and_keeps_what_ran(
         queued = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
     run = api_a.get(f"/api/v1/agents/{agent_id}/tests/runs/{queued['id']}").json()
     assert run["state"] == "failed"
-    assert "superaron el tiempo máximo (20 min)" in run["error"]
+    # The slice's own limit (the task's), not the whole run's 20 minutes.
+    assert f"Una tanda de pruebas superó su tiempo máximo ({SLICE_SOFT_S} s)" in run["error"]
     assert (run["cases_done"], run["cases_total"]) == (1, 2)
     assert [r["id"] for r in run["results"]] == [first["id"]]
     listed = api_a.get(f"/api/v1/agents/{agent_id}/tests").json()
@@ -291,6 +293,25 @@ def test_a_run_past_its_time_limit_fails_in_words_and_keeps_what_ran(
     assert second["id"] not in {r["id"] for r in run["results"]}
     monkeypatch.setattr(agent_tests, "agent_playground", real)
     assert _run(api_a, run_tasks, agent_id)["passed"] == 2  # the agent is free again
+
+
+def test_a_run_that_crashes_says_so_in_words_without_the_error_type(
+    api_a: Any, tenant_a: Tenant, run_tasks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error's type (and traceback) go to the log (`agent_tests.run_crashed`)."""
+    from ai_agents.services import agent_tests
+
+    agent_id = offline_agent(api_a, tenant_a)
+    _add(api_a, agent_id, PRICE)
+
+    def playground(**kwargs: Any) -> Any:
+        raise LookupError("a bug")
+
+    monkeypatch.setattr(agent_tests, "agent_playground", playground)
+    with run_tasks():
+        queued = api_a.post(f"/api/v1/agents/{agent_id}/tests/run").json()
+    run = api_a.get(f"/api/v1/agents/{agent_id}/tests/runs/{queued['id']}").json()
+    assert (run["state"], run["error"]) == ("failed", "Error interno al ejecutar las pruebas.")
 
 
 def test_command_refuses_an_unknown_agent() -> None:

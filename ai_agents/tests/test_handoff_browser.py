@@ -171,7 +171,7 @@ def _the_visitor_writes_to_the_person(scene: _Scene) -> None:
 def _staff_hands_back_to_the_bot(scene: _Scene) -> None:
     """(6) Staff releases the conversation; the visitor's next message gets a bot answer."""
     scene.staff.locator("#inbox-release").click()
-    expect(scene.staff.locator("#inbox-status")).to_have_text("activa")
+    expect(scene.staff.locator("#inbox-status")).to_have_text("Activa")
     expect(scene.state).to_have_attribute("data-state", "bot")
     expect(scene.state).to_be_hidden()
     _respond(scene.fake_google, LATE_ANSWER)

@@ -88,7 +88,7 @@ def test_staff_claims_and_replies_from_the_inbox(
     )
 
     page.locator("#inbox-release").click()
-    expect(page.locator("#inbox-status")).to_have_text("activa")
+    expect(page.locator("#inbox-status")).to_have_text("Activa")
     expect(page.locator("#inbox-reply-text")).to_be_disabled()
 
 

@@ -13,8 +13,7 @@ import redis
 from django.conf import settings
 from kombu.utils import json as kombu_json
 
-from erp.broker import capturing
-from erp.celery import app, enqueue, task_command
+from erp.celery import app, celery_message, task_command
 from erp.logging import request_id_var
 from erp.testing.factories import TenantFactory
 
@@ -24,13 +23,8 @@ OWN = {"headers": {"id", "root_id"}, "properties": {"correlation_id", "delivery_
 
 def _celerys(name: str, *args: Any) -> tuple[str, dict[str, Any]]:
     """The (queue key, message) Celery builds for this call, captured before it is sent."""
-    captured: list[tuple[str, dict[str, Any]]] = []
-    token = capturing.set(captured)
-    try:
-        enqueue(name, *args)
-    finally:
-        capturing.reset(token)
-    [found] = captured
+    found = celery_message(name, *args)
+    assert found is not None  # captured, not sent by the channel itself
     return found
 
 

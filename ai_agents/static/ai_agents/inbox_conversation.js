@@ -141,7 +141,8 @@
     root.dataset.status = s.status;
     root.dataset.claimExpiresAt = s.claim_expires_at || "";
     var status = document.getElementById("inbox-status");
-    status.textContent = s.status_label;
+    // Capitalised as the page first showed it (the template's capfirst), as the cards do.
+    status.textContent = s.status_label.charAt(0).toUpperCase() + s.status_label.slice(1);
     status.className = "status status-" + s.status;
     var e = s.escalation || {};
     document.getElementById("inbox-reason").textContent = s.reason_label || "—";

@@ -18,8 +18,9 @@
  *                       data-role=user|assistant, data-human=true|false, data-id (message id,
  *                       "" until stored), data-streaming=true while tokens arrive; inside them
  *                       [data-wc=author] and [data-wc=text]
- *   [data-wc=options]   chips under the latest bot answer: [data-wc=option] buttons (data-id);
- *                       a click sends the title with the option's id; gone at the next message
+ *   [data-wc=options]   chips under the latest bot answer: [data-wc=option] buttons (data-id),
+ *                       "1. Title"; a click sends the title with the option's id; gone at the
+ *                       next message
  *   [data-wc=note]      "your message reached the person" notes inside the log
  *   [data-wc=event]     a customer notice inside the log (data-notice=claim|release|close|
  *                       rating_thanks|comment_thanks): a person took over, handed back, closed
@@ -278,8 +279,8 @@
     chipsClear();
     if (!options || !options.length || !li.parentNode) return;
     var box = el("div", { "data-wc": "options", "class": "chips", role: "group", "aria-label": t("options") });
-    options.forEach(function (option) {
-      var button = el("button", { "data-wc": "option", "class": "chip", type: "button", "data-id": option.id || "" }, option.title || "");
+    options.forEach(function (option, i) { // numbered: typing "2" picks the second (option_pick)
+      var button = el("button", { "data-wc": "option", "class": "chip", type: "button", "data-id": option.id || "" }, i + 1 + ". " + (option.title || ""));
       if (option.description) button.title = option.description;
       button.addEventListener("click", function () { if (!busy) send(option.title || "", option.id || ""); });
       box.appendChild(button);

@@ -77,6 +77,10 @@ def test_unreachable_or_failing_site_is_502_and_stores_nothing(api_a, tenant_a, 
     )
     assert response.status_code == 502
     assert response.json()["error"]["code"] == "url_fetch_failed"
+    # In words, not the error's type name (that goes to the log).
+    assert response.json()["error"]["message"] == (
+        "No se pudo descargar la dirección: el sitio respondió con el error HTTP 500."
+    )
     assert Document.objects.for_tenant(tenant_a).count() == 0
 
 

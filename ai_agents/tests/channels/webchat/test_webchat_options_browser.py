@@ -1,6 +1,6 @@
 """The answer's `options` as chips in the widget (Debian's Chromium, the app under uvicorn, the
-customer's page with a strict CSP): the chips show under the bot's answer, a click sends the
-chip's title as the visitor's message with the option's id, the chips go away and the next
+customer's page with a strict CSP): the chips show numbered under the bot's answer, a click sends
+the chip's title as the visitor's message with the option's id, the chips go away and the next
 answer appears. After a reload the history shows them again under the latest answer."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ OPTIONS = [
     {"id": "delivery", "title": "Envío a domicilio", "description": "24-48 h"},
 ]
 NEXT = "Perfecto: se lo enviamos mañana."
+# Numbered as a typed "2" picks them (rules/options.option_pick); a click sends the title only.
+NUMBERED = ["1. Recoger en tienda", "2. Envío a domicilio"]
 
 
 def test_chips_show_under_the_answer_and_a_click_brings_the_next_answer(
@@ -47,14 +49,14 @@ def test_chips_show_under_the_answer_and_a_click_brings_the_next_answer(
     replies = page.locator("[data-wc=message][data-role=assistant] [data-wc=text]")
     expect(replies).to_have_text([ASKED])
     chips = page.get_by_role("group", name="Opciones").get_by_role("button")
-    expect(chips).to_have_text(["Recoger en tienda", "Envío a domicilio"])
+    expect(chips).to_have_text(NUMBERED)
     expect(chips.nth(1)).to_have_attribute("title", "24-48 h")
 
     page.reload()  # the history brings the chips back under the latest answer
     expect(replies).to_have_text([ASKED])
-    expect(chips).to_have_text(["Recoger en tienda", "Envío a domicilio"])
+    expect(chips).to_have_text(NUMBERED)
 
-    page.get_by_role("button", name="Envío a domicilio").click()
+    page.get_by_role("button", name="2. Envío a domicilio").click()
     expect(replies).to_have_text([ASKED, NEXT])
     expect(page.locator("[data-wc=options]")).to_have_count(0)  # the choice is made
     visitor = page.locator("[data-wc=message][data-role=user] [data-wc=text]")
