@@ -17,6 +17,7 @@ from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.rules.options import options_of
 from ai_agents.rules.whatsapp_window import window_closes_at, window_is_open
 from ai_agents.services import handoff
+from ai_agents.services.handoff_takeover import may_take_over
 from erp.tenancy.models import Membership
 
 
@@ -124,6 +125,11 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "reason_label": escalation.get("reason_label", ""),
         "priority_label": escalation.get("priority_label", ""),
         "can_claim": is_open and not facts["claimed"],
+        # An owner/admin of ITS tenant may take it from the colleague who holds it.
+        "can_take_over": is_open
+        and facts["claimed"]
+        and not facts["holder_is_me"]
+        and may_take_over(conversation, user),
         # Giving it to a teammate: allowed while nobody else's lease runs (as a claim).
         "can_assign": is_open and free_or_mine,
         # The holder whose lease ran out may still answer (replying renews it) while nobody

@@ -1,7 +1,7 @@
 // Staff inbox, one conversation: re-reads its events endpoint when InboxLive reports a change of
 // this conversation (or asks for a resync), when a colleague's lease ends, and on a slow timer;
-// acts through the REST API (session + CSRF + X-Tenant): claim, assign to a teammate, release,
-// close, reply, internal note (the composer's "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the
+// acts through the REST API (session + CSRF + X-Tenant): claim, take over (owner/admin, after a
+// confirmation), assign to a teammate, release, close, reply, internal note (the composer's "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the
 // open panel or dialog, "u" (outside text boxes) goes back to the list. Times are written in the
 // tenant's zone (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm.
 (function () {
@@ -18,10 +18,12 @@
   var more = document.getElementById("inbox-more");
   var moreToggle = document.getElementById("inbox-more-toggle");
   var closeDialog = document.getElementById("inbox-close-dialog");
+  var takeoverDialog = document.getElementById("inbox-takeover-dialog");
   var assignPanel = document.getElementById("inbox-assign");
   var assignee = document.getElementById("inbox-assignee");
   var buttons = {
     claim: document.getElementById("inbox-claim"),
+    takeover: document.getElementById("inbox-takeover"),
     assign: document.getElementById("inbox-assign-toggle"),
     release: document.getElementById("inbox-release"),
     close: document.getElementById("inbox-close")
@@ -37,6 +39,10 @@
   // Set while this page's own claim or assignment is on its way: only a colleague's assignment
   // announces "Asignada a usted".
   var taking = false;
+  // Set while this page's own action and its re-read run: a change it made is not "lost".
+  var acting = false;
+  // Who took the conversation from this page's member (the reply box says so); "" else.
+  var lostTo = "";
 
   function fmt(s, values) {
     return s.replace(/%\((\w+)\)s/g, function (_m, k) { return String(values[k]); });
@@ -166,8 +172,17 @@
     if (s.holder_is_me && root.dataset.holderIsMe !== "true" && !taking) {
       notice.textContent = t.assigned_to_me;
     }
+    if (s.holder_is_me || !s.claimed) {
+      lostTo = "";
+    } else if (root.dataset.holderIsMe === "true" && !acting) {
+      // A colleague (an owner taking over) holds what this member held: say who, and why
+      // the reply box closed.
+      lostTo = s.holder;
+      notice.textContent = fmt(t.lost, { name: lostTo });
+    }
     root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
     buttons.claim.disabled = !s.can_claim;
+    buttons.takeover.hidden = !s.can_take_over;
     buttons.assign.disabled = !s.can_assign;
     if (!s.can_assign) setAssign(false);
     buttons.release.disabled = !s.can_release;
@@ -195,6 +210,7 @@
   function act(action, payload) {
     if (busy) return Promise.resolve(false);
     busy = true;
+    acting = true;
     clearError();
     return fetch(root.dataset.apiUrl + action, {
       method: "POST",
@@ -216,17 +232,17 @@
       .catch(function () { showError(t.network); return false; })
       .then(function (ok) {
         busy = false;
-        return poll().catch(function () {}).then(function () { return ok; });
+        return poll().catch(function () {}).then(function () { acting = false; return ok; });
       });
   }
 
-  var done = { claim: "claimed", release: "released", close: "closed" };
+  var done = { claim: "claimed", takeover: "taken_over", release: "released", close: "closed" };
   function run(name) {
-    taking = name === "claim";
+    taking = name === "claim" || name === "takeover";
     act(name).then(function (ok) {
       taking = false;
       if (ok) notice.textContent = t[done[name]];
-      if (ok && name === "claim") text.focus();
+      if (ok && (name === "claim" || name === "takeover")) text.focus();
     });
   }
 
@@ -237,7 +253,8 @@
     document.getElementById("inbox-reply-label").textContent = note ? t.note_label : t.reply_label;
     // why the reply box is locked, in the box too: a phone shows no hint line
     var locked = !note && !canReply;
-    var reason = buttons.claim.disabled ? t.reply_locked : t.claim_first;
+    var reason = lostTo ? fmt(t.lost, { name: lostTo })
+      : (buttons.claim.disabled ? t.reply_locked : t.claim_first);
     why.textContent = note ? t.note_hint : reason;
     why.hidden = !note && !locked;
     keys.hidden = note;
@@ -280,6 +297,13 @@
   buttons.claim.addEventListener("click", function () { run("claim"); });
   buttons.release.addEventListener("click", function () { run("release"); });
   buttons.close.addEventListener("click", function () { closeDialog.showModal(); });
+  buttons.takeover.addEventListener("click", function () { takeoverDialog.showModal(); });
+  takeoverDialog.addEventListener("close", function () {
+    var confirmed = takeoverDialog.returnValue === "takeover";
+    takeoverDialog.returnValue = "";
+    if (confirmed) { run("takeover"); return; }
+    buttons.takeover.focus();
+  });
   closeDialog.addEventListener("close", function () {
     if (closeDialog.returnValue === "close") run("close");
     closeDialog.returnValue = "";
