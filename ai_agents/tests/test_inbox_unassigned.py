@@ -50,7 +50,7 @@ def test_unassigned_means_escalated_with_nobody_holding_it(
     cards = _cards(html)
     assert set(cards) == {str(free.pk), str(expired.pk)}
     assert all("Sin asignar" in card for card in cards.values())
-    everywhere = {}
+    everywhere: dict[str, str] = {}
     for tab in ("bot", "waiting"):
         everywhere |= _cards(client.get("/inbox/", {"tab": tab}).content.decode())
     assert "Sin asignar" not in everywhere[str(bot.pk)]  # the bot handles it
