@@ -1,7 +1,8 @@
 """The conversation page's *Tomar el control* in Debian's Chromium under uvicorn (live events):
 the agent claims a conversation in their browser; the owner, in another browser context, sees
 *Tomar el control*, cancels once, then confirms; the owner may reply, and the agent's open page,
-without a reload, locks the reply box with the reason and shows the take-over note."""
+without a reload, locks the reply box with the reason and shows the take-over note. The
+holder line's lease end carries the tenant's UTC offset."""
 
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         dialog.get_by_role("button", name="Tomar el control").click()
         expect(boss.locator("#inbox-notice")).to_have_text("Ahora atiende usted la conversación.")
         expect(boss.locator("#inbox-holder")).to_contain_text("La atiende usted desde")
+        # the lease's end says its zone (the tenant's), in words and in the title
+        expect(boss.locator("#inbox-holder")).to_contain_text(" UTC-6)")
+        expect(boss.locator("#inbox-holder")).to_have_attribute(
+            "title", "Hora de America/Mexico_City (UTC-6)"
+        )
         expect(boss.locator("#inbox-reply-text")).to_be_enabled()
         expect(button).to_be_hidden()
 

@@ -99,6 +99,7 @@
     li.appendChild(el("span", "who", t[m.kind] + (m.author ? " · " + m.author : "")));
     var when = el("time", "", timeText(m.created_at));
     when.setAttribute("datetime", m.created_at);
+    when.title = m.time_title || "";
     li.appendChild(when);
     li.appendChild(el("span", "text", m.content));
     if (m.options && m.options.length) { // the choices a bot answer offered, numbered as a
@@ -122,6 +123,7 @@
     li.appendChild(el("span", "who", t.note + (n.author && n.author.name ? " · " + n.author.name : "")));
     var when = el("time", "", timeText(n.created_at));
     when.setAttribute("datetime", n.created_at);
+    when.title = n.time_title || "";
     li.appendChild(when);
     li.appendChild(el("span", "text", n.text));
     place(li, n.created_at);
@@ -130,7 +132,9 @@
   function holderText(s) {
     if (!s.claimed) return t.unclaimed;
     var values = {
-      name: s.holder, since: timeText(s.holder_since), until: timeText(s.claim_expires_at)
+      // the server's words: the lease's end with its zone ("10:20 UTC+1")
+      name: s.holder, since: s.holder_since_text || timeText(s.holder_since),
+      until: s.claim_expires_text || timeText(s.claim_expires_at)
     };
     return fmt(s.holder_is_me ? t.holder_me : t.holder_other, values);
   }
@@ -164,11 +168,13 @@
     var waiting = document.getElementById("inbox-waiting");
     waiting.setAttribute("datetime", s.waiting_since || "");
     waiting.textContent = timeText(s.waiting_since);
+    waiting.title = s.waiting_since_title || "";
     document.getElementById("inbox-waiting-line").hidden = !s.waiting_since;
     var holder = document.getElementById("inbox-holder");
     holder.dataset.claimed = s.claimed ? "true" : "false";
     holder.dataset.mine = s.holder_is_me ? "true" : "false";
     holder.textContent = holderText(s);
+    holder.title = s.holder_title || "";
     if (s.holder_is_me && root.dataset.holderIsMe !== "true" && !taking) {
       notice.textContent = t.assigned_to_me;
     }
