@@ -6,18 +6,22 @@ tenant's conversation; the previous holder's page state loses the reply box; a n
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from ai_agents.models import ConversationNote
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make, fresh
 from erp.tenancy.models import Membership, Tenant
+from erp.testing import deadlines
 from erp.testing.factories import MembershipFactory, UserFactory
 from erp.testing.fixtures import Persona, session_client_for
 
 URL = "/api/v1/conversations"
+TAKERS = 4
 
 
 def _name(user: Any) -> str:
@@ -164,3 +168,50 @@ def test_the_button_shows_only_to_owner_or_admin_while_a_colleague_holds_it(
         .values_list("text", flat=True)
     )
     assert [t.split(" (antes: ")[1] for t in texts] == ["agent@acme.test)", "admin@acme.test)"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_take_overs_at_once_follow_one_another(
+    owner: Persona, member: Persona, tenant_a: Tenant
+) -> None:
+    """The row lock: each take-over sees the previous one's result, so the notes form one
+    chain (each names the real previous holder: the agent, then each taker in turn) and the
+    last taker holds it. Without the lock two of them name the same previous holder."""
+    conversation = conversation_make(agent_for(tenant_a), thread="race")
+    session_client_for(member).post(f"{URL}/{conversation.pk}/claim", {}, format="json")
+    takers: list[Any] = [owner.user]
+    for n in range(TAKERS - 1):
+        admin: Any = UserFactory(username=f"admin{n}@acme.test")
+        MembershipFactory.create(tenant=tenant_a, user=admin, role=Membership.Role.ADMIN)
+        takers.append(admin)
+    clients = []
+    for user in takers:
+        client = APIClient()
+        client.force_login(user)
+        clients.append(client)
+    codes: list[int] = []
+    barrier = deadlines.barrier(len(clients))
+
+    def take(client: APIClient) -> None:
+        barrier.wait()
+        try:
+            answer = client.post(f"{URL}/{conversation.pk}/takeover", {}, format="json")
+            codes.append(answer.status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=take, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    deadlines.threads_join(threads)
+
+    assert codes == [200] * TAKERS
+    notes = list(
+        ConversationNote.objects.for_tenant(tenant_a.pk)
+        .order_by("created_at")
+        .values_list("author_id", "text")
+    )
+    names = {user.pk: _name(user) for user in takers}
+    previous = [_name(member.user)] + [names[author] for author, _text in notes[:-1]]
+    assert [text.split(" (antes: ")[1] for _author, text in notes] == [f"{p})" for p in previous]
+    assert fresh(conversation).assigned_to_id == notes[-1][0]
