@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make, fresh
 from ai_agents.tests.test_inbox_conversation_browser import staff_page
+from erp.testing.accessibility import axe_check
 from erp.testing.browser import BROWSER_TEST
 from erp.testing.fixtures import Persona
 
@@ -38,6 +39,7 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         button.click()
         dialog = boss.get_by_role("dialog", name="¿Tomar el control de la conversación?")
         expect(dialog).to_be_visible()
+        assert axe_check(boss) == []  # the button and its dialog, for keyboards and readers
         dialog.get_by_role("button", name="Cancelar").click()
         expect(dialog).to_be_hidden()
         assert fresh(conversation).assigned_to_id == member.user.pk
@@ -59,6 +61,7 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         expect(agent.locator("#inbox-reply-text")).to_have_attribute("placeholder", lost)
         expect(agent.locator("#inbox-reply-why")).to_have_text(lost)
         expect(agent.locator("#inbox-send")).to_be_disabled()
+        assert axe_check(agent) == []  # the locked box with its reason
         expect(agent.locator("#inbox-holder")).to_contain_text(f"Atendida por {owner.user.email}")
         note = f"{owner.user.email} tomó el control (antes: {member.user.email})"
         expect(agent.locator('#inbox-messages li[data-kind="note"]')).to_contain_text(note)
