@@ -5,8 +5,9 @@ Times are shown in the tenant's zone in one format everywhere ("02/12/2026 10:05
 writes it, and `inbox_conversation.js` writes the same format for what arrives later
 (`data-time-zone`). So that nobody reads them in their own zone, every absolute time says its
 zone: a title ("Hora de Europe/Madrid (UTC+1)") and, on the lease times ("hasta 10:20 UTC+1"),
-a visible offset. The offset is the one at that moment (summer time included) and is written
-the same way by the page's script, in every language.
+a visible offset. The offset is the one at that moment (summer time included), the same in
+every language; the server writes these words for the first render and the page's updates
+alike (the script only places them), so there is one implementation.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def time_text(value: datetime | None, zone: Any) -> str:
 
 def zone_offset(value: datetime | None, zone: Any) -> str:
     """The zone's offset from UTC at `value` (now when None): "UTC", "UTC+1", "UTC-3",
-    "UTC+5:30". `inbox_conversation.js` (zoneOffset) writes the same."""
+    "UTC+5:30"."""
     moment = timezone.localtime(value or timezone.now(), zone)
     minutes = int((moment.utcoffset() or timedelta()).total_seconds() // 60)
     if minutes == 0:

@@ -1,9 +1,12 @@
 // Staff inbox, one conversation: re-reads its events endpoint when InboxLive reports a change of
 // this conversation (or asks for a resync), when a colleague's lease ends, and on a slow timer;
 // acts through the REST API (session + CSRF + X-Tenant): claim, take over (owner/admin, after a
-// confirmation), assign to a teammate, release, close, reply, internal note (the composer's "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the
-// open panel or dialog, "u" (outside text boxes) goes back to the list. Times are written in the
-// tenant's zone (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm.
+// confirmation), assign to a teammate, release, close, reply, internal note (the composer's
+// "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the open panel or dialog, "u"
+// (outside text boxes) goes back to the list. Times are written in the tenant's zone
+// (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm; their zone's words (titles,
+// the lease's "UTC+1") come from the server's state. A member whose conversation an owner
+// took over sees who took it and why the reply box closed, on the next update.
 (function () {
   "use strict";
   var root = document.getElementById("inbox-conversation");
