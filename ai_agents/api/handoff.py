@@ -1,4 +1,5 @@
-"""The human handoff over REST: `POST /api/v1/conversations/{id}/claim|reply|release|close`.
+"""The human handoff over REST: `POST /api/v1/conversations/{id}/claim|takeover|reply|release|
+close`.
 
 Who acts: with a staff session, the logged-in member (the tenant is the membership's, or the
 one named by `X-Tenant`). With an API key there is no person, so the body names one:
@@ -6,7 +7,8 @@ one named by `X-Tenant`). With an API key there is no person, so the body names 
 400 `staff_unknown` when it is not a member).
 
 Errors: 409 `conversation_claimed` (with `assigned_to` and `claim_expires_at` of the holder),
-409 `conversation_closed`, 403 `not_holder`, 400 `validation_error` (reply text), 404 for
+409 `conversation_closed`, 403 `not_holder`, 403 `not_allowed` (a take-over by a member who is
+not owner/admin of the conversation's tenant), 400 `validation_error` (reply text), 404 for
 conversations of other tenants.
 """
 
@@ -25,7 +27,7 @@ from rest_framework.response import Response
 from ai_agents.api.conversations import ConversationSerializer, MessageSerializer
 from ai_agents.api.conversations import conversation_body as _conversation_body
 from ai_agents.models import Conversation
-from ai_agents.services import handoff
+from ai_agents.services import handoff, handoff_takeover
 from erp.api.errors import error_body
 from erp.api.views import TenantAPIView
 from erp.storable import unstorable, unstorable_message
@@ -144,6 +146,13 @@ class ClaimView(_StaffActionView):
     """Takes the conversation for the acting member (a lease); 409 when another holds it."""
 
     service = staticmethod(handoff.conversation_claim)
+
+
+class TakeoverView(_StaffActionView):
+    """An owner/admin of the conversation's tenant takes it from the colleague who holds it
+    (their lease moves; a note records it); 403 `not_allowed` for other members."""
+
+    service = staticmethod(handoff_takeover.conversation_takeover)
 
 
 class ReplyView(HandoffActionView):

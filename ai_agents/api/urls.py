@@ -60,6 +60,7 @@ urlpatterns += [
     )
     for name, view in (
         ("claim", handoff_views.ClaimView),
+        ("takeover", handoff_views.TakeoverView),
         ("reply", handoff_views.ReplyView),
         ("release", handoff_views.ReleaseView),
         ("close", handoff_views.CloseView),

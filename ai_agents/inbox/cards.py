@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from ai_agents.inbox.labels import channel_icon, time_text
+from ai_agents.inbox.labels import channel_icon, time_text, time_zone_text, zone_title
 from ai_agents.models import Conversation
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.rules.inbox_labels import channel_label, contact_display_name
@@ -26,6 +26,8 @@ from ai_agents.services import handoff
 class When:
     iso: str
     label: str
+    title: str = ""  # the zone it is in ("Hora de Europe/Madrid (UTC+1)")
+    text: str = ""  # the label with its offset ("02/12/2026 10:20 UTC+1")
 
 
 def tenant_zone(name: str) -> ZoneInfo:
@@ -39,7 +41,12 @@ def when(value: datetime | None, zone: ZoneInfo) -> When | None:
     """A time in the tenant's zone, in the inbox's one format (that of the conversation page)."""
     if value is None:
         return None
-    return When(iso=timezone.localtime(value, zone).isoformat(), label=time_text(value, zone))
+    return When(
+        iso=timezone.localtime(value, zone).isoformat(),
+        label=time_text(value, zone),
+        title=zone_title(value, zone),
+        text=time_zone_text(value, zone),
+    )
 
 
 def _waiting_since(conversation: Conversation) -> datetime | None:

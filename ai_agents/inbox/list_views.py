@@ -51,7 +51,7 @@ TAB_LABELS = {
 EMPTY_TEXTS = {
     "waiting": _("Nadie está esperando a una persona ahora mismo."),
     "mine": _("No tiene ninguna conversación abierta asignada."),
-    "unassigned": _("No hay conversaciones abiertas sin asignar."),
+    "unassigned": _("No hay conversaciones escaladas sin asignar."),
     "bot": _("El bot no está atendiendo ninguna conversación ahora mismo."),
     "closed": _("Todavía no hay conversaciones cerradas ni expiradas."),
 }

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from ai_agents.api.cards import note_json
 from ai_agents.inbox import labels
 from ai_agents.inbox.media import media_view
@@ -17,6 +19,7 @@ from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.rules.options import options_of
 from ai_agents.rules.whatsapp_window import window_closes_at, window_is_open
 from ai_agents.services import handoff
+from ai_agents.services.handoff_takeover import may_take_over
 from erp.tenancy.models import Membership
 
 
@@ -43,6 +46,7 @@ def message_row(message: Message, zone: Any) -> dict[str, Any]:
         "content": message.content,
         "created_at": message.created_at.isoformat(),
         "time": labels.time_text(message.created_at, zone),
+        "time_title": labels.zone_title(message.created_at, zone),
         "delivery_status": message.delivery_status,
         "delivery": delivery_label(message),
         "media": media_view(message),
@@ -55,15 +59,24 @@ def message_row(message: Message, zone: Any) -> dict[str, Any]:
 
 def conversation_notes(conversation: Conversation) -> list[dict[str, Any]]:
     """Internal notes in the contract's shape ({"kind": "note", "id", "text", "author":
-    {"id", "name"}, "created_at"}), oldest first. `created_at` in UTC like the messages' rows:
-    the page orders the timeline by comparing these strings."""
+    {"id", "name"}, "created_at"}), oldest first, with `time_title` (the zone of the time
+    shown). `created_at` in UTC like the messages' rows: the page orders the timeline by
+    comparing these strings."""
+    zone = labels.tenant_zone(conversation)
     notes = (
         ConversationNote.objects.for_tenant(conversation.tenant_id)
         .filter(conversation_id=conversation.pk)
         .select_related("author")
         .order_by("created_at", "id")
     )
-    return [{**note_json(n), "created_at": n.created_at.isoformat()} for n in notes]
+    return [
+        {
+            **note_json(n),
+            "created_at": n.created_at.isoformat(),
+            "time_title": labels.zone_title(n.created_at, zone),
+        }
+        for n in notes
+    ]
 
 
 def conversation_teammates(conversation: Conversation, user: Any) -> list[dict[str, Any]]:
@@ -97,7 +110,9 @@ def _holder_facts(conversation: Conversation, user: Any, zone: Any) -> dict[str,
         "holder_since": holder.since.isoformat() if holder and holder.since else None,
         "holder_since_text": labels.time_text(holder.since if holder else None, zone),
         "claim_expires_at": holder.until.isoformat() if holder and holder.until else None,
-        "claim_expires_text": labels.time_text(holder.until if holder else None, zone),
+        # The lease's end says its zone in words ("10:20 UTC+1"); the line's title names it.
+        "claim_expires_text": labels.time_zone_text(holder.until if holder else None, zone),
+        "holder_title": labels.zone_title(holder.until, zone) if holder else "",
     }
 
 
@@ -117,6 +132,7 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         **facts,
         "waiting_since": waiting.isoformat() if waiting else None,
         "waiting_since_text": labels.time_text(waiting, zone),
+        "waiting_since_title": labels.zone_title(waiting, zone) if waiting else "",
         "escalation_reason": conversation.escalation_reason,
         "escalation_priority": conversation.escalation_priority,
         # What the page shows: words, never the codes above.
@@ -124,6 +140,11 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "reason_label": escalation.get("reason_label", ""),
         "priority_label": escalation.get("priority_label", ""),
         "can_claim": is_open and not facts["claimed"],
+        # An owner/admin of ITS tenant may take it from the colleague who holds it.
+        "can_take_over": is_open
+        and facts["claimed"]
+        and not facts["holder_is_me"]
+        and may_take_over(conversation, user),
         # Giving it to a teammate: allowed while nobody else's lease runs (as a claim).
         "can_assign": is_open and free_or_mine,
         # The holder whose lease ran out may still answer (replying renews it) while nobody
@@ -133,13 +154,18 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "can_close": is_open and free_or_mine,
         # WhatsApp's 24-hour window (null elsewhere): the page counts down to it and offers
         # only templates once it passed.
-        **_window_facts(conversation),
+        **_window_facts(conversation, zone),
     }
 
 
-def _window_facts(conversation: Conversation) -> dict[str, Any]:
+def _window_facts(conversation: Conversation, zone: Any) -> dict[str, Any]:
     closes = window_closes_at(conversation)
     return {
         "window_closes_at": closes.isoformat() if closes else None,
         "window_open": window_is_open(conversation),
+        # The countdown is relative; its title gives the absolute end with its zone.
+        "window_title": _("La ventana se cierra el %(time)s")
+        % {"time": labels.time_zone_text(closes, zone)}
+        if closes
+        else "",
     }

@@ -2,12 +2,12 @@
 
 `/inbox/`, `/inbox/contacts/<id>`  the list and contact pages (`list_views.py`)
 `/inbox/<id>`                 one conversation: messages and internal notes, claim / assign /
-                              release / close, the reply and note composer ("/" + shortcut
-                              inserts a canned reply)
+                              take over (owner/admin) / release / close, the reply and note
+                              composer ("/" + shortcut inserts a canned reply)
 `/inbox/<id>/events?after=`   what changed (state + messages since `after`), polled by the page
 
-Actions go through the REST endpoints (`/api/v1/conversations/{id}/claim|assign|reply|notes|
-release|close`, `/api/v1/canned-replies` and `.../render`)
+Actions go through the REST endpoints (`/api/v1/conversations/{id}/claim|takeover|assign|reply|
+notes|release|close`, `/api/v1/canned-replies` and `.../render`)
 with the session, CSRF token and `X-Tenant`, so the page and integrations share one code path.
 Opening a conversation renews the viewer's own lease; polling does not (a forgotten tab must
 not keep a conversation forever).
@@ -160,6 +160,8 @@ def _page_texts() -> dict[str, str]:
         "generic": _("Algo ha fallado."),
         "sent": _("Respuesta enviada."),
         "claimed": _("Conversación reclamada."),
+        "taken_over": _("Ahora atiende usted la conversación."),
+        "lost": _("%(name)s ha tomado el control: ya no puede responder."),
         "released": _("Devuelta al bot."),
         "closed": _("Conversación cerrada."),
         "assigned": _("Conversación asignada a %(name)s."),

@@ -157,7 +157,8 @@ def _tab_condition(tab: str, user_id: int | None, now: datetime) -> Q:
     if tab == "mine":
         return open_ & Q(assigned_to_id=user_id)
     if tab == "unassigned":
-        return open_ & ~_held(now)
+        # A person must act and nobody holds it; the bot's conversations are "bot", not this.
+        return Q(status=Conversation.Status.ESCALATED) & ~_held(now)
     if tab == "bot":
         return Q(status=Conversation.Status.ACTIVE)
     return Q(status__in=[Conversation.Status.CLOSED, Conversation.Status.EXPIRED])

@@ -87,6 +87,8 @@ def test_notes_are_in_the_page_and_its_events_in_note_shape(
             "text": "Cliente VIP",
             "author": {"id": owner.user.pk, "name": "owner@acme.test"},
             "created_at": note.created_at.isoformat(),
+            # the zone of the time the page shows (the tenant's)
+            "time_title": "Hora de America/Mexico_City (UTC-6)",
         }
     ]
     outsider_events = _client(outsider.user).get(f"/inbox/{conversation.pk}/events")

@@ -72,10 +72,8 @@ def test_tabs_and_card_json(owner_client: Any, owner: Persona, world: Any) -> No
     assert _ids(owner_client.get(URL, {"tab": "waiting"})) == {str(world["a_waiting"].pk)}
     assert _ids(owner_client.get(URL, {"tab": "bot"})) == {str(world["a_bot"].pk)}
     assert _ids(owner_client.get(URL, {"tab": "closed"})) == {str(world["a_closed"].pk)}
-    assert _ids(owner_client.get(URL, {"tab": "unassigned"})) == {
-        str(world["a_waiting"].pk),
-        str(world["a_bot"].pk),
-    }
+    # unassigned: escalated with no holder; the bot's conversation is not "Sin asignar"
+    assert _ids(owner_client.get(URL, {"tab": "unassigned"})) == {str(world["a_waiting"].pk)}
     assert _ids(owner_client.get(URL, {"tab": "mine"})) == set()
     owner_client.post(f"{URL}/{world['a_waiting'].pk}/claim", {}, format="json")
     assert _ids(owner_client.get(URL, {"tab": "mine"})) == {str(world["a_waiting"].pk)}

@@ -71,7 +71,8 @@ def test_the_waiting_tab_is_the_default_oldest_first_with_counts_and_words(
     assert _ids(html) == [str(oldest.pk), str(middle.pk), str(recent.pk)]
     assert str(theirs.pk) not in html and "Cliente theirs" not in html
     assert (_count(html, "waiting"), _count(html, "bot"), _count(html, "closed")) == (3, 1, 1)
-    assert _count(html, "unassigned") == 4 and _count(html, "mine") == 0
+    # unassigned: escalated and nobody holds it (not the bot's conversation)
+    assert _count(html, "unassigned") == 3 and _count(html, "mine") == 0
     assert "Cliente oldest" in html and "Esperando 1" in html  # "Esperando 1 hora, 30 minutos"
     assert "Prioridad Alta" in html and "El cliente pidió una persona" in html
     assert "user_request" not in html and ">high<" not in html  # words, never codes
@@ -367,6 +368,7 @@ def test_whatsapp_cards_say_how_long_the_24_hour_window_stays_open(
     client.cookies["django_language"] = language
 
     cards = _cards(client.get("/inbox/", {"tab": "unassigned"}).content.decode())
+    cards |= _cards(client.get("/inbox/", {"tab": "bot"}).content.decode())
     cards |= _cards(client.get("/inbox/", {"tab": "closed"}).content.decode())
 
     assert f'data-open="true">{left}</span>' in cards[str(rows["open"].pk)]

@@ -1,9 +1,12 @@
 // Staff inbox, one conversation: re-reads its events endpoint when InboxLive reports a change of
 // this conversation (or asks for a resync), when a colleague's lease ends, and on a slow timer;
-// acts through the REST API (session + CSRF + X-Tenant): claim, assign to a teammate, release,
-// close, reply, internal note (the composer's "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the
-// open panel or dialog, "u" (outside text boxes) goes back to the list. Times are written in the
-// tenant's zone (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm.
+// acts through the REST API (session + CSRF + X-Tenant): claim, take over (owner/admin, after a
+// confirmation), assign to a teammate, release, close, reply, internal note (the composer's
+// "Nota interna" mode). Keys: Ctrl+Enter sends, Esc closes the open panel or dialog, "u"
+// (outside text boxes) goes back to the list. Times are written in the tenant's zone
+// (data-time-zone) in the inbox's one format: dd/mm/yyyy hh:mm; their zone's words (titles,
+// the lease's "UTC+1") come from the server's state. A member whose conversation an owner
+// took over sees who took it and why the reply box closed, on the next update.
 (function () {
   "use strict";
   var root = document.getElementById("inbox-conversation");
@@ -18,10 +21,12 @@
   var more = document.getElementById("inbox-more");
   var moreToggle = document.getElementById("inbox-more-toggle");
   var closeDialog = document.getElementById("inbox-close-dialog");
+  var takeoverDialog = document.getElementById("inbox-takeover-dialog");
   var assignPanel = document.getElementById("inbox-assign");
   var assignee = document.getElementById("inbox-assignee");
   var buttons = {
     claim: document.getElementById("inbox-claim"),
+    takeover: document.getElementById("inbox-takeover"),
     assign: document.getElementById("inbox-assign-toggle"),
     release: document.getElementById("inbox-release"),
     close: document.getElementById("inbox-close")
@@ -37,6 +42,10 @@
   // Set while this page's own claim or assignment is on its way: only a colleague's assignment
   // announces "Asignada a usted".
   var taking = false;
+  // Set while this page's own action and its re-read run: a change it made is not "lost".
+  var acting = false;
+  // Who took the conversation from this page's member (the reply box says so); "" else.
+  var lostTo = "";
 
   function fmt(s, values) {
     return s.replace(/%\((\w+)\)s/g, function (_m, k) { return String(values[k]); });
@@ -93,6 +102,7 @@
     li.appendChild(el("span", "who", t[m.kind] + (m.author ? " · " + m.author : "")));
     var when = el("time", "", timeText(m.created_at));
     when.setAttribute("datetime", m.created_at);
+    when.title = m.time_title || "";
     li.appendChild(when);
     li.appendChild(el("span", "text", m.content));
     if (m.options && m.options.length) { // the choices a bot answer offered, numbered as a
@@ -116,6 +126,7 @@
     li.appendChild(el("span", "who", t.note + (n.author && n.author.name ? " · " + n.author.name : "")));
     var when = el("time", "", timeText(n.created_at));
     when.setAttribute("datetime", n.created_at);
+    when.title = n.time_title || "";
     li.appendChild(when);
     li.appendChild(el("span", "text", n.text));
     place(li, n.created_at);
@@ -124,7 +135,9 @@
   function holderText(s) {
     if (!s.claimed) return t.unclaimed;
     var values = {
-      name: s.holder, since: timeText(s.holder_since), until: timeText(s.claim_expires_at)
+      // the server's words: the lease's end with its zone ("10:20 UTC+1")
+      name: s.holder, since: s.holder_since_text || timeText(s.holder_since),
+      until: s.claim_expires_text || timeText(s.claim_expires_at)
     };
     return fmt(s.holder_is_me ? t.holder_me : t.holder_other, values);
   }
@@ -159,16 +172,27 @@
     var waiting = document.getElementById("inbox-waiting");
     waiting.setAttribute("datetime", s.waiting_since || "");
     waiting.textContent = timeText(s.waiting_since);
+    waiting.title = s.waiting_since_title || "";
     document.getElementById("inbox-waiting-line").hidden = !s.waiting_since;
     var holder = document.getElementById("inbox-holder");
     holder.dataset.claimed = s.claimed ? "true" : "false";
     holder.dataset.mine = s.holder_is_me ? "true" : "false";
     holder.textContent = holderText(s);
+    holder.title = s.holder_title || "";
     if (s.holder_is_me && root.dataset.holderIsMe !== "true" && !taking) {
       notice.textContent = t.assigned_to_me;
     }
+    if (s.holder_is_me || !s.claimed) {
+      lostTo = "";
+    } else if (root.dataset.holderIsMe === "true" && !acting) {
+      // A colleague (an owner taking over) holds what this member held: say who, and why
+      // the reply box closed.
+      lostTo = s.holder;
+      notice.textContent = fmt(t.lost, { name: lostTo });
+    }
     root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
     buttons.claim.disabled = !s.can_claim;
+    buttons.takeover.hidden = !s.can_take_over;
     buttons.assign.disabled = !s.can_assign;
     if (!s.can_assign) setAssign(false);
     buttons.release.disabled = !s.can_release;
@@ -196,6 +220,7 @@
   function act(action, payload) {
     if (busy) return Promise.resolve(false);
     busy = true;
+    acting = true;
     clearError();
     return fetch(root.dataset.apiUrl + action, {
       method: "POST",
@@ -217,17 +242,17 @@
       .catch(function () { showError(t.network); return false; })
       .then(function (ok) {
         busy = false;
-        return poll().catch(function () {}).then(function () { return ok; });
+        return poll().catch(function () {}).then(function () { acting = false; return ok; });
       });
   }
 
-  var done = { claim: "claimed", release: "released", close: "closed" };
+  var done = { claim: "claimed", takeover: "taken_over", release: "released", close: "closed" };
   function run(name) {
-    taking = name === "claim";
+    taking = name === "claim" || name === "takeover";
     act(name).then(function (ok) {
       taking = false;
       if (ok) notice.textContent = t[done[name]];
-      if (ok && name === "claim") text.focus();
+      if (ok && (name === "claim" || name === "takeover")) text.focus();
     });
   }
 
@@ -238,7 +263,8 @@
     document.getElementById("inbox-reply-label").textContent = note ? t.note_label : t.reply_label;
     // why the reply box is locked, in the box too: a phone shows no hint line
     var locked = !note && !canReply;
-    var reason = buttons.claim.disabled ? t.reply_locked : t.claim_first;
+    var reason = lostTo ? fmt(t.lost, { name: lostTo })
+      : (buttons.claim.disabled ? t.reply_locked : t.claim_first);
     why.textContent = note ? t.note_hint : reason;
     why.hidden = !note && !locked;
     keys.hidden = note;
@@ -281,6 +307,13 @@
   buttons.claim.addEventListener("click", function () { run("claim"); });
   buttons.release.addEventListener("click", function () { run("release"); });
   buttons.close.addEventListener("click", function () { closeDialog.showModal(); });
+  buttons.takeover.addEventListener("click", function () { takeoverDialog.showModal(); });
+  takeoverDialog.addEventListener("close", function () {
+    var confirmed = takeoverDialog.returnValue === "takeover";
+    takeoverDialog.returnValue = "";
+    if (confirmed) { run("takeover"); return; }
+    buttons.takeover.focus();
+  });
   closeDialog.addEventListener("close", function () {
     if (closeDialog.returnValue === "close") run("close");
     closeDialog.returnValue = "";

@@ -174,6 +174,7 @@
   document.addEventListener("inbox:state", function (event) {
     var s = event.detail || {};
     closesAt = s.window_closes_at || "";
+    badge.title = s.window_title || "";  // the absolute end, with its zone
     canReply = !!s.can_reply;
     tick();
   });
