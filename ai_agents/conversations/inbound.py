@@ -201,32 +201,8 @@ def _known_thread_store(
     the stand-in, given its id (its other fields load on first use)."""
     conversation = known_thread.stand_in(agent=agent, channel=inbound.channel, thread_id=thread_id)
     message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
-    binding_id = inbound.binding.pk
-    statement = known_thread.prepared_store_statement(
-        message=message, agent=agent, thread_id=thread_id, binding_id=binding_id
-    )
-    opened = []
-    if opening is not None:
-        opened = [
-            known_thread.open_statement(
-                agent=agent,
-                channel=inbound.channel,
-                thread_id=thread_id,
-                contact=opening,
-                binding=inbound.binding,
-            )
-        ]
-    current = store.open_conversation_statement(agent, inbound.channel, thread_id)
-    if lean:
-        statement = known_thread.returning_conversation(statement)
-        current = known_thread.unless_stored(current, message)
     *_, stored, contact_row, current_row = rows.run_together(
-        [
-            *opened,
-            statement,
-            contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"])),
-            current,
-        ]
+        _known_thread_statements(agent, inbound, message, opening=opening, lean=lean)
     )
     found_contact = rows.first(Contact, contact_row)
     contact = contact_rows.contact_settle(agent.tenant, inbound.contact, found_contact)
@@ -243,6 +219,34 @@ def _known_thread_store(
         tenant_id=conversation.tenant_id, conversation_id=conversation.pk, kind="message"
     )
     return message, (contact, row)
+
+
+def _known_thread_statements(
+    agent: Agent, inbound: Inbound, message: Message, *, opening: Contact | None, lean: bool
+) -> list[rows.Statement]:
+    """`_known_thread_store`'s round trip: [the opening,] the store, the contact, the thread's
+    open conversation."""
+    channel, thread_id = inbound.channel, message.conversation.channel_conversation_id
+    statement = known_thread.prepared_store_statement(
+        message=message, agent=agent, thread_id=thread_id, binding_id=inbound.binding.pk
+    )
+    current = store.open_conversation_statement(agent, channel, thread_id)
+    if lean:
+        statement = known_thread.returning_conversation(statement)
+        current = known_thread.unless_stored(current, message)
+    opened = []
+    if opening is not None:
+        opened = [
+            known_thread.open_statement(
+                agent=agent,
+                channel=channel,
+                thread_id=thread_id,
+                contact=opening,
+                binding=inbound.binding,
+            )
+        ]
+    contact = contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"]))
+    return [*opened, statement, contact, current]
 
 
 def message_prepare(*, agent: Agent, inbound: Inbound) -> Prepared | None:
