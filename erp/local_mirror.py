@@ -139,12 +139,17 @@ class LocalMirror:
             ).start()
 
     def _listen(self) -> None:
-        pid = os.getpid()
+        pid, quiet = os.getpid(), False
         while self._pid == pid:
             try:
                 self._listen_once(pid)
             except Exception as exc:
-                logger.warning("local_mirror.listen_failed", extra={"error": type(exc).__name__})
+                if self._live or not quiet:  # once per outage, not once per retry
+                    logger.warning(
+                        "local_mirror.listen_failed",
+                        extra={"channel": self.channel, "error": type(exc).__name__},
+                    )
+            quiet = True
             self._live_set(False)
             time.sleep(RETRY_S)
 

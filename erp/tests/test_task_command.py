@@ -99,3 +99,22 @@ def test_a_real_worker_runs_the_tasks_sent_as_commands(celery_worker_process: An
     for command in commands:
         task_id = _decoded(command)[1]["headers"]["id"]
         assert app.AsyncResult(task_id).get(timeout=20) == "req-from-webhook"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("0b6c3f0e-4a4e-4a8e-9f55-3b7f1a2b9c10", "5d0f2c1e-8f3b-4c8d-a1e2-6b7c8d9e0f1a"),
+        ("a'b", 'x"y'),
+        ("back\\slash",),
+        ("ñandú", "\x00"),
+        ("x" * 2000,),
+        (1, None, "z"),
+    ],
+)
+def test_a_copied_messages_argsrepr_is_celerys_own(args: tuple[Any, ...]) -> None:
+    from celery.utils.saferepr import saferepr
+
+    from erp.celery import _argsrepr, app
+
+    assert _argsrepr(args) == saferepr(args, app.amqp.argsrepr_maxsize)
