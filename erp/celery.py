@@ -176,7 +176,7 @@ def _eager() -> bool:
     configuration view asks Django's settings for three spellings of the name, each missing
     one raising AttributeError): a value set at run time (`app.conf.task_always_eager = ...`,
     the tests) is in `changes`; the settings' own is read once."""
-    changes = app.conf.changes
+    changes = app.conf.changes or {}
     if "task_always_eager" in changes:
         return bool(changes["task_always_eager"])
     if not _settings_eager:
