@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from ai_agents.knowledge.embeddings import query_prefetch
+from ai_agents.conversations.burst_prefetch import prefetch_later
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.rules.input_bound import input_bound
 from erp.tenancy import rows
@@ -96,11 +96,11 @@ def burst_wait(conversation: Conversation) -> BurstWait | None:
 def burst_prefetch(conversation: Conversation, wait: BurstWait) -> None:
     """While the burst is not due: the local model's vector of its text as the turn will see
     it (cut to the channel's limit) starts in the background, so the turn finds it cached (the
-    request-for-a-person detector, a knowledge search on the local model). A message arriving
-    meanwhile only costs a wasted vector."""
+    request-for-a-person detector, a knowledge search on the local model), once the burst
+    seems over (`burst_prefetch.prefetch_later`: a message arriving meanwhile replaces it)."""
     text = input_bound(wait.text, conversation.channel)[0]
     if text.strip():
-        query_prefetch(text)
+        prefetch_later(str(conversation.pk), text, due_in_s=wait.seconds)
 
 
 def burst_rest(turn: Turn) -> list[Message]:
