@@ -18,9 +18,18 @@ def contact_statement(tenant_id: int, external_id: str) -> rows.Statement:
     )
 
 
+def contact_new(tenant: Any, data: Mapping[str, Any]) -> Contact:
+    """The sender's contact, not saved yet, with its given fields."""
+    return Contact(tenant=tenant, external_id=str(data["external_id"]), **_given(data))
+
+
+def _given(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
+
+
 def contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) -> Contact:
     """`found` (the contact read), created when missing, its given fields updated if changed."""
-    changes = {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
+    changes = _given(data)
     if found is None:
         contact, created = _contact_create(tenant, str(data["external_id"]), changes)
     else:

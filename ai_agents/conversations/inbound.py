@@ -81,7 +81,8 @@ def message_receive(
     takes ONE round trip (`_known_thread_store`); otherwise two for a known contact and
     conversation: contact and conversation, then INSERT and UPDATE (a redelivery is found by
     the failed INSERT, not by a SELECT before every new message); a first message for a thread
-    (no open conversation) opens it in one more (`known_thread.open_statement`)."""
+    (no open conversation) opens it, and inserts a new sender's contact, in one more
+    (`known_thread.open_statements`)."""
     with tenant_scope(agent.tenant_id):  # the agent's tenant, whoever calls (row security)
         received = _message_receive(agent=agent, inbound=inbound, answer=answer)
     return received.message, received.created
@@ -194,8 +195,9 @@ def _known_thread_store(
     `_message_receive` goes on with what was read). A repeated `channel_message_id` raises
     IntegrityError (nothing written either). The contact is settled afterwards (a write only
     when it is new or changed). `opening` (the sender's contact, once a first trip found the
-    thread without an open conversation): the same round trip first opens one for it
-    (`known_thread.open_statement`: no BEGIN, savepoint or COMMIT of their own). `lean` (the
+    thread without an open conversation; not saved yet for a new sender): the same round trip
+    first opens one for it (`known_thread.open_statements`: no BEGIN, savepoint or COMMIT of
+    their own; a new contact is inserted there too). `lean` (the
     webhooks, which need only its id): the conversation's row comes back only when the message
     was not stored (`known_thread.unless_stored`), so a stored message's conversation stays
     the stand-in, given its id (its other fields load on first use)."""
@@ -205,8 +207,12 @@ def _known_thread_store(
         _known_thread_statements(agent, inbound, message, opening=opening, lean=lean)
     )
     found_contact = rows.first(Contact, contact_row)
-    contact = contact_rows.contact_settle(agent.tenant, inbound.contact, found_contact)
     row = rows.first(Conversation, current_row)
+    if stored.rowcount != 1 and row is None and found_contact is None and opening is None:
+        # A new sender on a new thread: its contact is inserted with the conversation the
+        # next round trip opens (`known_thread.open_statements`), not in a trip of its own.
+        return None, (contact_rows.contact_new(agent.tenant, inbound.contact), None)
+    contact = contact_rows.contact_settle(agent.tenant, inbound.contact, found_contact)
     if stored.rowcount != 1 or (row is None and not lean):
         return None, (contact, row)
     if lean:
@@ -236,15 +242,13 @@ def _known_thread_statements(
         current = known_thread.unless_stored(current, message)
     opened = []
     if opening is not None:
-        opened = [
-            known_thread.open_statement(
-                agent=agent,
-                channel=channel,
-                thread_id=thread_id,
-                contact=opening,
-                binding=inbound.binding,
-            )
-        ]
+        opened = known_thread.open_statements(
+            agent=agent,
+            channel=channel,
+            thread_id=thread_id,
+            contact=opening,
+            binding=inbound.binding,
+        )
     contact = contact_rows.contact_statement(agent.tenant_id, str(inbound.contact["external_id"]))
     return [*opened, statement, contact, current]
 

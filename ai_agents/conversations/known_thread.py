@@ -144,25 +144,37 @@ _ONE_OPEN = (
 )
 
 
-def open_statement(
+def open_statements(
     *, agent: Agent, channel: str, thread_id: str, contact: Any, binding: Any
-) -> rows.Statement:
+) -> list[rows.Statement]:
     """A new open conversation for the thread, linked to its previous (ended) one, unless one
     is open already: concurrent first messages meet the partial unique constraint and the
     loser inserts nothing (it waits for the winner's commit, so a `prepared_store_statement`
     after it finds the winner's row). Used in front of `prepared_store_statement` in one round
-    trip: a refused message (a repeat) takes the new conversation with it."""
+    trip: a refused message (a repeat) takes the new conversation with it. A `contact` not
+    saved yet (a new sender) is inserted first, in the same round trip (unless a concurrent
+    request inserted it: the conversation takes that one)."""
+    if contact is None or not contact._state.adding:
+        conversation = new_conversation(
+            agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
+        )
+        return [open_row_statement(conversation)]
     conversation = new_conversation(
-        agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
+        agent=agent, channel=channel, thread_id=thread_id, contact=None, binding=binding
     )
-    return open_row_statement(conversation)
+    conversation.contact_identifier = contact.external_id
+    sql, params = rows.insert_statement([contact])
+    return [
+        (f"{sql} ON CONFLICT (tenant_id, external_id) DO NOTHING", params),
+        open_row_statement(conversation, contact_external_id=contact.external_id),
+    ]
 
 
 def new_conversation(
     *, agent: Agent, channel: str, thread_id: str, contact: Any, binding: Any = None
 ) -> Conversation:
     """The thread's new conversation row (unsaved), as both ways of opening one build it
-    (`open_statement` and `store.conversation_open`): its contact identifier is the contact's
+    (`open_statements` and `store.conversation_open`): its contact identifier is the contact's
     external id, or the thread's id when the sender has no contact."""
     return Conversation(
         tenant_id=agent.tenant_id,
@@ -175,20 +187,27 @@ def new_conversation(
     )
 
 
-def open_row_statement(conversation: Conversation) -> rows.Statement:
-    """`open_statement` for a new (unsaved) conversation row: its `previous_conversation_id`
-    is found by the statement."""
+def open_row_statement(
+    conversation: Conversation, *, contact_external_id: str | None = None
+) -> rows.Statement:
+    """`open_statements` for a new (unsaved) conversation row: its `previous_conversation_id`
+    is found by the statement (and its contact, by `contact_external_id`, when given)."""
     agent_id, channel = conversation.agent_id, conversation.channel
     thread_id = conversation.channel_conversation_id
-    previous = (
+    sql = (
         "WITH p AS (SELECT id FROM ai_agents_conversation WHERE tenant_id = %s AND agent_id = %s"  # noqa: S608
         f" AND channel = %s AND channel_conversation_id = %s AND status NOT IN ({_OPEN_SQL})"
-        " ORDER BY started_at DESC LIMIT 1)",
-        [conversation.tenant_id, agent_id, channel, thread_id],
+        " ORDER BY started_at DESC LIMIT 1)"
     )
+    params = [conversation.tenant_id, agent_id, channel, thread_id]
+    columns = {"previous_conversation_id": "(SELECT id FROM p)"}
+    if contact_external_id is not None:
+        sql += ", k AS (SELECT id FROM ai_agents_contact WHERE tenant_id = %s AND external_id = %s)"
+        params += [conversation.tenant_id, contact_external_id]
+        columns["contact_id"] = "(SELECT id FROM k)"
     return rows.insert_select_statement(
         conversation,
-        prefix=previous,
-        columns={"previous_conversation_id": "(SELECT id FROM p)"},
+        prefix=(sql, params),
+        columns=columns,
         from_sql=_ONE_OPEN,
     )
