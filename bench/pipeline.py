@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import resource
 import secrets
 import statistics
 import sys
@@ -292,6 +293,20 @@ def _round_trips_ms() -> str:
             f" {statistics.median(idle) * 1000:.2f} after idle"
         )
     return "round trip (ms): " + ", ".join(figures)
+
+
+def _thread_usage(before: Any, messages: int) -> str:
+    """User and system CPU and context switches of this thread per message since `before`
+    (getrusage): a round trip to a server that sat idle costs system time and a switch, which
+    Python profiles do not show."""
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    n = max(messages, 1)
+    return (
+        f"user {(after.ru_utime - before.ru_utime) / n * 1000:.2f} ms,"
+        f" system {(after.ru_stime - before.ru_stime) / n * 1000:.2f} ms,"
+        f" voluntary switches {(after.ru_nvcsw - before.ru_nvcsw) / n:.1f},"
+        f" involuntary {(after.ru_nivcsw - before.ru_nivcsw) / n:.1f}"
+    )
 
 
 def _busy_line() -> str:
@@ -571,6 +586,7 @@ def run(args: argparse.Namespace) -> None:
             profiler = cProfile.Profile(time.thread_time)
             profiler.enable()
         process_started = time.process_time()
+        usage_started = resource.getrusage(resource.RUSAGE_THREAD)
         for i in range(args.messages):
             question = SEQUENTIAL_QUESTIONS[(i // 20) % len(SEQUENTIAL_QUESTIONS)]
             text = uncached(f"{question} ({i})")
@@ -584,6 +600,7 @@ def run(args: argparse.Namespace) -> None:
             queries.append(len(statements.seen))
             last_sql = statements.seen
         process_cpu = (time.process_time() - process_started) / max(args.messages, 1) * 1000
+        usage = _thread_usage(usage_started, args.messages)
         if profiler is not None:
             import pstats
 
@@ -612,6 +629,7 @@ def run(args: argparse.Namespace) -> None:
                 f"  P95 {percentile(cpu, 0.95):6.2f} ms   (PostgreSQL's not included)\n"
                 f"  CPU of the process    mean {process_cpu:6.2f} ms"
                 f"   (with the embedding pool)\n"
+                f"  the thread, mean per message: {usage}\n"
                 f"  machine: {load_before} before, {_busy_line()} after;"
                 f" reference Python loop {_reference_loop_ms():.0f} ms;\n"
                 f"  {_round_trips_ms()}"
