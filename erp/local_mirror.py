@@ -50,6 +50,7 @@ class LocalMirror:
         self._live = False
         self._pid = 0
         self._publisher: Any = None
+        self._publisher_pid = 0
 
     # --- reading and storing ------------------------------------------------------------------
 
@@ -116,8 +117,10 @@ class LocalMirror:
                     self._entries.pop(key, None)
 
     def _publisher_client(self) -> Any:
-        if self._publisher is None or self._pid != os.getpid():
-            self._publisher = _client()
+        # One client per process, whether or not this process listens yet (a forget may come
+        # before any read); a fork makes its own.
+        if self._publisher is None or self._publisher_pid != os.getpid():
+            self._publisher, self._publisher_pid = _client(), os.getpid()
         return self._publisher
 
     # --- listening ----------------------------------------------------------------------------
@@ -133,7 +136,6 @@ class LocalMirror:
             self._live = False
             self._entries.clear()
             self._generation += 1
-            self._publisher = None
             threading.Thread(
                 target=self._listen, name=f"local-mirror:{self.channel}", daemon=True
             ).start()

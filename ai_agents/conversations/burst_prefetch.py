@@ -13,11 +13,14 @@ computed on the embedding pool (`embeddings.query_prefetch`), as before.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 
 from ai_agents.knowledge.embeddings import query_prefetch
+
+logger = logging.getLogger(__name__)
 
 DELAY_S = 1.0
 LEAD_S = 0.5
@@ -56,4 +59,7 @@ def _schedule() -> None:
                 _wake.wait(timeout=None if following is None else following - now)
                 continue
         for text in texts:
-            query_prefetch(text)
+            try:
+                query_prefetch(text)
+            except Exception:  # the scheduler outlives a failed start: the turn computes it
+                logger.exception("burst_prefetch.failed")

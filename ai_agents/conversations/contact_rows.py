@@ -23,6 +23,13 @@ def contact_new(tenant: Any, data: Mapping[str, Any]) -> Contact:
     return Contact(tenant=tenant, external_id=str(data["external_id"]), **_given(data))
 
 
+def contact_insert_statement(contact: Contact) -> rows.Statement:
+    """`contact` (unsaved) inserted unless the tenant has one with its external id already
+    (a concurrent request's): the one INSERT of a contact, here and in `open_statements`."""
+    sql, params = rows.insert_statement([contact])
+    return f"{sql} ON CONFLICT (tenant_id, external_id) DO NOTHING", params
+
+
 def _given(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: data[k] for k in ("name", "email", "phone") if data.get(k)}
 
@@ -31,7 +38,7 @@ def contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) 
     """`found` (the contact read), created when missing, its given fields updated if changed."""
     changes = _given(data)
     if found is None:
-        contact, created = _contact_create(tenant, str(data["external_id"]), changes)
+        contact, created = _contact_create(tenant, data)
     else:
         contact, created = found, False
     if not created and any(getattr(contact, k) != v for k, v in changes.items()):
@@ -41,22 +48,17 @@ def contact_settle(tenant: Any, data: Mapping[str, Any], found: Contact | None) 
     return contact
 
 
-def _contact_create(
-    tenant: Any, external_id: str, changes: Mapping[str, Any]
-) -> tuple[Contact, bool]:
+def _contact_create(tenant: Any, data: Mapping[str, Any]) -> tuple[Contact, bool]:
     """A new contact in ONE statement (no transaction around it); one created meanwhile by
     another request is read instead (unique per tenant and external id)."""
-    contact = Contact(tenant=tenant, external_id=external_id, **changes)
-    sql, params = rows.insert_statement([contact])
+    contact = contact_new(tenant, data)
     with tenant_scope(tenant):  # whoever calls (row security)
-        (outcome,) = rows.run_together(
-            [(f"{sql} ON CONFLICT (tenant_id, external_id) DO NOTHING", params)]
-        )
+        (outcome,) = rows.run_together([contact_insert_statement(contact)])
     if outcome.rowcount == 1:
         rows.inserted([contact])
         return contact, True
     return Contact.objects.for_tenant(tenant).get_or_create(
-        tenant=tenant, external_id=external_id, defaults=dict(changes)
+        tenant=tenant, external_id=contact.external_id, defaults=_given(data)
     )
 
 

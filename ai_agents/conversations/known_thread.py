@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db.models import DEFERRED
 
+from ai_agents.conversations.contact_rows import contact_insert_statement
 from ai_agents.models import Agent, Conversation, Message
 from ai_agents.services.conversations import INACTIVITY_EXPIRY
 from erp.tenancy import rows
@@ -154,18 +155,19 @@ def open_statements(
     trip: a refused message (a repeat) takes the new conversation with it. A `contact` not
     saved yet (a new sender) is inserted first, in the same round trip (unless a concurrent
     request inserted it: the conversation takes that one)."""
-    if contact is None or not contact._state.adding:
-        conversation = new_conversation(
-            agent=agent, channel=channel, thread_id=thread_id, contact=contact, binding=binding
-        )
-        return [open_row_statement(conversation)]
+    adding = contact is not None and contact._state.adding
     conversation = new_conversation(
-        agent=agent, channel=channel, thread_id=thread_id, contact=None, binding=binding
+        agent=agent,
+        channel=channel,
+        thread_id=thread_id,
+        contact=None if adding else contact,
+        binding=binding,
     )
+    if not adding:
+        return [open_row_statement(conversation)]
     conversation.contact_identifier = contact.external_id
-    sql, params = rows.insert_statement([contact])
     return [
-        (f"{sql} ON CONFLICT (tenant_id, external_id) DO NOTHING", params),
+        contact_insert_statement(contact),
         open_row_statement(conversation, contact_external_id=contact.external_id),
     ]
 

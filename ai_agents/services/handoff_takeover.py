@@ -54,23 +54,38 @@ def conversation_takeover(conversation: Conversation, user: Any) -> Conversation
         raise NotAllowed(
             _("Solo el propietario o un administrador de la empresa puede tomar el control.")
         )
-    with transaction.atomic():
-        previous = _other_holder_locked(conversation, user)
-        if previous is not None:
-            _lease_move(conversation, user)
-            _note_add(conversation, user, previous)
-            conversation_changed(conversation, "assignment")
-    if previous is None:
-        return handoff.conversation_claim(conversation, user)
-    logger.info(
-        "handoff.taken_over",
-        extra={"conversation_id": str(conversation.pk), "user_id": user.pk, "from": previous},
-    )
+    previous = _take_over_or_claim(conversation, user)
+    if previous is not None:
+        logger.info(
+            "handoff.taken_over",
+            extra={"conversation_id": str(conversation.pk), "user_id": user.pk, "from": previous},
+        )
     return (
         Conversation.objects.for_tenant(conversation.tenant_id)
         .select_related("assigned_to")
         .get(pk=conversation.pk)
     )
+
+
+def _take_over_or_claim(conversation: Conversation, user: Any) -> int | None:
+    """Moves the lease when a colleague holds it and returns their id; None after a plain
+    claim. A colleague may claim between the locked read (free) and the claim: the claim then
+    answers ConversationClaimed and the take-over is tried once more, now with a holder."""
+    for attempt in (1, 2):
+        with transaction.atomic():
+            previous = _other_holder_locked(conversation, user)
+            if previous is not None:
+                _lease_move(conversation, user)
+                _note_add(conversation, user, previous)
+                conversation_changed(conversation, "assignment")
+                return previous
+        try:
+            handoff.conversation_claim(conversation, user)
+            return None
+        except handoff.ConversationClaimed:
+            if attempt == 2:
+                raise
+    return None  # pragma: no cover - the loop returns or raises
 
 
 def _other_holder_locked(conversation: Conversation, user: Any) -> int | None:

@@ -215,3 +215,29 @@ def test_take_overs_at_once_follow_one_another(
     previous = [_name(member.user)] + [names[author] for author, _text in notes[:-1]]
     assert [text.split(" (antes: ")[1] for _author, text in notes] == [f"{p})" for p in previous]
     assert fresh(conversation).assigned_to_id == notes[-1][0]
+
+
+@pytest.mark.django_db
+def test_a_colleague_claiming_between_the_check_and_the_claim_is_taken_over(
+    owner: Persona, member: Persona, conv_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conversation is free when the take-over looks, a colleague claims it the next
+    moment: the owner's claim meets the colleague's lease, and the take-over moves it."""
+    from ai_agents.services import handoff, handoff_takeover
+
+    real_claim = handoff.conversation_claim
+    raced: list[int] = []
+
+    def colleague_first(conversation: Any, user: Any) -> Any:
+        if not raced:
+            raced.append(1)
+            real_claim(conversation, member.user)
+        return real_claim(conversation, user)
+
+    monkeypatch.setattr(handoff, "conversation_claim", colleague_first)
+
+    taken = handoff_takeover.conversation_takeover(fresh(conv_a), owner.user)
+
+    assert raced and taken.assigned_to_id == owner.user.pk
+    note = ConversationNote.objects.for_tenant(conv_a.tenant_id).get()
+    assert note.text == f"{_name(owner.user)} tomó el control (antes: {_name(member.user)})"

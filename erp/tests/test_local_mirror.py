@@ -119,3 +119,25 @@ def test_without_redis_nothing_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     assert mirror.get("a") is MISSING
     mirror.forget(["a"])  # a failed publish is logged, never raised
     mirror.close()
+
+
+def test_forgets_before_any_read_share_one_publishing_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process that only writes (an admin save) publishes its forgets on one client, not a
+    new connection per forget."""
+    made: list[Any] = []
+    real = local_mirror._client
+
+    def counted() -> Any:
+        made.append(1)
+        return real()
+
+    monkeypatch.setattr(local_mirror, "_client", counted)
+    writer = LocalMirror(f"test-mirror:{uuid.uuid4().hex}", ttl_s=60)
+    try:
+        for n in range(5):
+            writer.forget([f"k{n}"])
+        assert len(made) == 1
+    finally:
+        writer.close()

@@ -81,3 +81,23 @@ def test_two_conversations_keep_their_own_texts(inferences: list[str]) -> None:
 
     assert _computed(one) and _computed(other)
     assert sorted(inferences) == sorted([one, other])
+
+
+def test_a_failed_vector_does_not_stop_the_later_ones(
+    inferences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken, fine = _fresh("mensaje roto"), _fresh("¿hacen factura?")
+    original = embeddings.query_prefetch
+
+    def failing_once(text: str) -> None:
+        if text == broken:
+            raise RuntimeError("the embedding pool is gone")
+        original(text)
+
+    monkeypatch.setattr(burst_prefetch, "query_prefetch", failing_once)
+    burst_prefetch.prefetch_later(str(uuid.uuid4()), broken, due_in_s=0.5)
+    time.sleep(0.4)
+    burst_prefetch.prefetch_later(str(uuid.uuid4()), fine, due_in_s=0.5)
+
+    assert _computed(fine)  # the scheduler thread survived the failure
+    assert inferences == [fine]
