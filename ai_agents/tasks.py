@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +28,7 @@ from ai_agents.services.typing import whatsapp_typing_due
 from ai_agents.services.whatsapp_followup import followups_due
 from ai_agents.services.whatsapp_media import conversation_media_resolve
 from ai_agents.services.whatsapp_templates import whatsapp_templates_sync_all
+from erp.db import connection_release
 from erp.http.errors import HttpError
 from erp.retry import Backoff
 from erp.tenancy.scoping import tenant_scope
@@ -38,6 +40,14 @@ logger = logging.getLogger(__name__)
 # a runaway task never keeps a worker busy. A reply runs at most 20 messages of a conversation
 # (RN-4), each bounded by its agent's total_timeout_ms (<= 300 s, 45 s by default).
 ANSWER_SOFT_S, ANSWER_HARD_S = 600, 660
+# A burst's re-check is queued this long before the burst is due and waits out the rest in
+# its slot: the task's own reads (the conversation, its media, the burst) and the timer's
+# latency are behind it by then, so the turn starts when the burst is due, not one timer tick
+# and three queries later (issue 18's P95 from the last message to the reply). A slot sleeps
+# at most this long; never through the quiet window.
+BURST_EARLY_S = 0.15
+BURST_CLOCK_S = 0.002  # past the due instant, not a hair before it
+_sleep = time.sleep  # (a test stores a message while the re-check waits)
 # A run starts no message that could end after this (each may take its agent's total_timeout_ms);
 # the rest goes to a new task, and the sends after the run keep the time that is left.
 ANSWER_RUN_S = 300
@@ -269,7 +279,8 @@ def channel_conversation_answer(
 
     A burst not yet due (ai_agents/conversations/burst.py) is not answered now: the task of
     its newest message (`message_id`; none: the sweep's, or a run's that left some) queues a
-    `recheck` for when it is due and every task leaves; no worker waits."""
+    `recheck` for when it is due and every task leaves; no worker waits the quiet window out
+    (a re-check waits its last BURST_EARLY_S)."""
     conversation = conversation_load(conversation_id)
     if conversation is None:
         return []
@@ -280,11 +291,12 @@ def channel_conversation_answer(
             conversation_media_resolve(conversation=conversation)
         wait = burst_wait(conversation)
         # Run in-process (eager: tests, no broker to wait on) it answers at once.
-        if (
-            wait is not None
-            and wait.seconds > 0
-            and not channel_conversation_answer.request.is_eager
-        ):
+        eager = channel_conversation_answer.request.is_eager
+        if recheck and wait is not None and 0 < wait.seconds <= BURST_EARLY_S and not eager:
+            if message_id not in ("", wait.newest_id):
+                return []  # a later message's task keeps the re-check
+            wait = _burst_wait_out(conversation, wait)
+        if wait is not None and wait.seconds > 0 and not eager:
             if message_id in ("", wait.newest_id):  # a later message's task keeps it otherwise
                 _answer_later(conversation_id, wait)
                 burst_prefetch(conversation, wait)
@@ -330,13 +342,24 @@ def _typing_for(conversation: Conversation, message_id: str) -> None:
 
 
 def _answer_later(conversation_id: str, wait: BurstWait | None) -> None:
-    """Queues the conversation's answer again: at once, or when its burst is due."""
+    """Queues the conversation's answer again: at once, or BURST_EARLY_S before its burst is
+    due (the re-check waits out the rest: `_burst_wait_out`)."""
     if wait is None:
         channel_conversation_answer.delay(conversation_id)
         return
     channel_conversation_answer.apply_async(
-        args=(conversation_id, wait.newest_id, True), countdown=wait.seconds
+        args=(conversation_id, wait.newest_id, True),
+        countdown=max(0.0, wait.seconds - BURST_EARLY_S),
     )
+
+
+def _burst_wait_out(conversation: Conversation, wait: BurstWait) -> BurstWait | None:
+    """The last instant before a burst is due, waited out in the re-check's slot (at most
+    BURST_EARLY_S, without a database connection), then the burst looked at again: due now,
+    or a message came meanwhile and its own task keeps a re-check."""
+    connection_release()
+    _sleep(wait.seconds + BURST_CLOCK_S)
+    return burst_wait(conversation)
 
 
 @shared_task(

@@ -265,3 +265,54 @@ def test_a_waiting_burst_says_when_it_is_due_its_newest_message_and_its_text(
     assert wait is not None
     assert 2.0 < wait.seconds <= 2.5
     assert (wait.newest_id, wait.text) == (str(second.pk), "hola\nuna pregunta")
+
+
+@pytest.mark.django_db
+def test_a_recheck_queued_before_the_burst_is_due_waits_for_it_then_answers(
+    line: Line, wa_binding: Any
+) -> None:
+    """The re-check is queued BURST_EARLY_S before the burst is due (its reads done by then):
+    it waits the rest out and the reply is never stored before the quiet window ends."""
+    from ai_agents import tasks
+    from ai_agents.tests.channels.whatsapp.support import respond, stored
+
+    quiet_ms = int(tasks.BURST_EARLY_S * 1000) - 30
+    _window(wa_binding.agent, quiet_ms, 8000)
+    respond(line.google, "Sí, enviamos.")
+    first = stored(wa_binding.agent, BURST[0], "wamid.early-0", wa_binding)
+
+    tasks.channel_conversation_answer(str(first.conversation_id), str(first.pk), True)
+
+    [reply] = _replies(line.tenant)
+    assert (reply.created_at - first.created_at).total_seconds() >= quiet_ms / 1000
+    assert [b["text"]["body"] for b in line.graph.sent] == ["Sí, enviamos."]
+
+
+@pytest.mark.django_db
+def test_a_message_arriving_while_the_recheck_waits_starts_the_burst_again(
+    line: Line, wa_binding: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agents import tasks
+    from ai_agents.conversations.burst import burst_wait
+    from ai_agents.conversations.store import conversation_load
+    from ai_agents.tests.channels.whatsapp.support import stored
+
+    quiet_ms = int(tasks.BURST_EARLY_S * 1000) - 30
+    _window(wa_binding.agent, quiet_ms, 8000)
+    first = stored(wa_binding.agent, BURST[0], "wamid.again-0", wa_binding)
+    later: list[Message] = []
+
+    def customer_writes_meanwhile(seconds: float) -> None:
+        later.append(stored(wa_binding.agent, BURST[1], "wamid.again-1", wa_binding))
+        time.sleep(seconds)
+
+    monkeypatch.setattr(tasks, "_sleep", customer_writes_meanwhile)
+
+    assert tasks.channel_conversation_answer(str(first.conversation_id), str(first.pk), True) == []
+
+    assert later and _replies(line.tenant) == [] and line.google.generate_requests == []
+    conversation = conversation_load(first.conversation_id)
+    assert conversation is not None
+    with tenant_scope(line.tenant):
+        wait = burst_wait(conversation)
+    assert wait is not None and wait.newest_id == str(later[0].pk)  # its task re-checks
