@@ -47,6 +47,7 @@ class LocalMirror:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[float, Any]] = {}
         self._generation = 0
+        self._forgot_at = 0  # the generation the latest forget made
         self._live = False
         self._pid = 0
         self._publisher: Any = None
@@ -70,6 +71,14 @@ class LocalMirror:
         """To take BEFORE reading the shared copy that `put` will store."""
         self._ensure_listening()
         return self._generation
+
+    def forgotten_since(self, generation: int) -> bool:
+        """Whether a forget (made here, or heard from another process) came after
+        `generation()` returned `generation`: the value read since may be one the forget
+        replaced, not to be written back to the shared copy either. A subscription confirmed or
+        lost is no forget (a forget missed while the connection failed cannot be known: the
+        shared copy's own TTL ends what it left)."""
+        return self._forgot_at > generation
 
     def put(self, key: str, value: Any, generation: int) -> None:
         """Stores `value` read after `generation()` returned `generation`, unless a forget (or
@@ -110,6 +119,7 @@ class LocalMirror:
     def _drop(self, keys: Iterable[str] | None) -> None:
         with self._lock:
             self._generation += 1
+            self._forgot_at = self._generation
             if keys is None:
                 self._entries.clear()
             else:

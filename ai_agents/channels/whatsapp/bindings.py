@@ -140,7 +140,10 @@ def binding_for_number(
     if cached is None:
         binding = _from_database(phone_number_id)
         cached = _NONE if binding is None else _rows_of(binding)
-        if key:
+        # Not written to Redis when a forget came since `since` (here, or from another
+        # process while this one listens): the row read may be the one a commit replaced
+        # after the read and forgot before this write, which would then outlive the forget.
+        if key and not _local.forgotten_since(since):
             _remember(key, phone_number_id, cached)
     if key:  # read from Redis, or from the database and stored there
         _local.put(key, cached, since)
