@@ -123,6 +123,7 @@ def _message_receive(
             if message is None and read[1] is None:  # no open conversation: one more trip
                 taken = _take(before_open)
                 if taken is not None:
+                    _contact_keep(agent, inbound, read[0])
                     return taken
                 message, read = _known_thread_store(
                     agent, inbound, thread_id, opening=read[0], lean=lean
@@ -162,6 +163,14 @@ def _message_receive(
         if existing is None:
             raise
         return _Received(existing, False)
+
+
+def _contact_keep(agent: Agent, inbound: Inbound, contact: Contact) -> None:
+    """A new sender's contact, left unsaved for the opening round trip to insert, is
+    inserted when no conversation opens (the message was taken by a closed conversation's
+    rating comment): every sender who wrote has their row (contacts list, inbox)."""
+    if contact._state.adding:
+        contact_rows.contact_settle(agent.tenant, inbound.contact, None)
 
 
 def _take(before_open: Taker | None) -> _Received | None:
