@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import DEFERRED
 
 from ai_agents.conversations.contact_rows import contact_insert_statement
@@ -107,9 +108,9 @@ def unless_stored(statement: rows.Statement, message: Message) -> rows.Statement
 
 
 def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
-    """The conversation of a prepared message until its row is read (not saved; its id is
-    a placeholder). Only the fields given here are set: the others are deferred, not given
-    their ~40 defaults per message (`adopt` replaces them all)."""
+    """The conversation of a prepared message until its row is read (its id is a
+    placeholder until then). Only the fields given here are set: the others are deferred,
+    not given their ~40 defaults per message (`adopt` replaces them all)."""
     conversation: Conversation = _model(*_DEFERRED_ROW)
     conversation.__dict__.update(
         id=uuid.uuid4(),
@@ -118,6 +119,11 @@ def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
         channel_conversation_id=thread_id,
     )
     conversation.agent = agent
+    # A row, not a new instance: saved (by whoever holds the stored message), only its loaded
+    # fields are UPDATEd, and a placeholder id matches no row (DatabaseError), where
+    # `adding` would INSERT it (after loading each deferred field: ~40 queries).
+    conversation._state.adding = False
+    conversation._state.db = DEFAULT_DB_ALIAS
     return conversation
 
 
