@@ -95,15 +95,20 @@ def returning_conversation(statement: rows.Statement) -> rows.Statement:
     return f"{statement[0]} RETURNING conversation_id", statement[1]
 
 
-def unless_stored(statement: rows.Statement, message: Message) -> rows.Statement:
-    """A SELECT `statement` (its WHERE last: no ORDER BY or LIMIT) that finds nothing once
-    `message` is stored (by an earlier statement of the round trip): its rows are needed only
-    when the message was not."""
-    sql, params = statement
-    return (
-        f"{sql} AND NOT EXISTS"  # noqa: S608 - our statement, values in params
+def open_unless_stored_statement(
+    agent: Agent, channel: str, thread_id: str, message: Message
+) -> rows.Statement:
+    """The thread's open conversation, as `store.open_conversation_statement` reads it, found
+    only when `message` was not stored (by an earlier statement of the round trip): its row is
+    needed only then. Built whole, its condition inside the WHERE `rows.select_statement`
+    writes (not appended to a finished SELECT, where an ORDER BY or LIMIT would break it)."""
+    where, params = open_conversation_where(agent, channel, thread_id)
+    return rows.select_statement(
+        Conversation,
+        tenant_id=agent.tenant_id,
+        where=f"{where} AND NOT EXISTS"  # noqa: S608 - our statement, values in params
         " (SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND id = %s)",
-        [*params, message.tenant_id, message.pk],
+        params=[*params, message.tenant_id, message.pk],
     )
 
 
