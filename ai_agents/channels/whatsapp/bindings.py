@@ -133,17 +133,20 @@ def binding_for_number(
     (`active=True`: None) but still get the statuses of what they sent. `cached`: what the
     caller read from the cache under `binding_key(phone_number_id)` in a read of its own
     (None: nothing there; CACHE_DOWN: the read failed), to save this lookup its round trip;
-    `since`: `local_generation()` taken before that read. This process's copy comes first:
-    `local`, what `local_copy` gave the caller (taken after `since`, as its cache read), or
-    looked up here (again when `local` had none: an earlier lookup of the POST may have kept
-    one since)."""
+    `since`: `local_generation()` taken before that read (without it, what the caller read
+    is not kept, here or in Redis: a forget may have come after it). This process's copy
+    comes first: `local`, what `local_copy` gave the caller (taken after `since`, as its
+    cache read), or looked up here (again when `local` had none: an earlier lookup of the
+    POST may have kept one since)."""
     key, value = local if local is not None else (binding_key(phone_number_id), MISSING)
     if value is MISSING:
         value = _local.get(key)
     if value is not MISSING:
         return _binding_of(value, active)
-    if since is None or cached is UNREAD:
+    if cached is UNREAD:  # the read is this function's own: from now on
         since = _local.generation()
+    elif since is None:  # the caller's read, at a generation not given: kept nowhere
+        since = -1
     if cached is CACHE_DOWN:
         cached, key = None, ""
     elif cached is UNREAD:

@@ -346,3 +346,20 @@ def test_a_read_of_the_old_row_that_stores_it_after_the_commits_forget_leaves_no
     assert cache.get(binding_key(NUMBER_A)) is None
     assert binding_for_number(NUMBER_A) is None
     assert binding_for_number(NUMBER_A, active=False) == wa_binding
+
+
+@pytest.mark.django_db
+def test_a_value_read_by_a_caller_that_gave_no_generation_is_not_kept(
+    wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    """Without `since`, nobody knows whether a forget came between the caller's read and
+    this call: what it read is used, kept neither here nor written back to Redis."""
+    _listening(bindings._local)
+    key = binding_key(NUMBER_A)
+    rows = bindings._rows_of(ChannelBinding.objects.unscoped().get(pk=wa_binding.pk))
+
+    assert binding_for_number(NUMBER_A, cached=rows) == wa_binding
+    assert binding_for_number(NUMBER_A, cached=None) == wa_binding  # from the database
+
+    assert not bindings.local_has(NUMBER_A)
+    assert cache.get(key) is None
