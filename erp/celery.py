@@ -14,6 +14,8 @@ import uuid
 from typing import Any, NamedTuple
 
 from celery import Celery, Task, signals
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from kombu import Exchange, Queue
 from kombu import transport as kombu_transport
 
@@ -175,13 +177,27 @@ def _eager() -> bool:
     """`app.conf.task_always_eager`, without its ~30 us of lookups on every call (Celery's
     configuration view asks Django's settings for three spellings of the name, each missing
     one raising AttributeError): a value set at run time (`app.conf.task_always_eager = ...`,
-    the tests) is in `changes`; the settings' own is read once."""
+    the tests) is in `changes`; the settings' own is read once (again after it changes:
+    `_settings_read_again`)."""
     changes = app.conf.changes or {}
     if "task_always_eager" in changes:
         return bool(changes["task_always_eager"])
     if not _settings_eager:
         _settings_eager.append(bool(app.conf.task_always_eager))
     return _settings_eager[0]
+
+
+# The settings `_eager` and `_fast_path_usable` read once per process.
+_READ_ONCE = {"CELERY_TASK_ALWAYS_EAGER", "CELERY_BROKER_URL", "REDIS_URL"}
+
+
+@receiver(setting_changed)
+def _settings_read_again(setting: str = "", **_: Any) -> None:
+    """A setting changed at run time (`override_settings`, the tests: production never does)
+    is read again by the next call, not the value read first."""
+    if setting in _READ_ONCE:
+        _settings_eager.clear()
+        _same_redis.clear()
 
 
 def _argsrepr(args: tuple[Any, ...]) -> str:

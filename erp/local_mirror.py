@@ -6,10 +6,10 @@ process itself, if every process forgets it the moment it changes. `LocalMirror`
 copies only while this process listens on a Redis publish/subscribe channel where `forget`
 announces the keys that changed:
 
-- a background thread (one per process and mirror, started on first use, started anew after
-  a fork) subscribes; until Redis confirms the subscription, and from the moment the
-  connection fails until it is back, the mirror holds nothing and stores nothing: callers
-  read the shared cache as if it did not exist;
+- a background thread (one per process and mirror, started on first use, started anew, with
+  a fresh lock, after a fork) subscribes; until Redis confirms the subscription, and from the
+  moment the connection fails until it is back, the mirror holds nothing and stores nothing:
+  callers read the shared cache as if it did not exist;
 - `forget(keys)` drops the keys here and publishes them; every listening process drops them
   when the message arrives (sub-millisecond on one host). A value read while a forget was in
   flight is not stored: `generation()` is taken before the shared read, and `put` stores only
@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,10 +48,12 @@ class LocalMirror:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[float, Any]] = {}
         self._generation = 0
+        self._forgot_at = 0  # the generation the latest forget made
         self._live = False
         self._pid = 0
         self._publisher: Any = None
         self._publisher_pid = 0
+        _mirrors.add(self)
 
     # --- reading and storing ------------------------------------------------------------------
 
@@ -71,6 +74,14 @@ class LocalMirror:
         self._ensure_listening()
         return self._generation
 
+    def forgotten_since(self, generation: int) -> bool:
+        """Whether a forget (made here, or heard from another process) came after
+        `generation()` returned `generation`: the value read since may be one the forget
+        replaced, not to be written back to the shared copy either. A subscription confirmed or
+        lost is no forget (a forget missed while the connection failed cannot be known: the
+        shared copy's own TTL ends what it left)."""
+        return self._forgot_at > generation
+
     def put(self, key: str, value: Any, generation: int) -> None:
         """Stores `value` read after `generation()` returned `generation`, unless a forget (or
         a lost connection) came since."""
@@ -78,6 +89,11 @@ class LocalMirror:
             if not self._live or generation != self._generation:
                 return
             if len(self._entries) >= self.max_entries:
+                # All of it, not the oldest: a bound on memory, not a cache policy. The copies
+                # dropped cost one shared read each to get back (what a process without the
+                # mirror pays on every request), the clear is O(1) per put amortised, and
+                # 10k is far above what one process reads within `ttl_s` (the business numbers
+                # of every tenant; the option markers of the threads written in a minute).
                 self._entries.clear()
             self._entries[key] = (time.monotonic() + self.ttl_s, value)
 
@@ -110,6 +126,7 @@ class LocalMirror:
     def _drop(self, keys: Iterable[str] | None) -> None:
         with self._lock:
             self._generation += 1
+            self._forgot_at = self._generation
             if keys is None:
                 self._entries.clear()
             else:
@@ -190,6 +207,22 @@ class LocalMirror:
             self._live = live and self._pid == os.getpid()
             self._generation += 1
             self._entries.clear()
+
+
+# Every mirror of the process, for `_unlock_in_child`.
+_mirrors: weakref.WeakSet[LocalMirror] = weakref.WeakSet()
+
+
+def _unlock_in_child() -> None:
+    """A fork copies each lock as it was: one held at that instant (by the listener thread,
+    or a request's, neither of which exists in the child) would stay held for good, and the
+    child's first read would wait on it forever. The child gets fresh locks; what they
+    guarded is not trusted anyway (`_ensure_listening` starts the child anew)."""
+    for mirror in list(_mirrors):
+        mirror._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_in_child)
 
 
 def _client() -> Any:

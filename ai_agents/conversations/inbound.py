@@ -123,6 +123,7 @@ def _message_receive(
             if message is None and read[1] is None:  # no open conversation: one more trip
                 taken = _take(before_open)
                 if taken is not None:
+                    _contact_keep(agent, inbound, read[0])
                     return taken
                 message, read = _known_thread_store(
                     agent, inbound, thread_id, opening=read[0], lean=lean
@@ -164,6 +165,14 @@ def _message_receive(
         return _Received(existing, False)
 
 
+def _contact_keep(agent: Agent, inbound: Inbound, contact: Contact) -> None:
+    """A new sender's contact, left unsaved for the opening round trip to insert, is
+    inserted when no conversation opens (the message was taken by a closed conversation's
+    rating comment): every sender who wrote has their row (contacts list, inbox)."""
+    if contact._state.adding:
+        contact_rows.contact_settle(agent.tenant, inbound.contact, None)
+
+
 def _take(before_open: Taker | None) -> _Received | None:
     outcome = before_open() if before_open is not None else None
     return None if outcome is None else _Received(*outcome, taken=True)
@@ -197,9 +206,9 @@ def _known_thread_store(
     when it is new or changed). `opening` (the sender's contact, once a first trip found the
     thread without an open conversation; not saved yet for a new sender): the same round trip
     first opens one for it (`known_thread.open_statements`: no BEGIN, savepoint or COMMIT of
-    their own; a new contact is inserted there too). `lean` (the
-    webhooks, which need only its id): the conversation's row comes back only when the message
-    was not stored (`known_thread.unless_stored`), so a stored message's conversation stays
+    their own; a new contact is inserted there too). `lean` (the webhooks, which need only its
+    id): the conversation's row comes back only when the message was not stored
+    (`known_thread.open_unless_stored_statement`), so a stored message's conversation stays
     the stand-in, given its id (its other fields load on first use)."""
     conversation = known_thread.stand_in(agent=agent, channel=inbound.channel, thread_id=thread_id)
     message = inbound_message_row(agent, conversation, inbound, created_at=timezone.now())
@@ -236,10 +245,11 @@ def _known_thread_statements(
     statement = known_thread.prepared_store_statement(
         message=message, agent=agent, thread_id=thread_id, binding_id=inbound.binding.pk
     )
-    current = store.open_conversation_statement(agent, channel, thread_id)
     if lean:
         statement = known_thread.returning_conversation(statement)
-        current = known_thread.unless_stored(current, message)
+        current = known_thread.open_unless_stored_statement(agent, channel, thread_id, message)
+    else:
+        current = store.open_conversation_statement(agent, channel, thread_id)
     opened = []
     if opening is not None:
         opened = known_thread.open_statements(

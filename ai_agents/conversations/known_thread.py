@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import DEFERRED
 
 from ai_agents.conversations.contact_rows import contact_insert_statement
@@ -94,22 +95,27 @@ def returning_conversation(statement: rows.Statement) -> rows.Statement:
     return f"{statement[0]} RETURNING conversation_id", statement[1]
 
 
-def unless_stored(statement: rows.Statement, message: Message) -> rows.Statement:
-    """A SELECT `statement` (its WHERE last: no ORDER BY or LIMIT) that finds nothing once
-    `message` is stored (by an earlier statement of the round trip): its rows are needed only
-    when the message was not."""
-    sql, params = statement
-    return (
-        f"{sql} AND NOT EXISTS"  # noqa: S608 - our statement, values in params
+def open_unless_stored_statement(
+    agent: Agent, channel: str, thread_id: str, message: Message
+) -> rows.Statement:
+    """The thread's open conversation, as `store.open_conversation_statement` reads it, found
+    only when `message` was not stored (by an earlier statement of the round trip): its row is
+    needed only then. Built whole, its condition inside the WHERE `rows.select_statement`
+    writes (not appended to a finished SELECT, where an ORDER BY or LIMIT would break it)."""
+    where, params = open_conversation_where(agent, channel, thread_id)
+    return rows.select_statement(
+        Conversation,
+        tenant_id=agent.tenant_id,
+        where=f"{where} AND NOT EXISTS"  # noqa: S608 - our statement, values in params
         " (SELECT 1 FROM ai_agents_message WHERE tenant_id = %s AND id = %s)",
-        [*params, message.tenant_id, message.pk],
+        params=[*params, message.tenant_id, message.pk],
     )
 
 
 def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
-    """The conversation of a prepared message until its row is read (not saved; its id is
-    a placeholder). Only the fields given here are set: the others are deferred, not given
-    their ~40 defaults per message (`adopt` replaces them all)."""
+    """The conversation of a prepared message until its row is read (its id is a
+    placeholder until then). Only the fields given here are set: the others are deferred,
+    not given their ~40 defaults per message (`adopt` replaces them all)."""
     conversation: Conversation = _model(*_DEFERRED_ROW)
     conversation.__dict__.update(
         id=uuid.uuid4(),
@@ -118,6 +124,11 @@ def stand_in(*, agent: Agent, channel: str, thread_id: str) -> Conversation:
         channel_conversation_id=thread_id,
     )
     conversation.agent = agent
+    # A row, not a new instance: saved (by whoever holds the stored message), only its loaded
+    # fields are UPDATEd, and a placeholder id matches no row (DatabaseError), where
+    # `adding` would INSERT it (after loading each deferred field: ~40 queries).
+    conversation._state.adding = False
+    conversation._state.db = DEFAULT_DB_ALIAS
     return conversation
 
 

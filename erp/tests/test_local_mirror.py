@@ -4,6 +4,8 @@ forgets of every other process (Redis publish/subscribe), on the real test Redis
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -141,3 +143,33 @@ def test_forgets_before_any_read_share_one_publishing_connection(
         assert len(made) == 1
     finally:
         writer.close()
+
+
+def _exits_within(pid: int, seconds: float) -> bool:
+    """Whether the child `pid` exited with status 0 in time (else it is killed)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) == 0
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return False
+
+
+def test_a_process_forked_while_the_mirror_was_busy_can_use_it(mirror: LocalMirror) -> None:
+    """A fork copies the lock as it is: held (by the listener, or a request's thread, at that
+    instant) it would stay held in the child, whose first read would wait forever."""
+    with mirror._lock:  # what another thread holds at the moment of the fork
+        pid = os.fork()
+        if pid == 0:  # the child: a new process, its mirror starts anew
+            code = 1
+            try:
+                mirror.put("a", "A", mirror.generation())
+                mirror.get("a")
+                code = 0
+            finally:
+                os._exit(code)
+
+    assert _exits_within(pid, seconds=5), "the forked process hung on the mirror's lock"

@@ -118,3 +118,19 @@ def test_a_copied_messages_argsrepr_is_celerys_own(args: tuple[Any, ...]) -> Non
     from erp.celery import _argsrepr, app
 
     assert _argsrepr(args) == saferepr(args, app.amqp.argsrepr_maxsize)
+
+
+def test_eager_mode_set_in_the_settings_of_a_test_is_obeyed(
+    db: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`override_settings` (pytest-django's `settings`) after the process read the setting
+    once: Celery runs the task, nothing is left to send."""
+    # No value set at run time (`app.conf.task_always_eager = ...`) hides the settings' one.
+    monkeypatch.delitem(app.conf.changes or {}, "task_always_eager", raising=False)
+    tenant = TenantFactory.create(slug="eager-settings")
+    assert task_command("erp.ping_database", tenant.pk) is not None  # read: not eager
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+    assert app.conf.task_always_eager is True  # Celery's own view follows the settings
+    assert task_command("erp.ping_database", tenant.pk) is None

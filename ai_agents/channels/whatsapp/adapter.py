@@ -26,9 +26,8 @@ from ai_agents.channels.whatsapp.bindings import (
     CACHE_DOWN,
     UNREAD,
     binding_for_number,
-    binding_key,
+    local_copy,
     local_generation,
-    local_has,
 )
 from ai_agents.channels.whatsapp.bodies import (
     interactive_body,
@@ -61,6 +60,7 @@ from ai_agents.rules.options import option_may_be_named
 from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services import inbox_events
 from ai_agents.services.inbox_events import inbox_event_publish
+from erp.local_mirror import MISSING
 
 logger = logging.getLogger(__name__)
 
@@ -97,13 +97,14 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
     outcome = WebhookOutcome(skipped=batch.skipped, errors=len(batch.errors))
     bindings: dict[tuple[str, bool], ChannelBinding | None] = {}
     since = local_generation()  # before the cache read: what it finds may be kept locally
-    read = _cache_read(batch)
+    local = {number: local_copy(number) for number in _numbers(batch)}  # key, copy: once
+    read = _cache_read(batch, local)
 
     def binding_of(number: str, active: bool = True) -> ChannelBinding | None:
         if (number, active) not in bindings:
-            cached = CACHE_DOWN if read is None else read.get(binding_key(number), UNREAD)
+            cached = CACHE_DOWN if read is None else read.get(local[number][0], UNREAD)
             bindings[number, active] = binding_for_number(
-                number, active=active, cached=cached, since=since
+                number, active=active, cached=cached, since=since, local=local[number]
             )
             if bindings[number, active] is None:
                 logger.warning("whatsapp.unknown_number", extra={"phone_number_id": number})
@@ -146,13 +147,15 @@ def _accept(batch: WaBatch) -> WebhookOutcome:
     return outcome
 
 
-def _cache_read(batch: WaBatch) -> dict[str, Any] | None:
-    """The POST's one cache read (`post_cache_read`; none at all in the common case)."""
-    numbers = {m.phone_number_id for m in batch.messages} | {
-        status.phone_number_id for status in batch.statuses
-    }
+def _numbers(batch: WaBatch) -> set[str]:
+    return {m.phone_number_id for m in batch.messages} | {s.phone_number_id for s in batch.statuses}
+
+
+def _cache_read(batch: WaBatch, local: dict[str, tuple[str, Any]]) -> dict[str, Any] | None:
+    """The POST's one cache read (`post_cache_read`; none at all in the common case): the
+    bindings of the numbers without a copy here (`local`: number -> key, copy)."""
     return post_cache_read(
-        binding_keys={binding_key(number) for number in numbers if not local_has(number)},
+        binding_keys={key for key, copy in local.values() if copy is MISSING},
         marker_keys={offered_key(_thread_of(item)) for item in batch.messages if _may_pick(item)},
     )
 

@@ -108,25 +108,45 @@ def local_has(phone_number_id: str) -> bool:
     return _local.get(binding_key(phone_number_id)) is not MISSING
 
 
+def local_copy(phone_number_id: str) -> tuple[str, Any]:
+    """The number's key and this process's copy of its binding (MISSING: none), for
+    `binding_for_number(local=)`: a webhook POST computes the one and looks up the other
+    once per number."""
+    key = binding_key(phone_number_id)
+    return key, _local.get(key)
+
+
 def local_generation() -> int:
     """For `binding_for_number(since=)`: taken before the caller's own cache read."""
     return _local.generation()
 
 
 def binding_for_number(
-    phone_number_id: str, *, active: bool = True, cached: Any = UNREAD, since: int | None = None
+    phone_number_id: str,
+    *,
+    active: bool = True,
+    cached: Any = UNREAD,
+    since: int | None = None,
+    local: tuple[str, Any] | None = None,
 ) -> ChannelBinding | None:
     """The WhatsApp binding of a business number. Inactive bindings take no new messages
     (`active=True`: None) but still get the statuses of what they sent. `cached`: what the
     caller read from the cache under `binding_key(phone_number_id)` in a read of its own
     (None: nothing there; CACHE_DOWN: the read failed), to save this lookup its round trip;
-    `since`: `local_generation()` taken before that read. This process's copy comes first."""
-    key = binding_key(phone_number_id)
-    value = _local.get(key)
+    `since`: `local_generation()` taken before that read (without it, what the caller read
+    is not kept, here or in Redis: a forget may have come after it). This process's copy
+    comes first: `local`, what `local_copy` gave the caller (taken after `since`, as its
+    cache read), or looked up here (again when `local` had none: an earlier lookup of the
+    POST may have kept one since)."""
+    key, value = local if local is not None else (binding_key(phone_number_id), MISSING)
+    if value is MISSING:
+        value = _local.get(key)
     if value is not MISSING:
         return _binding_of(value, active)
-    if since is None or cached is UNREAD:
+    if cached is UNREAD:  # the read is this function's own: from now on
         since = _local.generation()
+    elif since is None:  # the caller's read, at a generation not given: kept nowhere
+        since = -1
     if cached is CACHE_DOWN:
         cached, key = None, ""
     elif cached is UNREAD:
@@ -140,7 +160,10 @@ def binding_for_number(
     if cached is None:
         binding = _from_database(phone_number_id)
         cached = _NONE if binding is None else _rows_of(binding)
-        if key:
+        # Not written to Redis when a forget came since `since` (here, or from another
+        # process while this one listens): the row read may be the one a commit replaced
+        # after the read and forgot before this write, which would then outlive the forget.
+        if key and not _local.forgotten_since(since):
             _remember(key, phone_number_id, cached)
     if key:  # read from Redis, or from the database and stored there
         _local.put(key, cached, since)

@@ -44,7 +44,7 @@ def options_offered_mark(*, binding_id: Any, thread_id: str) -> None:
 
 def post_cache_read(*, binding_keys: set[str], marker_keys: set[str]) -> dict[str, Any] | None:
     """A webhook POST's one cache read: the bindings this process holds no copy of
-    (`bindings.local_has`) and the markers under `marker_keys` it holds none of; the markers
+    (`bindings.local_copy`) and the markers under `marker_keys` it holds none of; the markers
     read are kept here. {key: value or None}, the markers held included. None: the cache is
     down (the bindings come from the database, a marker counts as set)."""
     held, markers = {}, set()

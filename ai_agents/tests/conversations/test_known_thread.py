@@ -5,6 +5,7 @@ a thread whose conversation is idle, closed or missing is stored the usual way."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ai_agents.conversations.engine import message_process
-from ai_agents.conversations.inbound import Inbound
+from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.services.agents import agent_create
 from erp.testing.fake_google import FakeGoogle
@@ -108,3 +109,34 @@ def test_an_idle_or_closed_conversation_is_not_joined(
     new, new_messages = _rows(after.conversation_id)
     assert [m.content for m in new_messages] == ["¿Siguen ahí?", "Re: ¿Siguen ahí?"]
     assert new.message_count == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_channel_messages_conversation_saved_updates_the_threads_row(
+    tenant_a: Any, wa_binding: Any
+) -> None:
+    """A webhook's message stored into its thread's open conversation carries that
+    conversation (only its id read: `lean`): a change saved on it updates the row, never
+    tries to insert the conversation again."""
+    inbound = Inbound(
+        text="Hola",
+        contact={"external_id": "ana"},
+        channel="whatsapp",
+        thread_id="t-ana",
+        channel_message_id="wamid.s1",
+    )
+    first, _ = inbound_accept(binding=wa_binding, inbound=inbound, answers={})
+    again = replace(inbound, text="¿Siguen ahí?", channel_message_id="wamid.s2")
+    second, created = inbound_accept(binding=wa_binding, inbound=again, answers={})
+    conversation = second.conversation
+    assert created and conversation.pk == first.conversation_id
+
+    conversation.channel_data = {"wa_id": "ana"}
+    conversation.save(update_fields=["channel_data"])
+
+    (row,) = Conversation.objects.unscoped().filter(tenant=tenant_a)
+    assert (row.pk, row.channel_data, row.message_count) == (
+        first.conversation_id,
+        {"wa_id": "ana"},
+        2,
+    )

@@ -317,3 +317,49 @@ def test_a_known_number_and_thread_ask_redis_nothing_and_obey_another_process_at
         wa_binding.agent_id,
         other.pk,
     )
+
+
+@pytest.mark.django_db
+def test_a_read_of_the_old_row_that_stores_it_after_the_commits_forget_leaves_nothing_stale(
+    wa_binding: ChannelBinding, tenant_a: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A webhook reads the binding's row just before an admin's deactivation commits, and
+    would cache that old row just after the commit's forget went out: nothing stale may stay
+    behind, in Redis or here, for the next POST of any process to obey."""
+    _listening(bindings._local)
+    since = bindings.local_generation()  # the webhook's read starts...
+    committed: list[bool] = []
+
+    def commit_after_the_read(execute: Any, sql: str, *args: Any) -> Any:
+        result = execute(sql, *args)  # ...and reads the row still active
+        if "ai_agents_channelbinding" in sql and not committed:
+            committed.append(True)
+            with django_capture_on_commit_callbacks(execute=True):  # the admin's commit
+                wa_binding.is_active = False
+                wa_binding.save(update_fields=["is_active"])
+        return result
+
+    with connection.execute_wrapper(commit_after_the_read):
+        read = binding_for_number(NUMBER_A, cached=None, since=since)
+
+    assert committed and read is not None  # what it read before the commit
+    assert cache.get(binding_key(NUMBER_A)) is None
+    assert binding_for_number(NUMBER_A) is None
+    assert binding_for_number(NUMBER_A, active=False) == wa_binding
+
+
+@pytest.mark.django_db
+def test_a_value_read_by_a_caller_that_gave_no_generation_is_not_kept(
+    wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    """Without `since`, nobody knows whether a forget came between the caller's read and
+    this call: what it read is used, kept neither here nor written back to Redis."""
+    _listening(bindings._local)
+    key = binding_key(NUMBER_A)
+    rows = bindings._rows_of(ChannelBinding.objects.unscoped().get(pk=wa_binding.pk))
+
+    assert binding_for_number(NUMBER_A, cached=rows) == wa_binding
+    assert binding_for_number(NUMBER_A, cached=None) == wa_binding  # from the database
+
+    assert not bindings.local_has(NUMBER_A)
+    assert cache.get(key) is None

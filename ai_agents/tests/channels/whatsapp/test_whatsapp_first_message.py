@@ -14,7 +14,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from ai_agents.models import ChannelBinding, Conversation
+from ai_agents.models import ChannelBinding, Contact, Conversation
 from ai_agents.services.rating import _comment_key
 from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_A,
@@ -82,3 +82,23 @@ def test_a_comment_after_the_rating_goes_to_the_closed_conversation(
 
     (closed,) = _conversations(tenant_a)
     assert (closed.status, closed.feedback_text) == ("closed", "Muy amables, gracias")
+
+
+def test_a_senders_first_message_taken_as_a_comment_still_gives_them_a_contact(
+    client: Client, wa_binding: ChannelBinding, tenant_a: Any
+) -> None:
+    """The thread's rated conversation outlived its contact (deleted by the staff: the
+    conversation keeps no contact): the comment that comes next is this sender's first
+    message as a contact, and the contacts list and the inbox need their row."""
+    post(client, text_payload("hola", "wamid.n1"))
+    _close(tenant_a, satisfaction_rating=5)
+    with tenant_scope(tenant_a):
+        Contact.objects.filter(external_id=WA_ID).delete()
+    cache.set(_comment_key(tenant_a.pk, wa_binding.agent_id, f"{NUMBER_A}:{WA_ID}"), "1", 60)
+
+    post(client, text_payload("Todo perfecto", "wamid.n2"))
+
+    (closed,) = _conversations(tenant_a)
+    assert closed.feedback_text == "Todo perfecto"
+    with tenant_scope(tenant_a):
+        assert list(Contact.objects.values_list("external_id", "phone")) == [(WA_ID, f"+{WA_ID}")]
