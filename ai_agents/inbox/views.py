@@ -168,8 +168,6 @@ def _page_texts() -> dict[str, str]:
         "assigned_to_me": _("Asignada a usted: ya puede responder."),
         "note_saved": _("Nota interna guardada."),
         "note_empty": _("Escriba el texto de la nota."),
-        "claim_first": _("Reclame la conversación para responder."),
-        "reply_locked": _("Aquí solo puede escribir notas internas."),
         "note_hint": _("Solo el equipo ve las notas internas: el cliente nunca las recibe."),
         "reply_label": _("Su respuesta"),
         "note_label": _("Nota interna (solo para el equipo)"),

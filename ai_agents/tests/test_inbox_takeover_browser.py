@@ -36,6 +36,10 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         button = boss.get_by_role("button", name="Tomar el control")
         expect(button).to_be_visible()  # the owner's page learnt of the claim (live)
         expect(boss.locator("#inbox-claim")).to_be_disabled()
+        # the owner's locked box says who holds it and the way out, not "only notes"
+        held = f"La atiende {member.user.email}: deje una nota interna o tome el control."
+        expect(boss.locator("#inbox-reply-text")).to_have_attribute("placeholder", held)
+        expect(boss.locator("#inbox-reply-why")).to_have_text(held)
         button.click()
         dialog = boss.get_by_role("dialog", name="¿Tomar el control de la conversación?")
         expect(dialog).to_be_visible()

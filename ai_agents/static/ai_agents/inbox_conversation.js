@@ -37,6 +37,8 @@
   var leaseTimer = null;
   var mode = "reply";
   var canReply = root.dataset.canReply === "true";
+  // Why this viewer may not reply, in the server's words (who holds it, what to do instead).
+  var replyWhy = root.dataset.replyWhy || "";
   var why = document.getElementById("inbox-reply-why");
   var keys = document.getElementById("inbox-reply-keys");
   // Set while this page's own claim or assignment is on its way: only a colleague's assignment
@@ -198,6 +200,7 @@
     buttons.release.disabled = !s.can_release;
     buttons.close.disabled = !s.can_close;
     canReply = s.can_reply;
+    replyWhy = s.reply_why || "";
     root.dataset.canReply = canReply ? "true" : "false";
     applyMode();
     watchLease(s);
@@ -263,8 +266,7 @@
     document.getElementById("inbox-reply-label").textContent = note ? t.note_label : t.reply_label;
     // why the reply box is locked, in the box too: a phone shows no hint line
     var locked = !note && !canReply;
-    var reason = lostTo ? fmt(t.lost, { name: lostTo })
-      : (buttons.claim.disabled ? t.reply_locked : t.claim_first);
+    var reason = lostTo ? fmt(t.lost, { name: lostTo }) : replyWhy;
     why.textContent = note ? t.note_hint : reason;
     why.hidden = !note && !locked;
     keys.hidden = note;
