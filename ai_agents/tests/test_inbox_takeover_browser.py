@@ -32,10 +32,12 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         agent.evaluate("window.__sameDocument = true")
         agent.locator("#inbox-claim").click()
         expect(agent.locator("#inbox-reply-text")).to_be_enabled()
+        expect(agent.locator("#inbox-claim")).to_be_hidden()  # no greyed claim on one's own
 
         button = boss.get_by_role("button", name="Tomar el control")
         expect(button).to_be_visible()  # the owner's page learnt of the claim (live)
-        expect(boss.locator("#inbox-claim")).to_be_disabled()
+        # one way in: "Tomar el control", not a greyed "Reclamar" beside it
+        expect(boss.locator("#inbox-claim")).to_be_hidden()
         # the owner's locked box says who holds it and the way out, not "only notes"
         held = f"La atiende {member.user.email}: deje una nota interna o tome el control."
         expect(boss.locator("#inbox-reply-text")).to_have_attribute("placeholder", held)

@@ -193,7 +193,11 @@
       notice.textContent = fmt(t.lost, { name: lostTo });
     }
     root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
+    // Claim only shows while it can be done: a greyed "Reclamar" beside "Tomar el control" (or
+    // on one's own conversation) reads as a second, broken way in, and on a phone it pushes
+    // "Devolver al bot" and "Cerrar" off the row.
     buttons.claim.disabled = !s.can_claim;
+    buttons.claim.hidden = !s.can_claim;
     buttons.takeover.hidden = !s.can_take_over;
     buttons.assign.disabled = !s.can_assign;
     if (!s.can_assign) setAssign(false);
