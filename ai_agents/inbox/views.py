@@ -162,6 +162,7 @@ def _page_texts() -> dict[str, str]:
         "claimed": _("Conversación reclamada."),
         "taken_over": _("Ahora atiende usted la conversación."),
         "lost": _("%(name)s ha tomado el control: ya no puede responder."),
+        "takeover_text": _("%(name)s dejará de poder responder; la conversación pasa a usted."),
         "released": _("Devuelta al bot."),
         "closed": _("Conversación cerrada."),
         "assigned": _("Conversación asignada a %(name)s."),

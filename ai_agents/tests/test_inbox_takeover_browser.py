@@ -45,6 +45,9 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         button.click()
         dialog = boss.get_by_role("dialog", name="¿Tomar el control de la conversación?")
         expect(dialog).to_be_visible()
+        # it names whom it is taken from (learnt live: the page opened before the claim)
+        taken_from = f"{member.user.email} dejará de poder responder; la conversación pasa a usted."
+        expect(boss.locator("#inbox-takeover-text")).to_have_text(taken_from)
         assert axe_check(boss) == []  # the button and its dialog, for keyboards and readers
         dialog.get_by_role("button", name="Cancelar").click()
         expect(dialog).to_be_hidden()

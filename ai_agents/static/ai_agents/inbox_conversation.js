@@ -180,6 +180,7 @@
     holder.dataset.claimed = s.claimed ? "true" : "false";
     holder.dataset.mine = s.holder_is_me ? "true" : "false";
     holder.textContent = holderText(s);
+    root.dataset.holder = s.holder || "";
     holder.title = s.holder_title || "";
     if (s.holder_is_me && root.dataset.holderIsMe !== "true" && !taking) {
       notice.textContent = t.assigned_to_me;
@@ -313,7 +314,12 @@
   buttons.claim.addEventListener("click", function () { run("claim"); });
   buttons.release.addEventListener("click", function () { run("release"); });
   buttons.close.addEventListener("click", function () { closeDialog.showModal(); });
-  buttons.takeover.addEventListener("click", function () { takeoverDialog.showModal(); });
+  buttons.takeover.addEventListener("click", function () {
+    // the dialog names whom the conversation is taken from (the holder as of the last update)
+    var who = root.dataset.holder;
+    if (who) document.getElementById("inbox-takeover-text").textContent = fmt(t.takeover_text, { name: who });
+    takeoverDialog.showModal();
+  });
   takeoverDialog.addEventListener("close", function () {
     var confirmed = takeoverDialog.returnValue === "takeover";
     takeoverDialog.returnValue = "";
