@@ -63,6 +63,7 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
             "title", "Hora de America/Mexico_City (UTC-6)"
         )
         expect(boss.locator("#inbox-reply-text")).to_be_enabled()
+        expect(boss.locator("#inbox-reply-keys")).to_be_visible()
         expect(button).to_be_hidden()
 
         lost = f"{owner.user.email} ha tomado el control: ya no puede responder."
@@ -70,6 +71,7 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         expect(agent.locator("#inbox-reply-text")).to_have_attribute("placeholder", lost)
         expect(agent.locator("#inbox-reply-why")).to_have_text(lost)
         expect(agent.locator("#inbox-send")).to_be_disabled()
+        expect(agent.locator("#inbox-reply-keys")).to_be_hidden()  # no "Ctrl+Intro envía"
         assert axe_check(agent) == []  # the locked box with its reason
         expect(agent.locator("#inbox-holder")).to_contain_text(f"Atendida por {owner.user.email}")
         note = f"{owner.user.email} tomó el control (antes: {member.user.email})"

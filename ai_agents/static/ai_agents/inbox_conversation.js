@@ -274,7 +274,7 @@
     var reason = lostTo ? fmt(t.lost, { name: lostTo }) : replyWhy;
     why.textContent = note ? t.note_hint : reason;
     why.hidden = !note && !locked;
-    keys.hidden = note;
+    keys.hidden = note || locked;  // "Ctrl+Intro envía" is no help when nothing can be sent
     text.placeholder = locked ? reason : "";
     send.textContent = note ? t.send_note : t.send_reply;
     text.disabled = !note && !canReply;
