@@ -49,20 +49,13 @@ def when(value: datetime | None, zone: ZoneInfo) -> When | None:
     )
 
 
-def _waiting_since(conversation: Conversation) -> datetime | None:
-    if conversation.status != Conversation.Status.ESCALATED:
-        return None
-    if handoff.conversation_holder(conversation) is not None:
-        return None
-    return handoff.conversation_waiting_since(conversation)
-
-
 def card_fields(conversation: Conversation) -> dict[str, Any]:
     """The template's view of one conversation (annotated by the inbox selector)."""
     zone = tenant_zone(conversation.tenant.timezone)
     escalation = conversation_escalation(conversation) or {}
     holder = handoff.conversation_holder(conversation)
-    waiting = _waiting_since(conversation)
+    # unanswered by a person, whoever holds it: the waiting tab's condition
+    waiting = handoff.conversation_waiting_since(conversation)
     unread = getattr(conversation, "unread_count", None) or 0
     contact = conversation.contact if conversation.contact_id else None
     return {

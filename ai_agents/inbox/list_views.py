@@ -42,14 +42,14 @@ FILTER_KEYS = ("q", "channel", "agent", "assigned", "from", "to", "tenant")
 CONTACT_CONVERSATIONS_MAX = 200
 
 TAB_LABELS = {
-    "waiting": _("Esperando a una persona"),
+    "waiting": _("Esperando respuesta"),
     "mine": _("Mías"),
     "unassigned": _("Sin asignar"),
     "bot": _("Con el bot"),
     "closed": _("Cerradas/expiradas"),
 }
 EMPTY_TEXTS = {
-    "waiting": _("Nadie está esperando a una persona ahora mismo."),
+    "waiting": _("Ningún cliente espera respuesta ahora mismo."),
     "mine": _("No tiene ninguna conversación abierta asignada."),
     "unassigned": _("No hay conversaciones escaladas sin asignar."),
     "bot": _("El bot no está atendiendo ninguna conversación ahora mismo."),

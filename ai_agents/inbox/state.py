@@ -123,8 +123,8 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
     facts = _holder_facts(conversation, user, zone)
     waiting = handoff.conversation_waiting_since(conversation)
     is_open = conversation.status in Conversation.OPEN_STATUSES
-    free_or_mine = not facts["claimed"] or facts["holder_is_me"]
     escalation = conversation_escalation(conversation) or {}
+    rights = _rights(conversation, user, facts, is_open)
     return {
         "id": str(conversation.pk),
         "status": conversation.status,
@@ -139,6 +139,20 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "escalation": escalation,
         "reason_label": escalation.get("reason_label", ""),
         "priority_label": escalation.get("priority_label", ""),
+        **rights,
+        "reply_why": _reply_why(rights, facts, is_open),
+        # WhatsApp's 24-hour window (null elsewhere): the page counts down to it and offers
+        # only templates once it passed.
+        **_window_facts(conversation, zone),
+    }
+
+
+def _rights(
+    conversation: Conversation, user: Any, facts: dict[str, Any], is_open: bool
+) -> dict[str, Any]:
+    """What the viewer may do on the page."""
+    free_or_mine = not facts["claimed"] or facts["holder_is_me"]
+    return {
         "can_claim": is_open and not facts["claimed"],
         # An owner/admin of ITS tenant may take it from the colleague who holds it.
         "can_take_over": is_open
@@ -152,10 +166,23 @@ def conversation_state(conversation: Conversation, user: Any) -> dict[str, Any]:
         "can_reply": is_open and conversation.assigned_to_id == user.pk,
         "can_release": is_open and free_or_mine,
         "can_close": is_open and free_or_mine,
-        # WhatsApp's 24-hour window (null elsewhere): the page counts down to it and offers
-        # only templates once it passed.
-        **_window_facts(conversation, zone),
     }
+
+
+def _reply_why(rights: dict[str, Any], facts: dict[str, Any], is_open: bool) -> str:
+    """Why the viewer may not reply, in words (the reply box's placeholder and hint; "" when
+    they may): who holds it, and what the viewer can do instead."""
+    if rights["can_reply"]:
+        return ""
+    if not is_open:
+        return _("La conversación ya no está abierta: solo puede escribir notas internas.")
+    if rights["can_claim"]:
+        return _("Reclame la conversación para responder.")
+    if rights["can_take_over"]:
+        return _("La atiende %(name)s: deje una nota interna o tome el control.") % {
+            "name": facts["holder"]
+        }
+    return _("La atiende %(name)s: solo puede dejar notas internas.") % {"name": facts["holder"]}
 
 
 def _window_facts(conversation: Conversation, zone: Any) -> dict[str, Any]:

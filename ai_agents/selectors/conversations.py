@@ -151,9 +151,11 @@ def _held(now: datetime) -> Q:
 
 
 def _tab_condition(tab: str, user_id: int | None, now: datetime) -> Q:
+    """The tab's condition on the row; "waiting" is narrowed further on its annotation
+    (`conversation_list`)."""
     open_ = Q(status__in=Conversation.OPEN_STATUSES)
     if tab == "waiting":
-        return Q(status=Conversation.Status.ESCALATED) & ~_held(now)
+        return Q(status=Conversation.Status.ESCALATED)
     if tab == "mine":
         return open_ & Q(assigned_to_id=user_id)
     if tab == "unassigned":
@@ -223,7 +225,12 @@ def conversation_list(
     rows = rows.select_related("assigned_to", "escalated_to", "contact", "tenant").defer(
         *CARD_DEFER
     )
-    return cards_annotate(rows, user_id=user_id, waiting_order=filters.tab == "waiting")
+    rows = cards_annotate(rows, user_id=user_id, waiting_order=filters.tab == "waiting")
+    if filters.tab == "waiting":
+        # The customer's last word is unanswered by a person, whoever holds it: a claim alone
+        # answers nobody ("Sin asignar" is the tab of the ones nobody holds).
+        rows = rows.filter(Q(waiting_since_at__isnull=False))
+    return rows
 
 
 def conversation_ordering(filters: ConversationFilters) -> tuple[str, ...]:
@@ -237,7 +244,8 @@ def cards_annotate(
     rows: QuerySet[Conversation], *, user_id: int | None, waiting_order: bool = False
 ) -> QuerySet[Conversation]:
     """What the card JSON reads besides the row: waiting time, preview, unread count; with
-    `waiting_order`, `waiting_key` too (the waiting tab's order)."""
+    `waiting_order`, `waiting_since_at` (`handoff.conversation_waiting_since` in SQL, for an
+    escalated row) and `waiting_key` too (the waiting tab's order)."""
     rows = conversations_annotate_waiting(rows)
     if waiting_order:
         waiting = Case(
@@ -247,7 +255,8 @@ def cards_annotate(
             ),
             default=F("first_inbound_after_human"),
         )
-        rows = rows.annotate(waiting_key=Coalesce(waiting, "last_message_at"))
+        rows = rows.annotate(waiting_since_at=waiting)
+        rows = rows.annotate(waiting_key=Coalesce("waiting_since_at", "last_message_at"))
     rows = rows.annotate(
         last_message_preview=Left(
             Case(  # waiting for a person: what the customer asked, not the bot's notice

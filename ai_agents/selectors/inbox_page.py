@@ -85,7 +85,10 @@ def _after(rows: QuerySet[Conversation], filters: ConversationFilters, raw: str)
 def inbox_filters_parse(
     params: Mapping[str, str], *, tenant_ids: tuple[int, ...]
 ) -> ConversationFilters:
-    """The page's filters: the API's, with the waiting tab when none is asked for."""
+    """The page's filters: the API's, with the waiting tab when none is asked for or the one
+    asked for is not a tab (an old bookmark lands on the inbox, not on an error page)."""
+    if params.get("tab", "").strip() not in ("", *TABS):
+        params = {**{key: params.get(key, "") for key in params}, "tab": ""}
     filters = conversation_filters_parse(params, tenant_ids=tenant_ids)
     return filters if filters.tab else replace(filters, tab=DEFAULT_TAB)
 

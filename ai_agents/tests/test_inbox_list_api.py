@@ -77,7 +77,13 @@ def test_tabs_and_card_json(owner_client: Any, owner: Persona, world: Any) -> No
     assert _ids(owner_client.get(URL, {"tab": "mine"})) == set()
     owner_client.post(f"{URL}/{world['a_waiting'].pk}/claim", {}, format="json")
     assert _ids(owner_client.get(URL, {"tab": "mine"})) == {str(world["a_waiting"].pk)}
-    assert _ids(owner_client.get(URL, {"tab": "waiting"})) == set()  # held by a live claim
+    # claimed but unanswered: the customer still waits (and nobody else may take it)
+    assert _ids(owner_client.get(URL, {"tab": "waiting"})) == {str(world["a_waiting"].pk)}
+    assert _ids(owner_client.get(URL, {"tab": "unassigned"})) == set()
+    reply = {"text": "Lo miro ahora mismo"}
+    answered = owner_client.post(f"{URL}/{world['a_waiting'].pk}/reply", reply, format="json")
+    assert answered.status_code in (200, 201), answered.content
+    assert _ids(owner_client.get(URL, {"tab": "waiting"})) == set()  # answered by a person
     card = owner_client.get(URL, {"tab": "bot"}).json()["results"][0]
     assert card["contact"]["display_name"] == "María Pérez"
     assert card["contact"]["phone"] == "+34 612 345 678"

@@ -60,7 +60,7 @@ def test_waiting_tab_keys_search_and_more(
 
     admin_login(page, owner, "/inbox/")
     current = page.locator('.inbox-tabs a[aria-current="page"]')
-    expect(current).to_contain_text("Esperando a una persona")
+    expect(current).to_contain_text("Esperando respuesta")
     expect(current.locator(".count")).to_have_text("3")
     expect(page.locator('[data-count="bot"]')).to_have_text("1")
     # Oldest first, two per page here; "Cargar más" brings the third without a reload.
@@ -141,9 +141,7 @@ def test_a_member_of_two_tenants_in_english_and_the_contact_page(
         page = context.new_page()
         admin_login(page, outsider, "/inbox/")
         expect(page.locator("html")).to_have_attribute("lang", "en")
-        expect(page.locator('.inbox-tabs a[aria-current="page"]')).to_contain_text(
-            "Waiting for a person"
-        )
+        expect(page.locator('.inbox-tabs a[aria-current="page"]')).to_contain_text("Awaiting reply")
         for text in ("Mine", "Unassigned", "With the bot", "Closed/expired"):
             expect(page.locator(".inbox-tabs")).to_contain_text(text)
         assert _card_ids(page) == [str(ours.pk), str(theirs.pk)]

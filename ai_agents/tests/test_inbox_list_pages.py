@@ -76,7 +76,7 @@ def test_the_waiting_tab_is_the_default_oldest_first_with_counts_and_words(
     assert "Cliente oldest" in html and "Esperando 1" in html  # "Esperando 1 hora, 30 minutos"
     assert "Prioridad Alta" in html and "El cliente pidió una persona" in html
     assert "user_request" not in html and ">high<" not in html  # words, never codes
-    assert 'aria-current="page">Esperando a una persona' in html
+    assert 'aria-current="page">Esperando respuesta' in html
     assert "Acme" not in re.sub(r"<title>.*?</title>", "", html)  # one tenant: no tenant name
 
 
@@ -175,7 +175,6 @@ def test_cursor_pages_neither_repeat_nor_skip(owner: Persona) -> None:
 def test_bad_input_is_a_400_in_words(owner: Persona) -> None:
     client = _client(owner)
     for query, field in (
-        ("tab=nope", "tab"),
         ("channel=fax", "channel"),
         ("from=yesterday", "from"),
         ("after=not-a-cursor", "after"),
@@ -190,6 +189,21 @@ def test_bad_input_is_a_400_in_words(owner: Persona) -> None:
         assert error["message"] and "Traceback" not in error["message"]
         page = client.get(f"/inbox/?{query}")
         assert page.status_code == 400 and 'id="inbox-filter-error"' in page.content.decode()
+
+
+def test_a_tab_that_is_not_one_lands_on_the_waiting_tab(owner: Persona) -> None:
+    """An old bookmark or a mistyped link opens the inbox, never an error page."""
+    conversation = conversation_make(agent_for(owner.tenant), thread="ana")
+    client = _client(owner)
+    for tab in ("nope", "escalated", " "):
+        response = client.get("/inbox/", {"tab": tab, "channel": "api"})
+        assert response.status_code == 200, tab
+        html = response.content.decode()
+        assert 'aria-current="page">Esperando respuesta' in html
+        assert _ids(html) == [str(conversation.pk)]
+        assert 'name="tab" value="waiting"' in html  # the search keeps a real tab
+        fragment = client.get("/inbox/", {"fragment": "cards", "tab": tab})
+        assert fragment.status_code == 200 and fragment.json()["counts"]["waiting"] == 1
 
 
 def test_the_contact_page_lists_every_conversation_across_channels(
@@ -232,9 +246,9 @@ def test_english_pages(owner: Persona) -> None:
     client.cookies["django_language"] = "en"
     html = client.get("/inbox/").content.decode()
     assert 'lang="en"' in html
-    for text in ("Waiting for a person", "Mine", "Unassigned", "With the bot", "Closed/expired"):
+    for text in ("Awaiting reply", "Mine", "Unassigned", "With the bot", "Closed/expired"):
         assert text in html, text
-    assert "Esperando a una persona" not in html
+    assert "Esperando respuesta" not in html
     assert "High priority" in html
 
 

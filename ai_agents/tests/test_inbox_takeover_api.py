@@ -159,6 +159,10 @@ def test_the_button_shows_only_to_owner_or_admin_while_a_colleague_holds_it(
         html = client.get(f"/inbox/{conv_a.pk}").content.decode()
         hidden = 'aria-haspopup="dialog" hidden>Tomar el control' in html
         assert hidden is not shown
+        # the dialog and the locked box name the holder
+        assert "agent@acme.test dejará de poder responder; la conversación pasa a usted." in html
+        if shown:
+            assert "La atiende agent@acme.test: deje una nota interna o tome el control." in html
     # the admin takes it from the agent, then the owner from the admin
     assert admin_client.post(f"{URL}/{conv_a.pk}/takeover", {}, format="json").status_code == 200
     assert owner_client.post(f"{URL}/{conv_a.pk}/takeover", {}, format="json").status_code == 200

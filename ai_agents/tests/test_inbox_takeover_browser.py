@@ -32,13 +32,22 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         agent.evaluate("window.__sameDocument = true")
         agent.locator("#inbox-claim").click()
         expect(agent.locator("#inbox-reply-text")).to_be_enabled()
+        expect(agent.locator("#inbox-claim")).to_be_hidden()  # no greyed claim on one's own
 
         button = boss.get_by_role("button", name="Tomar el control")
         expect(button).to_be_visible()  # the owner's page learnt of the claim (live)
-        expect(boss.locator("#inbox-claim")).to_be_disabled()
+        # one way in: "Tomar el control", not a greyed "Reclamar" beside it
+        expect(boss.locator("#inbox-claim")).to_be_hidden()
+        # the owner's locked box says who holds it and the way out, not "only notes"
+        held = f"La atiende {member.user.email}: deje una nota interna o tome el control."
+        expect(boss.locator("#inbox-reply-text")).to_have_attribute("placeholder", held)
+        expect(boss.locator("#inbox-reply-why")).to_have_text(held)
         button.click()
         dialog = boss.get_by_role("dialog", name="¿Tomar el control de la conversación?")
         expect(dialog).to_be_visible()
+        # it names whom it is taken from (learnt live: the page opened before the claim)
+        taken_from = f"{member.user.email} dejará de poder responder; la conversación pasa a usted."
+        expect(boss.locator("#inbox-takeover-text")).to_have_text(taken_from)
         assert axe_check(boss) == []  # the button and its dialog, for keyboards and readers
         dialog.get_by_role("button", name="Cancelar").click()
         expect(dialog).to_be_hidden()
@@ -54,6 +63,7 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
             "title", "Hora de America/Mexico_City (UTC-6)"
         )
         expect(boss.locator("#inbox-reply-text")).to_be_enabled()
+        expect(boss.locator("#inbox-reply-keys")).to_be_visible()
         expect(button).to_be_hidden()
 
         lost = f"{owner.user.email} ha tomado el control: ya no puede responder."
@@ -61,6 +71,7 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         expect(agent.locator("#inbox-reply-text")).to_have_attribute("placeholder", lost)
         expect(agent.locator("#inbox-reply-why")).to_have_text(lost)
         expect(agent.locator("#inbox-send")).to_be_disabled()
+        expect(agent.locator("#inbox-reply-keys")).to_be_hidden()  # no "Ctrl+Intro envía"
         assert axe_check(agent) == []  # the locked box with its reason
         expect(agent.locator("#inbox-holder")).to_contain_text(f"Atendida por {owner.user.email}")
         note = f"{owner.user.email} tomó el control (antes: {member.user.email})"

@@ -37,6 +37,8 @@
   var leaseTimer = null;
   var mode = "reply";
   var canReply = root.dataset.canReply === "true";
+  // Why this viewer may not reply, in the server's words (who holds it, what to do instead).
+  var replyWhy = root.dataset.replyWhy || "";
   var why = document.getElementById("inbox-reply-why");
   var keys = document.getElementById("inbox-reply-keys");
   // Set while this page's own claim or assignment is on its way: only a colleague's assignment
@@ -178,6 +180,7 @@
     holder.dataset.claimed = s.claimed ? "true" : "false";
     holder.dataset.mine = s.holder_is_me ? "true" : "false";
     holder.textContent = holderText(s);
+    root.dataset.holder = s.holder || "";
     holder.title = s.holder_title || "";
     if (s.holder_is_me && root.dataset.holderIsMe !== "true" && !taking) {
       notice.textContent = t.assigned_to_me;
@@ -191,13 +194,18 @@
       notice.textContent = fmt(t.lost, { name: lostTo });
     }
     root.dataset.holderIsMe = s.holder_is_me ? "true" : "false";
+    // Claim only shows while it can be done: a greyed "Reclamar" beside "Tomar el control" (or
+    // on one's own conversation) reads as a second, broken way in, and on a phone it pushes
+    // "Devolver al bot" and "Cerrar" off the row.
     buttons.claim.disabled = !s.can_claim;
+    buttons.claim.hidden = !s.can_claim;
     buttons.takeover.hidden = !s.can_take_over;
     buttons.assign.disabled = !s.can_assign;
     if (!s.can_assign) setAssign(false);
     buttons.release.disabled = !s.can_release;
     buttons.close.disabled = !s.can_close;
     canReply = s.can_reply;
+    replyWhy = s.reply_why || "";
     root.dataset.canReply = canReply ? "true" : "false";
     applyMode();
     watchLease(s);
@@ -263,11 +271,10 @@
     document.getElementById("inbox-reply-label").textContent = note ? t.note_label : t.reply_label;
     // why the reply box is locked, in the box too: a phone shows no hint line
     var locked = !note && !canReply;
-    var reason = lostTo ? fmt(t.lost, { name: lostTo })
-      : (buttons.claim.disabled ? t.reply_locked : t.claim_first);
+    var reason = lostTo ? fmt(t.lost, { name: lostTo }) : replyWhy;
     why.textContent = note ? t.note_hint : reason;
     why.hidden = !note && !locked;
-    keys.hidden = note;
+    keys.hidden = note || locked;  // "Ctrl+Intro envía" is no help when nothing can be sent
     text.placeholder = locked ? reason : "";
     send.textContent = note ? t.send_note : t.send_reply;
     text.disabled = !note && !canReply;
@@ -307,7 +314,12 @@
   buttons.claim.addEventListener("click", function () { run("claim"); });
   buttons.release.addEventListener("click", function () { run("release"); });
   buttons.close.addEventListener("click", function () { closeDialog.showModal(); });
-  buttons.takeover.addEventListener("click", function () { takeoverDialog.showModal(); });
+  buttons.takeover.addEventListener("click", function () {
+    // the dialog names whom the conversation is taken from (the holder as of the last update)
+    var who = root.dataset.holder;
+    if (who) document.getElementById("inbox-takeover-text").textContent = fmt(t.takeover_text, { name: who });
+    takeoverDialog.showModal();
+  });
   takeoverDialog.addEventListener("close", function () {
     var confirmed = takeoverDialog.returnValue === "takeover";
     takeoverDialog.returnValue = "";
