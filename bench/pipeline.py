@@ -309,6 +309,29 @@ def _thread_usage(before: Any, messages: int) -> str:
     )
 
 
+def _server_cpu_s(dbname: str) -> float | None:
+    """CPU seconds (user + system) spent so far by the PostgreSQL backends connected to
+    `dbname`, read from /proc (None: the server is not on this machine, or not readable).
+    The engine's statements cost the server parsing, planning and running them; this is
+    where a change in how they are sent (one text per message, prepared once) shows."""
+    ticks, seen = 0, False
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                title = f.read().decode(errors="replace")
+            if not title.startswith("postgres: ") or f" {dbname} " not in title:
+                continue
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        seen = True
+    return ticks / os.sysconf("SC_CLK_TCK") if seen else None
+
+
 def _busy_line() -> str:
     with open("/proc/loadavg") as loadavg:
         return f"load average {loadavg.read().split()[0]} on {os.cpu_count()} CPUs"
@@ -585,6 +608,8 @@ def run(args: argparse.Namespace) -> None:
 
             profiler = cProfile.Profile(time.thread_time)
             profiler.enable()
+        dbname = str(connection.settings_dict["NAME"])
+        server_started = _server_cpu_s(dbname)
         process_started = time.process_time()
         usage_started = resource.getrusage(resource.RUSAGE_THREAD)
         for i in range(args.messages):
@@ -600,6 +625,12 @@ def run(args: argparse.Namespace) -> None:
             queries.append(len(statements.seen))
             last_sql = statements.seen
         process_cpu = (time.process_time() - process_started) / max(args.messages, 1) * 1000
+        server_now = _server_cpu_s(dbname)
+        server_cpu = (
+            "not readable (server not on this machine)"
+            if server_now is None or server_started is None
+            else f"mean {(server_now - server_started) / max(args.messages, 1) * 1000:6.2f} ms"
+        )
         usage = _thread_usage(usage_started, args.messages)
         if profiler is not None:
             import pstats
@@ -629,6 +660,7 @@ def run(args: argparse.Namespace) -> None:
                 f"  P95 {percentile(cpu, 0.95):6.2f} ms   (PostgreSQL's not included)\n"
                 f"  CPU of the process    mean {process_cpu:6.2f} ms"
                 f"   (with the embedding pool)\n"
+                f"  CPU of PostgreSQL's backends {server_cpu}   (/proc, this run's database)\n"
                 f"  the thread, mean per message: {usage}\n"
                 f"  machine: {load_before} before, {_busy_line()} after;"
                 f" reference Python loop {_reference_loop_ms():.0f} ms;\n"

@@ -6,7 +6,8 @@ to the server costs a few hundred microseconds more. The message pipeline runs a
 statements per message, so it writes them with these helpers: the SQL of each model is built
 once per process, rows are loaded with the model's own converters (`Model.from_db`, JSON
 decoded as the ORM does), values are saved with the fields' `get_db_prep_save`, and several
-statements can travel in one round trip (`run_together`, psycopg's client-side binding).
+statements can travel in one round trip (`run_together`, psycopg's client-side binding), each
+prepared once per connection and run by name (`erp.tenancy.prepared`).
 
 Tenant isolation stays structural: `select_statement` and `update_statement` take `tenant_id`
 and always put it first in the WHERE clause; `insert_statement` takes instances that carry
@@ -29,6 +30,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 from django.db.models import Field, Model
 from psycopg.pq import ExecStatus
 
+from erp.tenancy import prepared
 from erp.tenancy.scoping import Scope, current_scope, reset_scope, set_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -87,17 +89,24 @@ class Outcome:
 def run_together(statements: Sequence[Statement]) -> list[Outcome]:
     """The statements in ONE round trip, in order; one `Outcome` each. PostgreSQL runs them as
     separate commands (each with its own snapshot under READ COMMITTED); an error stops the
-    rest and is raised."""
-    sql = ";\n".join(s for s, _ in statements)
-    params = [p for _, statement_params in statements for p in statement_params]
+    rest and is raised. Each is prepared once per connection and run by name
+    (`erp.tenancy.prepared`: parsed and planned once, not on every call)."""
     outcomes = []
     db = _db()
     with db.cursor() as cursor:
-        cursor.execute(sql, params)
+        sent = prepared.batch(db.connection, statements, cursor)
+        try:
+            cursor.execute(sent.sql, sent.params)
+        except BaseException:
+            sent.failed()
+            raise
+        sent.ran()
         result = cursor.cursor  # psycopg's: its status says whether rows came back, where
         # `description` would first build a Column for every column. Read straight from it
         # (Django's wrapper would wrap each call of the loop in the same error translation).
         with db.wrap_database_errors:
+            for _ in range(sent.skip):  # the PREPAREs' results
+                result.nextset()
             while True:
                 pgresult = result.pgresult
                 rows_back = pgresult is not None and pgresult.status == ExecStatus.TUPLES_OK
