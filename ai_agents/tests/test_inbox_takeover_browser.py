@@ -66,19 +66,24 @@ def test_the_owner_takes_over_and_the_agents_open_page_locks(
         expect(boss.locator("#inbox-reply-keys")).to_be_visible()
         expect(button).to_be_hidden()
 
-        lost = f"{owner.user.email} ha tomado el control: ya no puede responder."
-        expect(agent.locator("#inbox-reply-text")).to_be_disabled()
-        expect(agent.locator("#inbox-reply-text")).to_have_attribute("placeholder", lost)
-        expect(agent.locator("#inbox-reply-why")).to_have_text(lost)
-        expect(agent.locator("#inbox-send")).to_be_disabled()
-        expect(agent.locator("#inbox-reply-keys")).to_be_hidden()  # no "Ctrl+Intro envía"
-        assert axe_check(agent) == []  # the locked box with its reason
-        expect(agent.locator("#inbox-holder")).to_contain_text(f"Atendida por {owner.user.email}")
-        note = f"{owner.user.email} tomó el control (antes: {member.user.email})"
-        expect(agent.locator('#inbox-messages li[data-kind="note"]')).to_contain_text(note)
+        _agent_page_locked(agent, owner, member)
         assert agent.evaluate("window.__sameDocument") is True  # no reload
     finally:
         agent.context.close()
         boss.context.close()
 
     assert fresh(conversation).assigned_to_id == owner.user.pk
+
+
+def _agent_page_locked(agent: Any, owner: Persona, member: Persona) -> None:
+    """The previous holder's open page: the reply box locked with the reason, the note shown."""
+    lost = f"{owner.user.email} ha tomado el control: ya no puede responder."
+    expect(agent.locator("#inbox-reply-text")).to_be_disabled()
+    expect(agent.locator("#inbox-reply-text")).to_have_attribute("placeholder", lost)
+    expect(agent.locator("#inbox-reply-why")).to_have_text(lost)
+    expect(agent.locator("#inbox-send")).to_be_disabled()
+    expect(agent.locator("#inbox-reply-keys")).to_be_hidden()  # no "Ctrl+Intro envía"
+    assert axe_check(agent) == []  # the locked box with its reason
+    expect(agent.locator("#inbox-holder")).to_contain_text(f"Atendida por {owner.user.email}")
+    note = f"{owner.user.email} tomó el control (antes: {member.user.email})"
+    expect(agent.locator('#inbox-messages li[data-kind="note"]')).to_contain_text(note)
