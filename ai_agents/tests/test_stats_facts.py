@@ -6,6 +6,7 @@ same facts from the messages; the statistics API reads them."""
 
 from __future__ import annotations
 
+import zoneinfo
 from datetime import datetime
 from typing import Any
 
@@ -90,7 +91,8 @@ def test_the_real_paths_write_the_facts_the_backfill_computes(
         assert conversation_facts_backfill(cursor=cursor, batch=1) == 1
     assert _facts(conversation_id) == written
 
-    today = timezone.localdate().isoformat()
+    # The statistics' days are the tenant's (the default, America/Mexico_City, runs 6 h behind UTC).
+    today = timezone.localdate(timezone=zoneinfo.ZoneInfo(tenant_a.timezone)).isoformat()
     body = api_a.get("/api/v1/stats", {"from": today, "to": today}).json()
     assert body["messages"] == 5
     assert body["first_response_ms"]["bot"]["count"] == 1
