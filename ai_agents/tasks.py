@@ -12,7 +12,11 @@ from django.utils import timezone
 from ai_agents.channels import ADAPTERS, adapter_for
 from ai_agents.conversations import store
 from ai_agents.conversations.burst import BurstWait, burst_prefetch, burst_wait
-from ai_agents.conversations.delivery import reply_deliver, typing_show
+from ai_agents.conversations.delivery import (
+    loaded_reply_deliver,
+    typing_show,
+    undelivered_replies,
+)
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
 from ai_agents.conversations.store import conversations_in_turn
 from ai_agents.models import AgentTestRun, Conversation, Document, Message
@@ -245,7 +249,7 @@ def handoff_reply_deliver(message_id: str) -> str:
         message = Message.objects.select_related("conversation__binding").filter(pk=message_id)[0]
         if message.author_id is not None and whatsapp_typing_due(message.conversation_id):
             typing_show(message.conversation)  # WhatsApp: read + typing, then the reply
-        return reply_deliver(message_id)
+        return loaded_reply_deliver(message)
 
 
 @shared_task(
@@ -304,16 +308,7 @@ def channel_conversation_answer(
         conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
         # worker that stopped between storing and sending.
-        undelivered = (
-            Message.objects.filter(
-                conversation_id=conversation.pk,
-                role=Message.Role.ASSISTANT,
-                delivery_status="",
-            )
-            .order_by("created_at")
-            .values_list("pk", flat=True)
-        )
-        statuses = [reply_deliver(pk) for pk in undelivered]
+        statuses = [loaded_reply_deliver(reply) for reply in undelivered_replies(conversation)]
         # Left by a run stopped at its deadline, or the next burst; not while another run holds
         # the turn (it answers them, and looks again once it let the turn go).
         left = store.pending_exists(conversation=conversation) and not store.conversations_in_turn(

@@ -9,6 +9,8 @@ from ai_agents.channels import adapter_for
 from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.services.inbox_events import inbox_event_publish
 from erp.db import connection_release
+from erp.tenancy import rows
+from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +50,29 @@ def reply_deliver(message_id: Any) -> str:
         .filter(pk=message_id)
         .first()
     )
-    if message is None or not _outbound(message):
+    if message is None:
+        return ""
+    return loaded_reply_deliver(message)
+
+
+def undelivered_replies(conversation: Conversation) -> list[Message]:
+    """The conversation's replies not yet handed to its channel, oldest first, each with its
+    conversation and binding as they are now (one read: `loaded_reply_deliver` takes them)."""
+    return list(
+        Message.objects.select_related("conversation__binding")
+        .filter(
+            conversation_id=conversation.pk,
+            role=Message.Role.ASSISTANT,
+            delivery_status="",
+        )
+        .order_by("created_at")
+    )
+
+
+def loaded_reply_deliver(message: Message) -> str:
+    """`reply_deliver` of a message read with its conversation and binding (select_related)
+    just before: the handoff rule is checked on that read."""
+    if not _outbound(message):
         return ""
     if message.delivery_status:
         return message.delivery_status
@@ -74,6 +98,22 @@ def reply_deliver(message_id: Any) -> str:
         tenant_id=message.tenant_id, conversation_id=conversation.pk, kind="delivery"
     )
     return status
+
+
+def delivery_part(message: Message, part: int, *, channel: str) -> Delivery:
+    """Part `part` of the message's delivery: made pending in one statement, or the row an
+    earlier run made (one per message and part), to be sent only while still pending."""
+    delivery = Delivery(tenant_id=message.tenant_id, message=message, channel=channel, part=part)
+    statement = rows.insert_new_statement(
+        delivery, on_conflict="ON CONFLICT (message_id, part) DO NOTHING"
+    )
+    with tenant_scope(message.tenant_id):  # whoever calls (row security)
+        (outcome,) = rows.run_together([statement])
+    if outcome.rows:
+        delivery.pk = outcome.rows[0][0]
+        rows.inserted([delivery])
+        return delivery
+    return Delivery.objects.for_tenant(message.tenant_id).get(message_id=message.pk, part=part)
 
 
 def delivery_status_summary(statuses: list[str]) -> str:

@@ -190,6 +190,21 @@ def insert_statement(objs: Sequence[Model]) -> Statement:
     return sql, params
 
 
+def insert_new_statement(obj: Model, *, on_conflict: str = "") -> Statement:
+    """One INSERT of a new instance whose primary key the database makes (an auto id), then
+    `on_conflict` (say "ON CONFLICT (...) DO NOTHING"), RETURNING the key: set it on `obj`
+    and call `inserted([obj])` when a row came back."""
+    table, meta = _table(type(obj)), obj._meta
+    db = _db()
+    fields = [f for f in table.fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(_column(f)) for f in fields)
+    params = [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
+    marks = ", ".join(["%s"] * len(fields))
+    pk = connection.ops.quote_name(_column(meta.pk))
+    sql = f"INSERT INTO {table.name} ({columns}) VALUES ({marks}) {on_conflict} RETURNING {pk}"  # noqa: S608
+    return sql, params
+
+
 def insert_select_statement(
     obj: Model, *, prefix: Statement, columns: Mapping[str, str], from_sql: str
 ) -> Statement:

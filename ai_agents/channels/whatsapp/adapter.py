@@ -52,7 +52,7 @@ from ai_agents.channels.whatsapp.offered import (
 from ai_agents.channels.whatsapp.options import options_bodies
 from ai_agents.channels.whatsapp.payload import WaBatch, WaMessage, WaStatus, batch_parse
 from ai_agents.channels.whatsapp.templates import message_template
-from ai_agents.conversations.delivery import delivery_status_summary
+from ai_agents.conversations.delivery import delivery_part, delivery_status_summary
 from ai_agents.conversations.inbound import Inbound, answers_enqueue, inbound_accept
 from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import ChannelBinding, Conversation, Delivery, Message
@@ -351,12 +351,7 @@ class WhatsAppAdapter:
             return self._outside_window(conversation, message)
         client = self.client(binding)
         for part, body in enumerate(bodies):
-            delivery, _created = Delivery.objects.for_tenant(message.tenant_id).get_or_create(
-                tenant_id=message.tenant_id,
-                message=message,
-                part=part,
-                defaults={"channel": CHANNEL},
-            )
+            delivery = delivery_part(message, part, channel=CHANNEL)
             if delivery.status != Delivery.Status.PENDING:
                 continue  # already handed over by an earlier run
             result = messages_post_with_retries(

@@ -248,6 +248,34 @@ def test_a_message_in_parts_reports_its_least_advanced_part(line: Line, client: 
     assert reply.delivery_status == "delivered"
 
 
+# --- a send a worker left half done ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_part_an_earlier_run_handed_over_is_not_sent_again_a_pending_one_is(
+    client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
+) -> None:
+    """A worker died after recording a part's delivery and before marking the message: the
+    next run reuses that row (one per message and part) and sends only what is still pending."""
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    sent = staff_reply(conversation, owner.user, "Ya salió su pedido.")
+    waiting = staff_reply(conversation, owner.user, "Le escribo el número de guía.")
+    with tenant_scope(tenant_a):
+        done = Delivery.objects.create(
+            tenant=tenant_a, message=sent, channel="whatsapp", status="sent", external_id="wamid.1"
+        )
+        left = Delivery.objects.create(tenant=tenant_a, message=waiting, channel="whatsapp")
+
+    assert reply_deliver(sent.pk) == "sent"
+    assert fake_graph.sent == []  # handed over already: never twice
+    assert [d.pk for d in _deliveries(sent)] == [done.pk]
+
+    assert reply_deliver(waiting.pk) == "sent"
+    assert [body["text"]["body"] for body in fake_graph.sent] == ["Le escribo el número de guía."]
+    [delivery] = _deliveries(waiting)
+    assert delivery.pk == left.pk and delivery.status == "sent" and delivery.external_id
+
+
 # --- the 24-hour window ----------------------------------------------------------------------
 
 
