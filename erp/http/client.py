@@ -23,6 +23,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -55,6 +56,8 @@ TimeoutArg = float | tuple[float, float] | None
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "erp-ai-agents/0.1"
+# Clients with `keep_alive`: one connection pool per class and process (see `_pool`).
+_POOLS: dict[tuple[int, type], HTTPAdapter] = {}
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ class HttpClient:
     follow_redirects: bool = False
     max_redirects: int = 5
     verify: bool | str = True  # or a CA bundle path (private CAs, tests)
+    # Reuse connections across instances (one operator-configured host called on every
+    # message: a new TCP + TLS handshake each time costs more than the call). Unguarded only.
+    keep_alive: bool = False
 
     def __init__(
         self,
@@ -103,7 +109,7 @@ class HttpClient:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.headers = dict(headers or {})
-        self._adapter = HTTPAdapter(max_retries=0)
+        self._adapter = _pool(type(self)) if self.keep_alive else HTTPAdapter(max_retries=0)
 
     # Hooks for subclasses ------------------------------------------------------------------
     def default_headers(self) -> dict[str, str]:
@@ -409,3 +415,13 @@ def _root_cause(exc: BaseException) -> str:
     while seen.__context__ is not None or seen.__cause__ is not None:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]  # the loop condition: one is set
     return type(seen).__name__
+
+
+def _pool(cls: type) -> HTTPAdapter:
+    """The process's connection pool for a `keep_alive` client class (urllib3's pools are
+    thread-safe; a forked child makes its own: sockets are not shared across processes)."""
+    key = (os.getpid(), cls)
+    pool = _POOLS.get(key)
+    if pool is None:  # two threads may both make one: one wins, the other is dropped
+        pool = _POOLS.setdefault(key, HTTPAdapter(max_retries=0, pool_maxsize=32))
+    return pool

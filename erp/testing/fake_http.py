@@ -36,6 +36,7 @@ class FakeRequest:
     body: bytes
     params: dict[str, str] = field(default_factory=dict)
     received_at: float = field(default_factory=time.monotonic)  # when its body was read
+    peer: tuple[str, int] | None = None  # the client's address: one per connection
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -195,6 +196,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def handle(self) -> None:
+        # A client may reset a kept-alive connection while it waits for the next request.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            super().handle()
+
     def _handle(self) -> None:
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
@@ -204,6 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             query=parse_qs(parts.query),
             headers={k.lower(): v for k, v in self.headers.items()},
             body=self.rfile.read(length) if length else b"",
+            peer=self.client_address[:2],
         )
         with self.server.fake.answering():
             response = self.server.fake.answer(request)

@@ -44,6 +44,31 @@ def _port(server: FakeServer) -> int:
     return int(server.url.rsplit(":", 1)[1])
 
 
+# --- connections ---------------------------------------------------------------------------
+
+
+class _KeptAlive(HttpClient):
+    keep_alive = True
+
+
+def test_a_keep_alive_client_reuses_one_connection_across_instances(server):
+    """Clients made per message (the Graph API's, one per reply) share the process's pool:
+    one TCP (and TLS) handshake for many calls; other clients open their own each time."""
+    for client_class in (_KeptAlive, _KeptAlive, _KeptAlive, HttpClient, HttpClient):
+        assert client_class(base_url=server.url).get("/ok").json() == {"ok": True}
+    peers = [request.peer for request in server.requests_snapshot()]
+    assert len(peers) == 5 and peers[0] == peers[1] == peers[2]
+    assert len({peers[0], peers[3], peers[4]}) == 3
+
+
+def test_a_kept_connection_the_server_closed_is_replaced(server):
+    server.route("GET", r"/bye", FakeResponse.json({"bye": True}, headers={"Connection": "close"}))
+    assert _KeptAlive(base_url=server.url).get("/bye").json() == {"bye": True}
+    assert _KeptAlive(base_url=server.url).get("/ok").json() == {"ok": True}
+    first, second = server.requests_snapshot()
+    assert first.peer != second.peer
+
+
 # --- timeouts, connection, status taxonomy ------------------------------------------------------
 def test_read_timeout_raises_http_timeout_quickly(server):
     server.route("GET", r"/slow", FakeResponse.json({}, delay=10.0))

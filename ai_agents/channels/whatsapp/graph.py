@@ -40,6 +40,8 @@ class GraphResult:
 
 
 class GraphClient(HttpClient):
+    keep_alive = True  # every reply and typing indicator: one connection, not a handshake each
+
     def __init__(self, *, access_token: str, base_url: str | None = None) -> None:
         base = (base_url or settings.WHATSAPP_GRAPH_BASE_URL or "").rstrip("/")
         super().__init__(base_url=base, timeout=TIMEOUT)
