@@ -7,7 +7,8 @@
 - the tab title's "(N)" is the "Esperando respuesta" tab's badge (held conversations whose
   customer nobody answered count) and falls when a person replies.
 
-Screenshots go to the test's tmp dir (`<lang>-<persona>-<size>-<page>.png`).
+Screenshots go to the test's tmp dir (`<lang>-<persona>-<size>-<page>.png`; `*more.png`: the
+phone's "Más" open).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _fits(page: Any, selector: str, where: str) -> None:
     assert facts["page"] <= 0, f"{where}: {facts}"
 
 
-def _actions_fit(page: Any, primary: str, language: str, where: str) -> None:
+def _actions_fit(page: Any, primary: str, language: str, where: str, *, shot: Path) -> None:
     actions = page.locator(".conv-head .actions")
     if primary:
         expect(actions.get_by_role("button", name=primary, exact=True)).to_be_in_viewport(ratio=1)
@@ -61,6 +62,7 @@ def _actions_fit(page: Any, primary: str, language: str, where: str) -> None:
         toggle.click()
         expect(page.locator("#inbox-release")).to_be_in_viewport(ratio=1)
         _fits(page, ".conv-head .actions button", f"{where}, Más open")
+        page.screenshot(path=shot)
         page.keyboard.press("Escape")
         expect(page.locator("#inbox-release")).to_be_hidden()
         expect(toggle).to_be_focused()
@@ -76,12 +78,12 @@ def _check_pages(
     _fits(page, ".inbox-tabs li", "tabs")
     free, colleagues = conversations
     page.goto(f"/inbox/{free.pk}")
-    _actions_fit(page, WORDS[language][0], language, "unheld conversation")
+    _actions_fit(page, WORDS[language][0], language, "unheld conversation", shot=shot("more"))
     page.screenshot(path=shot("conversation"))
     page.goto(f"/inbox/{colleagues.pk}")
     # an agent cannot take an owner's conversation over: then no primary action
     primary = WORDS[language][1] if page.locator("#inbox-takeover").is_visible() else ""
-    _actions_fit(page, primary, language, "a colleague's conversation")
+    _actions_fit(page, primary, language, "a colleague's conversation", shot=shot("held-more"))
     page.screenshot(path=shot("held"))
 
 
