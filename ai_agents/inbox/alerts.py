@@ -1,9 +1,10 @@
 """What tells a person that a customer is waiting, and how they want to be told.
 
 `GET /inbox/waiting`        {"count", "conversations": [{"id", "contact", "channel_label",
-                            "reason_label", "tenant", "url"}]}: conversations of the member's
-                            tenants that wait for a person and nobody holds (the page's title
-                            count; a new id is a browser notification / sound when asked for)
+                            "reason_label", "tenant", "url"}]}: the list's "Esperando respuesta"
+                            tab without filters (the customer's last word unanswered by a
+                            person, held or not): the page's title count, equal to the tab's
+                            badge; a new id is a browser notification / sound when asked for
 `GET|POST /inbox/preferences`  {"notify_desktop": bool, "notify_sound": bool}: the member's own
                             choice (per person); a bad body is a 400 JSON error
 """
@@ -14,16 +15,20 @@ import json
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.db.models import Q
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ai_agents.inbox import labels
 from ai_agents.models import Conversation, InboxPreference
 from ai_agents.rules.escalation_labels import conversation_escalation
+from ai_agents.selectors.conversations import (
+    ConversationFilters,
+    conversation_list,
+    conversation_ordering,
+)
+from erp.tenancy.scoping import tenant_scope
 from erp.tenancy.selectors import tenant_ids_for
 
 WAITING_SHOWN = 20
@@ -32,38 +37,39 @@ MAX_BODY = 1000
 
 
 def waiting_rows(tenant_ids: list[int]) -> tuple[int, list[Conversation]]:
-    """How many conversations wait for a person with nobody holding them, and the oldest few."""
-    now = timezone.now()
-    free = Q(assigned_to__isnull=True) | Q(claim_expires_at__isnull=True)
-    rows = (
-        Conversation.objects.unscoped()
-        .filter(tenant_id__in=tenant_ids, status=Conversation.Status.ESCALATED)
-        .filter(free | Q(claim_expires_at__lte=now))
-    )
-    shown = rows.select_related("contact", "tenant").order_by("escalated_at", "id")
+    """How many conversations the waiting tab holds (what a person must act on: a claim alone
+    answers nobody), and the longest-waiting few. Callers set the tenant scope."""
+    filters = ConversationFilters(tenant_ids=tuple(sorted(tenant_ids)), tab="waiting")
+    rows = conversation_list(filters=filters, user_id=None)
+    shown = rows.order_by(*conversation_ordering(filters))
     return rows.count(), list(shown[:WAITING_SHOWN])
 
 
 @require_GET
 @staff_member_required
 def inbox_waiting(request: HttpRequest) -> JsonResponse:
-    count, rows = waiting_rows(tenant_ids_for(request.user))
-    return JsonResponse(
-        {
-            "count": count,
-            "conversations": [
-                {
-                    "id": str(c.pk),
-                    "contact": labels.conversation_contact_name(c),
-                    "channel_label": labels.channel_label(c.channel),
-                    "reason_label": (conversation_escalation(c) or {}).get("reason_label", ""),
-                    "tenant": {"id": c.tenant_id, "name": c.tenant.name},
-                    "url": reverse("inbox-conversation", args=[c.pk]),
-                }
-                for c in rows
-            ],
-        }
-    )
+    tenant_ids = tenant_ids_for(request.user)
+    with tenant_scope(*tenant_ids):
+        count, rows = waiting_rows(tenant_ids)
+        body = _waiting_body(count, rows)
+    return JsonResponse(body)
+
+
+def _waiting_body(count: int, rows: list[Conversation]) -> dict[str, Any]:
+    return {
+        "count": count,
+        "conversations": [
+            {
+                "id": str(c.pk),
+                "contact": labels.conversation_contact_name(c),
+                "channel_label": labels.channel_label(c.channel),
+                "reason_label": (conversation_escalation(c) or {}).get("reason_label", ""),
+                "tenant": {"id": c.tenant_id, "name": c.tenant.name},
+                "url": reverse("inbox-conversation", args=[c.pk]),
+            }
+            for c in rows
+        ],
+    }
 
 
 def alerts_texts() -> dict[str, str]:

@@ -1,6 +1,7 @@
-"""What tells a member a customer waits: `GET /inbox/waiting` (their tenants' unheld escalated
-conversations, never another tenant's) and `GET|POST /inbox/preferences` (their own choice of
-notification and sound; bad input is a 400 JSON error). The conversation page's header reads
+"""What tells a member a customer waits: `GET /inbox/waiting` (their tenants' conversations whose
+customer a person has not answered yet, held or not: the waiting tab; never another tenant's)
+and `GET|POST /inbox/preferences` (their own choice of notification and sound; bad input is a
+400 JSON error). The conversation page's header reads
 as words in the tenant's zone."""
 
 from __future__ import annotations
@@ -28,19 +29,23 @@ def _client(user: Any) -> Client:
 
 
 @pytest.mark.django_db
-def test_waiting_counts_the_members_tenants_unheld_conversations_only(
+def test_waiting_counts_the_members_tenants_unanswered_conversations_only(
     owner: Persona, member: Persona, outsider: Persona
 ) -> None:
     ours = conversation_make(agent_for(owner.tenant), thread="ana")
     held = conversation_make(ours.agent, thread="held")
+    answered = conversation_make(ours.agent, thread="answered")
     conversation_make(ours.agent, thread="bot", status="active")
     theirs = conversation_make(agent_for(outsider.tenant), thread="bob")
-    handoff.conversation_claim(held, member.user)
+    handoff.conversation_claim(held, member.user)  # a claim alone answers nobody
+    handoff.conversation_claim(answered, member.user)
+    handoff.conversation_reply(answered, member.user, "Hola, ya estoy aquí.")
 
     mine = _client(owner.user).get("/inbox/waiting").json()
-    assert mine["count"] == 1
-    [row] = mine["conversations"]
-    assert row["id"] == str(ours.pk) and row["contact"] == "Cliente ana"
+    assert mine["count"] == 2
+    assert {r["id"] for r in mine["conversations"]} == {str(ours.pk), str(held.pk)}
+    [row] = [r for r in mine["conversations"] if r["id"] == str(ours.pk)]
+    assert row["contact"] == "Cliente ana"
     assert row["channel_label"] == "API" and row["reason_label"] == "El cliente pidió una persona"
     assert row["url"] == f"/inbox/{ours.pk}" and row["tenant"]["name"] == "Acme"
     assert [
@@ -49,8 +54,8 @@ def test_waiting_counts_the_members_tenants_unheld_conversations_only(
 
     MembershipFactory.create(tenant=outsider.tenant, user=owner.user, role=Membership.Role.AGENT)
     both = _client(owner.user).get("/inbox/waiting").json()
-    assert both["count"] == 2
-    assert {r["id"] for r in both["conversations"]} == {str(ours.pk), str(theirs.pk)}
+    assert both["count"] == 3
+    assert {r["id"] for r in both["conversations"]} == {str(ours.pk), str(held.pk), str(theirs.pk)}
     assert (
         _client(owner.user).get("/inbox/waiting", HTTP_ACCEPT="application/json").status_code == 200
     )

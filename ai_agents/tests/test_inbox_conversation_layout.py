@@ -3,10 +3,10 @@ and as the agent the owner assigned the conversation to, in Debian's Chromium un
 
 - the list: a one-row header, search, the "Filtros" toggle (closed) and the first card fit the
   first screen;
-- a long conversation: back, Reclamar, Asignar, Detalles, the composer and its send button are
-  on the first screen with at least five messages of the timeline; every target is >= 44 px, the
-  inputs 16 px; the facts are behind "Detalles"; the locked reply box says why (claim it, or a
-  colleague holds it) on a phone too;
+- a long conversation: back, Reclamar, Cerrar, "Más", the composer and its send button are on
+  the first screen with at least five messages of the timeline; every target is >= 44 px, the
+  inputs 16 px; on a phone Asignar and Detalles are behind "Más" and the facts behind
+  "Detalles"; the locked reply box says why (claim it, or a colleague holds it) on a phone too;
 - axe-core finds no serious or critical issue in the new states: the assign picker open, the
   note mode, the canned replies list open, the conversation held by a colleague / by oneself.
 
@@ -95,8 +95,8 @@ FACTS_JS = """() => {
       + ' main select, main textarea')]
     .filter(e => e.offsetParent !== null).map(e => parseFloat(getComputedStyle(e).fontSize));
   const visible = {};
-  ['inbox-back', 'inbox-claim', 'inbox-assign-toggle', 'inbox-reply-text', 'inbox-send',
-   'inbox-mode-note', 'inbox-more-toggle', 'inbox-q', 'inbox-filter-panel'].forEach(id => {
+  ['inbox-back', 'inbox-claim', 'inbox-close', 'inbox-actions-toggle', 'inbox-reply-text',
+   'inbox-send', 'inbox-mode-note', 'inbox-q', 'inbox-filter-panel'].forEach(id => {
     let e = document.getElementById(id);
     if (!e) return;
     if (e.type === 'radio') e = e.closest('label');
@@ -178,22 +178,31 @@ def _phone_conversation(page: Any, shots: Path, language: str) -> None:
     assert facts["small"] == [], facts
     assert facts["shown"] >= 5, facts
     assert all(facts["visible"][k] for k in ("inbox-back", "inbox-claim", "inbox-send")), facts
-    assert facts["visible"]["inbox-more-toggle"], facts  # the facts are behind it
+    assert facts["visible"]["inbox-actions-toggle"], facts  # Asignar and Detalles behind it
     assert all(
-        facts["visible"][k] for k in ("inbox-assign-toggle", "inbox-reply-text", "inbox-mode-note")
+        facts["visible"][k] for k in ("inbox-close", "inbox-reply-text", "inbox-mode-note")
     ), facts
-    # The facts wait behind "Detalles".
+    # The facts wait behind "Detalles" (in "Más").
     expect(page.locator("#inbox-facts")).to_be_hidden()
-    page.locator("#inbox-more-toggle").click()
+    _secondary(page, "#inbox-more-toggle").click()
     expect(page.locator("#inbox-facts")).to_be_visible()
-    page.locator("#inbox-more-toggle").click()
+    _secondary(page, "#inbox-more-toggle").click()
     expect(page.locator("#inbox-facts")).to_be_hidden()
+
+
+def _secondary(page: Any, selector: str) -> Any:
+    """A secondary action: on a phone, behind "Más" (opened first)."""
+    toggle = page.locator("#inbox-actions-toggle")
+    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+        toggle.click()
+    return page.locator(selector)
 
 
 def _new_states(page: Any, shots: Path, name: str, language: str) -> None:
     """The assign picker, the note mode and the canned replies list: each passes axe."""
     words = WORDS[language]
-    page.get_by_role("button", name=words["assign"], exact=True).first.click()
+    _secondary(page, "#inbox-assign-toggle").click()
+    expect(page.locator("#inbox-assign-toggle")).to_have_text(words["assign"])
     expect(page.locator("#inbox-assign")).to_be_visible()
     _check(page, shots / f"{name}-assign.png", f"{name} assign")
     page.keyboard.press("Escape")
