@@ -4,7 +4,8 @@
                             "reason_label", "tenant", "url"}]}: the list's "Esperando respuesta"
                             tab without filters (the customer's last word unanswered by a
                             person, held or not): the page's title count, equal to the tab's
-                            badge; a new id is a browser notification / sound when asked for
+                            badge; a new id is a browser notification / sound when asked for,
+                            unless a colleague holds it (`alert` false)
 `GET|POST /inbox/preferences`  {"notify_desktop": bool, "notify_sound": bool}: the member's own
                             choice (per person); a bad body is a 400 JSON error
 """
@@ -28,6 +29,7 @@ from ai_agents.selectors.conversations import (
     conversation_list,
     conversation_ordering,
 )
+from ai_agents.services.handoff import claim_is_valid
 from erp.tenancy.scoping import tenant_scope
 from erp.tenancy.selectors import tenant_ids_for
 
@@ -51,11 +53,13 @@ def inbox_waiting(request: HttpRequest) -> JsonResponse:
     tenant_ids = tenant_ids_for(request.user)
     with tenant_scope(*tenant_ids):
         count, rows = waiting_rows(tenant_ids)
-        body = _waiting_body(count, rows)
+        body = _waiting_body(count, rows, user_id=request.user.pk)
     return JsonResponse(body)
 
 
-def _waiting_body(count: int, rows: list[Conversation]) -> dict[str, Any]:
+def _waiting_body(count: int, rows: list[Conversation], *, user_id: Any) -> dict[str, Any]:
+    """`alert` on a row: a notification / sound is for this person (nobody holds it, or they
+    do), not for a colleague's conversation (it still counts: the tab shows it)."""
     return {
         "count": count,
         "conversations": [
@@ -66,6 +70,7 @@ def _waiting_body(count: int, rows: list[Conversation]) -> dict[str, Any]:
                 "reason_label": (conversation_escalation(c) or {}).get("reason_label", ""),
                 "tenant": {"id": c.tenant_id, "name": c.tenant.name},
                 "url": reverse("inbox-conversation", args=[c.pk]),
+                "alert": not claim_is_valid(c) or c.assigned_to_id == user_id,
             }
             for c in rows
         ],

@@ -48,6 +48,11 @@ def test_waiting_counts_the_members_tenants_unanswered_conversations_only(
     assert row["contact"] == "Cliente ana"
     assert row["channel_label"] == "API" and row["reason_label"] == "El cliente pidió una persona"
     assert row["url"] == f"/inbox/{ours.pk}" and row["tenant"]["name"] == "Acme"
+    # Counted for everyone; a notification only for whom it concerns (free, or theirs).
+    alerts = {r["id"]: r["alert"] for r in mine["conversations"]}
+    assert alerts == {str(ours.pk): True, str(held.pk): False}
+    held_by = _client(member.user).get("/inbox/waiting").json()["conversations"]
+    assert {r["id"]: r["alert"] for r in held_by} == {str(ours.pk): True, str(held.pk): True}
     assert [
         r["id"] for r in _client(outsider.user).get("/inbox/waiting").json()["conversations"]
     ] == [str(theirs.pk)]

@@ -58,7 +58,7 @@
         var ids = {};
         data.conversations.forEach(function (row) {
           ids[row.id] = true;
-          if (known !== null && !known[row.id]) alertFor(row);
+          if (known !== null && !known[row.id] && row.alert) alertFor(row);
         });
         known = ids;
       })
