@@ -171,6 +171,14 @@ def _copy_messages(loaded: dict[str, Any], count: int, rng: random.Random) -> li
             "max(created_at) AS last, min(created_at) AS first, count(*) AS n "
             "FROM ai_agents_message GROUP BY conversation_id) m WHERE m.conversation_id = c.id"
         )
+        # Escalated after their first messages, the customer's last word unanswered by a
+        # person: what the inbox's waiting tab lists (and the title counts).
+        cursor.execute(
+            "UPDATE ai_agents_conversation c SET escalated_at = c.started_at + interval '1 minute',"
+            " last_inbound_at = m.last FROM (SELECT conversation_id, max(created_at) AS last"
+            " FROM ai_agents_message WHERE role = 'user' GROUP BY conversation_id) m"
+            " WHERE m.conversation_id = c.id AND c.status = 'escalated'"
+        )
     return codes
 
 
