@@ -1,7 +1,7 @@
 """A customer message whose answering keeps failing is not retried for ever (a poison message).
 
 Each time a run takes a pending message to answer it, `store.turn_next` counts the attempt in
-the message's metadata (`attempts`), in the round trip that takes the turn (no extra one). A run
+the message's `attempts` column, in the round trip that takes the turn (no extra one). A run
 that dies on it (the worker replaced at the task's hard time limit, a crash) or fails leaves it
 unanswered, and `channel_pending_sweep` queues it again, for up to 24 h. Once a message was
 taken `MAX_ANSWER_ATTEMPTS` times without an answer, the next run gives up on it: no model
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ATTEMPTS_KEY = "attempts"
 MAX_ANSWER_ATTEMPTS = 3
 REASON = "processing_failed"
 GAVE_UP = gettext_noop(
@@ -36,8 +35,7 @@ GAVE_UP = gettext_noop(
 )
 
 _COUNT = """
-UPDATE ai_agents_message SET metadata = coalesce(metadata, '{{}}'::jsonb)
-  || jsonb_build_object('attempts', coalesce((metadata->>'attempts')::int, 0) + 1)
+UPDATE ai_agents_message SET attempts = attempts + 1
 WHERE tenant_id = %s AND id = (
   SELECT id FROM ai_agents_message WHERE tenant_id = %s AND {pending}
   ORDER BY created_at, id LIMIT 1)
@@ -57,7 +55,7 @@ def attempt_count_statement(
 
 def attempts_exhausted(turn: Turn) -> bool:
     """True (the reply and the escalation set) when the message was taken too often already."""
-    attempts = int((turn.message.metadata or {}).get(ATTEMPTS_KEY) or 0)
+    attempts = turn.message.attempts
     if attempts <= MAX_ANSWER_ATTEMPTS:
         return False
     failed = attempts - 1

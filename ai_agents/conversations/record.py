@@ -63,7 +63,8 @@ def _write(
 ) -> TurnResult:
     conversation, token = turn.conversation, turn.token
     with transaction.atomic():
-        # The turn is given back in the same round trip, then the pending messages are looked
+        # The turn is given back in the same round trip (by the conversation's UPDATE when
+        # its guard holds, else by the release after it), then the pending messages are looked
         # at again: a message whose run found the turn taken is seen here, and one stored
         # later finds the turn free (its run waits on this row until the COMMIT).
         *_, updated, released, pending = rows.run_together(
@@ -77,7 +78,7 @@ def _write(
         if reply is not None:
             rows.inserted([reply])
         turn.pending_after = bool(pending.rows)
-        if not updated.rowcount:
+        if not updated.rowcount:  # else it released the turn (the release matched nothing)
             if not released.rowcount:
                 raise TurnLost  # rolled back: the new holder answers the message
             if reply is None:  # pragma: no cover - without a reply only the turn guards
@@ -220,12 +221,16 @@ def _store_statements(
             Conversation,
             tenant_id=conversation.tenant_id,
             pk=conversation.pk,
-            values=changes,
+            # The turn given back with the counters: one write of the row, not two.
+            values={**changes, **_TURN_FREE},
             where=where,
             params=params,
         )
     )
     return statements
+
+
+_TURN_FREE = {"turn_token": rows.Sql("NULL"), "turn_expires_at": rows.Sql("NULL")}
 
 
 def _suppress(

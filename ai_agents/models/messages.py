@@ -55,6 +55,12 @@ class Message(TenantOwnedModel):
     )
     # Outbound messages: the summary of their deliveries (see Delivery); "" for inbound.
     delivery_status = models.CharField(_("entrega"), max_length=20, blank=True)
+    # Customer messages: how many runs took it to answer it (conversations/attempts.py). A
+    # column of its own, not a metadata key: counting it then rewrites no index entry (a
+    # metadata change is never a HOT update, the partial indexes below read metadata).
+    attempts = models.PositiveSmallIntegerField(
+        _("intentos"), default=0, db_default=0, editable=False
+    )
     # Set by the pipeline (arrival time for the inbound message), not on INSERT.
     created_at = models.DateTimeField(_("fecha"), default=timezone.now)
     search_vector = models.GeneratedField(

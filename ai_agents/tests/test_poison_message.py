@@ -79,7 +79,7 @@ def test_a_message_that_always_dies_is_given_up_with_the_customer_told(
     assert [b["text"]["body"] for b in fake_graph.sent] == [
         f"{GAVE_UP_EN}, who will answer you as soon as possible."
     ]
-    assert stored.metadata["attempts"] == MAX_ANSWER_ATTEMPTS + 1
+    assert stored.attempts == MAX_ANSWER_ATTEMPTS + 1
     assert stored.metadata["result"]["escalation"]["reason"] == "processing_failed"
     assert stored.conversation.status == Conversation.Status.ESCALATED
     view = conversation_escalation(stored.conversation)
@@ -101,7 +101,7 @@ def test_a_message_that_died_fewer_times_is_still_answered(
 
     assert [b["text"]["body"] for b in fake_graph.sent] == ["Sí."]
     assert _answer_calls(fake_google) == 1
-    assert stored.metadata["attempts"] == MAX_ANSWER_ATTEMPTS
+    assert stored.attempts == MAX_ANSWER_ATTEMPTS
     assert stored.conversation.status == Conversation.Status.ACTIVE
     assert _sweep(run_tasks) == 0
 
