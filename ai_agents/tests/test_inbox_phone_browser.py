@@ -66,6 +66,11 @@ def _actions_fit(page: Any, primary: str, language: str, where: str, *, shot: Pa
         page.keyboard.press("Escape")
         expect(page.locator("#inbox-release")).to_be_hidden()
         expect(toggle).to_be_focused()
+        # A panel opened from "Más" gives the focus back to "Más" when Esc closes it.
+        toggle.click()
+        page.locator("#inbox-more-toggle").click()
+        page.keyboard.press("Escape")
+        expect(toggle).to_be_focused()
 
 
 def _check_pages(

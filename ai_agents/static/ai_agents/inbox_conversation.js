@@ -352,6 +352,15 @@
     });
   });
 
+  // Focus back on the button that opened a panel; on a phone it sits in the closed "Más"
+  // panel (inbox_actions_menu.js): then on "Más" itself.
+  function focusBack(button) {
+    var menuToggle = document.getElementById("inbox-actions-toggle");
+    var shown = button.getClientRects().length > 0;
+    if (!shown && menuToggle && menuToggle.getClientRects().length > 0) menuToggle.focus();
+    else button.focus();
+  }
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     var typing = target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
@@ -360,10 +369,10 @@
       if (!send.disabled) form.requestSubmit();
     } else if (event.key === "Escape" && !assignPanel.hidden) {
       setAssign(false);
-      buttons.assign.focus();
+      focusBack(buttons.assign);
     } else if (event.key === "Escape" && !more.hidden) {
       setMore(false);
-      moreToggle.focus();
+      focusBack(moreToggle);
     } else if (event.key === "u" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey
                && !document.querySelector("dialog[open]")) {
       window.location.href = root.dataset.listUrl;
