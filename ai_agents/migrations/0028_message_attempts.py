@@ -4,11 +4,19 @@ from django.db import migrations, models
 
 from erp.tenancy.scoping import all_tenants
 
-# Only the messages still waiting for an answer need their count (the partial index
-# `msg_unanswered` finds them); answered ones keep the old metadata key, read by nobody.
+# The column is added with a constant default and no CHECK: PostgreSQL then changes only its
+# catalog (a CHECK would scan every message under an exclusive lock). Only the messages still
+# waiting for an answer need their count (the partial index `msg_unanswered` finds them);
+# answered ones keep the old metadata key, read by nobody.
 CARRY = """
-UPDATE ai_agents_message SET attempts = (metadata->>'attempts')::int
+UPDATE ai_agents_message SET attempts = (metadata->>'attempts')::numeric::int
 WHERE role = 'user' AND NOT (metadata ? 'result') AND metadata ? 'attempts'
+  AND jsonb_typeof(metadata->'attempts') = 'number'
+"""
+# Back: the counts of the unanswered messages return to their metadata.
+CARRY_BACK = """
+UPDATE ai_agents_message SET metadata = jsonb_set(metadata, '{attempts}', to_jsonb(attempts))
+WHERE role = 'user' AND NOT (metadata ? 'result') AND attempts > 0
 """
 
 
@@ -19,17 +27,23 @@ def carry(apps, schema_editor):
         cursor.execute(CARRY)
 
 
-class Migration(migrations.Migration):
+def carry_back(apps, schema_editor):
+    with all_tenants(), schema_editor.connection.cursor() as cursor:
+        cursor.execute(CARRY_BACK)
 
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('ai_agents', '0027_whatsapp_templates'),
+        ("ai_agents", "0027_whatsapp_templates"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(db_default=0, default=0, editable=False, verbose_name='intentos'),
+            model_name="message",
+            name="attempts",
+            field=models.SmallIntegerField(
+                db_default=0, default=0, editable=False, verbose_name="intentos"
+            ),
         ),
-        migrations.RunPython(carry, migrations.RunPython.noop, elidable=True),
+        migrations.RunPython(carry, carry_back, elidable=True),
     ]

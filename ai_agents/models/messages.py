@@ -57,10 +57,9 @@ class Message(TenantOwnedModel):
     delivery_status = models.CharField(_("entrega"), max_length=20, blank=True)
     # Customer messages: how many runs took it to answer it (conversations/attempts.py). A
     # column of its own, not a metadata key: counting it then rewrites no index entry (a
-    # metadata change is never a HOT update, the partial indexes below read metadata).
-    attempts = models.PositiveSmallIntegerField(
-        _("intentos"), default=0, db_default=0, editable=False
-    )
+    # metadata change is never a HOT update, the partial indexes below read metadata). Not a
+    # PositiveSmallIntegerField: its CHECK, added to a large table, scans it under lock.
+    attempts = models.SmallIntegerField(_("intentos"), default=0, db_default=0, editable=False)
     # Set by the pipeline (arrival time for the inbound message), not on INSERT.
     created_at = models.DateTimeField(_("fecha"), default=timezone.now)
     search_vector = models.GeneratedField(
