@@ -25,6 +25,8 @@ from playwright.sync_api import expect
 from ai_agents.conversations.engine import message_process
 from ai_agents.conversations.inbound import Inbound
 from ai_agents.models import Conversation, InboxPreference, Message
+from ai_agents.services import handoff
+from ai_agents.services.inbox_events import inbox_event_publish
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.accessibility import axe_check
@@ -57,7 +59,12 @@ def _customer_asks_for_a_person(agent: Any, name: str) -> Conversation:
 
 
 def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
-    browser: Any, asgi_server: str, owner: Persona, outsider: Persona, fake_google: FakeGoogle
+    browser: Any,
+    asgi_server: str,
+    owner: Persona,
+    member: Persona,
+    outsider: Persona,
+    fake_google: FakeGoogle,
 ) -> None:
     ours, theirs = agent_for(owner.tenant), agent_for(outsider.tenant)
     page = _staff_page(browser, asgi_server, owner, "/inbox/")
@@ -83,6 +90,18 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
         expect(page.locator(f'.inbox-card[data-conversation-id="{waiting.pk}"]')).to_be_visible()
         assert page.evaluate("window.__sameDocument") is True  # no reload
         assert len(fake_google.generate_requests) == 0  # the rule escalated, no model call
+
+        # A colleague's conversation counts but does not alert; once their lease ran out it
+        # is anyone's to answer: it alerts then.
+        with page.expect_response(lambda r: "/inbox/waiting" in r.url):  # the page re-read it
+            handoff.conversation_claim(waiting, member.user)
+        expect(page.locator("#inbox-alerts")).to_have_attribute("data-notified", "1")
+        Conversation.objects.for_tenant(waiting.tenant_id).filter(pk=waiting.pk).update(
+            claim_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+        inbox_event_publish(tenant_id=waiting.tenant_id, conversation_id=waiting.pk, kind="status")
+        expect(page.locator("#inbox-alerts")).to_have_attribute("data-notified", "2")
+        expect(page).to_have_title("(1) Bandeja de conversaciones")
     finally:
         page.context.close()
 

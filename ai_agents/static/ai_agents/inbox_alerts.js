@@ -55,10 +55,12 @@
       .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
       .then(function (data) {
         showCount(data.count);
+        // Per id, whether it was for this person: a colleague's conversation let go (or
+        // whose lease ran out) becomes theirs to answer and alerts then.
         var ids = {};
         data.conversations.forEach(function (row) {
-          ids[row.id] = true;
-          if (known !== null && !known[row.id] && row.alert) alertFor(row);
+          ids[row.id] = row.alert;
+          if (known !== null && row.alert && !known[row.id]) alertFor(row);
         });
         known = ids;
       })
@@ -122,6 +124,14 @@
   });
   dialog.querySelector("[data-close-dialog]").addEventListener("click", function () {
     dialog.close();
+  });
+  // On a phone *Avisos* sits in the closed "Más" panel: the focus goes back to "Más".
+  dialog.addEventListener("close", function () {
+    var opener = document.getElementById("inbox-prefs-open");
+    var menuToggle = document.getElementById("inbox-actions-toggle");
+    if (opener.getClientRects().length === 0 && menuToggle && menuToggle.getClientRects().length) {
+      menuToggle.focus();
+    }
   });
 
   loadPrefs();
