@@ -24,6 +24,7 @@ import ipaddress
 import json
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import ProtocolError
 from urllib3.exceptions import ReadTimeoutError as Urllib3ReadTimeout
@@ -417,11 +419,29 @@ def _root_cause(exc: BaseException) -> str:
     return type(seen).__name__
 
 
+class _KeptAdapter(HTTPAdapter):
+    """Kept connections probed by TCP keepalive while idle: a NAT or load balancer that drops
+    idle flows silently (some after 4 minutes) keeps them, and a dead peer is found before a
+    request waits out its read timeout on it (a send that times out is not retried)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        options = [
+            *HTTPConnection.default_socket_options,
+            (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+        ]
+        for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, name):  # Linux; other systems keep their defaults
+                options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+        kwargs["socket_options"] = options
+        super().init_poolmanager(*args, **kwargs)
+
+
 def _pool(cls: type) -> HTTPAdapter:
     """The process's connection pool for a `keep_alive` client class (urllib3's pools are
-    thread-safe; a forked child makes its own: sockets are not shared across processes)."""
+    thread-safe; a forked child makes its own: sockets are not shared across processes). As
+    many kept connections per host as the real-time worker has threads."""
     key = (os.getpid(), cls)
     pool = _POOLS.get(key)
     if pool is None:  # two threads may both make one: one wins, the other is dropped
-        pool = _POOLS.setdefault(key, HTTPAdapter(max_retries=0, pool_maxsize=32))
+        pool = _POOLS.setdefault(key, _KeptAdapter(max_retries=0, pool_maxsize=100))
     return pool

@@ -61,6 +61,21 @@ def test_a_keep_alive_client_reuses_one_connection_across_instances(server):
     assert len({peers[0], peers[3], peers[4]}) == 3
 
 
+def test_kept_connections_are_probed_while_idle(server):
+    """TCP keepalive on kept connections: a NAT that drops idle flows silently keeps them, and a
+    dead peer is found before a send waits out its read timeout."""
+    client = _KeptAlive(base_url=server.url)
+    assert client.get("/ok").json() == {"ok": True}
+    manager = client._adapter.poolmanager
+    pools = [manager.pools[key] for key in manager.pools.keys()]
+    kept = [c for p in pools for c in list(p.pool.queue) if c is not None and c.sock is not None]
+    assert kept  # the connection went back to the pool, open
+    for connection in kept:
+        assert connection.sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            assert connection.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 30
+
+
 def test_a_kept_connection_the_server_closed_is_replaced(server):
     server.route("GET", r"/bye", FakeResponse.json({"bye": True}, headers={"Connection": "close"}))
     assert _KeptAlive(base_url=server.url).get("/bye").json() == {"bye": True}
