@@ -14,6 +14,7 @@ from ai_agents.conversations import store
 from ai_agents.conversations.burst import BurstWait, burst_prefetch, burst_wait
 from ai_agents.conversations.delivery import (
     loaded_reply_deliver,
+    reply_deliver,
     typing_show,
     undelivered_replies,
 )
@@ -307,8 +308,12 @@ def channel_conversation_answer(
             return []
         conversation_answer_pending(conversation=conversation, deadline_s=ANSWER_RUN_S)
         # Every reply of this conversation not yet handed over: this run's, and any left by a
-        # worker that stopped between storing and sending.
-        statuses = [loaded_reply_deliver(reply) for reply in undelivered_replies(conversation)]
+        # worker that stopped between storing and sending. The first goes on the read just
+        # made; a later one (rare) on a read of its own: the handoff rule may have changed.
+        replies = undelivered_replies(conversation)
+        statuses = [
+            loaded_reply_deliver(r) if not i else reply_deliver(r.pk) for i, r in enumerate(replies)
+        ]
         # Left by a run stopped at its deadline, or the next burst; not while another run holds
         # the turn (it answers them, and looks again once it let the turn go).
         left = store.pending_exists(conversation=conversation) and not store.conversations_in_turn(
