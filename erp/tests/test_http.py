@@ -67,7 +67,8 @@ def test_kept_connections_are_probed_while_idle(server):
     client = _KeptAlive(base_url=server.url)
     assert client.get("/ok").json() == {"ok": True}
     manager = client._adapter.poolmanager
-    pools = [manager.pools[key] for key in manager.pools.keys()]
+    keys = manager.pools.keys()  # urllib3 refuses to iterate its container itself
+    pools = [manager.pools[key] for key in keys]
     kept = [c for p in pools for c in list(p.pool.queue) if c is not None and c.sock is not None]
     assert kept  # the connection went back to the pool, open
     for connection in kept:
