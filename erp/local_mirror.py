@@ -49,6 +49,8 @@ class LocalMirror:
         self._entries: dict[str, tuple[float, Any]] = {}
         self._generation = 0
         self._forgot_at = 0  # the generation the latest forget made
+        self._forgot_all = 0  # ... the latest forget of everything
+        self._forgot_keys: dict[str, int] = {}  # key -> the generation that forgot it last
         self._live = False
         self._pid = 0
         self._publisher: Any = None
@@ -74,13 +76,16 @@ class LocalMirror:
         self._ensure_listening()
         return self._generation
 
-    def forgotten_since(self, generation: int) -> bool:
+    def forgotten_since(self, generation: int, key: str | None = None) -> bool:
         """Whether a forget (made here, or heard from another process) came after
         `generation()` returned `generation`: the value read since may be one the forget
-        replaced, not to be written back to the shared copy either. A subscription confirmed or
-        lost is no forget (a forget missed while the connection failed cannot be known: the
-        shared copy's own TTL ends what it left)."""
-        return self._forgot_at > generation
+        replaced, not to be written back to the shared copy either. With `key`, a forget of
+        that key (or of everything); without, any forget. A subscription confirmed or lost is
+        no forget (a forget missed while the connection failed cannot be known: the shared
+        copy's own TTL ends what it left)."""
+        if key is None:
+            return self._forgot_at > generation
+        return max(self._forgot_all, self._forgot_keys.get(key, 0)) > generation
 
     def put(self, key: str, value: Any, generation: int) -> None:
         """Stores `value` read after `generation()` returned `generation`, unless a forget (or
@@ -127,11 +132,16 @@ class LocalMirror:
         with self._lock:
             self._generation += 1
             self._forgot_at = self._generation
+            if keys is None or len(self._forgot_keys) >= self.max_entries:
+                # Everything (or too many to remember one by one: as if all were forgotten).
+                self._forgot_all = self._generation
+                self._forgot_keys.clear()
             if keys is None:
                 self._entries.clear()
-            else:
-                for key in keys:
-                    self._entries.pop(key, None)
+                return
+            for key in keys:
+                self._entries.pop(key, None)
+                self._forgot_keys[key] = self._generation
 
     def _publisher_client(self) -> Any:
         # One client per process, whether or not this process listens yet (a forget may come

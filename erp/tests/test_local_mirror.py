@@ -73,6 +73,19 @@ def test_a_value_read_while_a_forget_arrived_is_not_kept(mirror: LocalMirror) ->
     assert mirror.get("a") == "read after it"
 
 
+def test_a_forget_marks_its_own_keys_as_forgotten_not_the_others(mirror: LocalMirror) -> None:
+    """A value read while another key was forgotten may still go to the shared copy (a
+    binding change of one number does not stop the others' reads from being cached)."""
+    since = mirror.generation()
+    _other_process_forgets(mirror, ["a"])
+    assert _until(lambda: mirror.generation() != since)
+
+    assert mirror.forgotten_since(since, "a") and mirror.forgotten_since(since)
+    assert not mirror.forgotten_since(since, "b")
+    mirror.clear()  # everything forgotten: every key
+    assert mirror.forgotten_since(since, "b")
+
+
 def test_forget_here_drops_at_once_and_reaches_the_other_processes(mirror: LocalMirror) -> None:
     other = _listening(LocalMirror(mirror.channel, ttl_s=60))
     other.put("a", "A elsewhere", other.generation())

@@ -160,10 +160,11 @@ def binding_for_number(
     if cached is None:
         binding = _from_database(phone_number_id)
         cached = _NONE if binding is None else _rows_of(binding)
-        # Not written to Redis when a forget came since `since` (here, or from another
-        # process while this one listens): the row read may be the one a commit replaced
-        # after the read and forgot before this write, which would then outlive the forget.
-        if key and not _local.forgotten_since(since):
+        # Not written to Redis when this number was forgotten since `since` (here, or from
+        # another process while this one listens): the row read may be the one a commit
+        # replaced after the read and forgot before this write, which would then outlive the
+        # forget. Another number's forget does not stop it.
+        if key and not _local.forgotten_since(since, key):
             _remember(key, phone_number_id, cached)
     if key:  # read from Redis, or from the database and stored there
         _local.put(key, cached, since)
