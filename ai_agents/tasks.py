@@ -18,6 +18,7 @@ from ai_agents.conversations.delivery import (
     typing_show,
     undelivered_replies,
 )
+from ai_agents.conversations.delivery_sweep import claimed_reply_send, claims_sweep
 from ai_agents.conversations.engine import conversation_answer_pending, conversation_load
 from ai_agents.conversations.store import conversations_in_turn
 from ai_agents.models import AgentTestRun, Conversation, Document, Message
@@ -251,6 +252,30 @@ def handoff_reply_deliver(message_id: str) -> str:
         if message.author_id is not None and whatsapp_typing_due(message.conversation_id):
             typing_show(message.conversation)  # WhatsApp: read + typing, then the reply
         return loaded_reply_deliver(message)
+
+
+# A send claimed this long ago cannot still be running: longer than any send's bounded tries
+# (WhatsApp: ~80 s a part) and than the hard limit of either task that claims (prefork).
+CLAIM_STALE_S = max(SEND_HARD_S, ANSWER_HARD_S)
+
+
+@shared_task(
+    name="ai_agents.bulk_claimed_replies_sweep",
+    soft_time_limit=MAINTENANCE_SOFT_S,
+    time_limit=MAINTENANCE_HARD_S,
+)
+def bulk_claimed_replies_sweep() -> int:
+    """Beat, every CHANNEL_PENDING_SWEEP_SECONDS: the sends a dead worker left "pending" are
+    taken over and queued (`ai_agents.conversations.delivery_sweep`). Returns how many."""
+    return claims_sweep(stale_s=CLAIM_STALE_S, send=claimed_reply_deliver.delay)
+
+
+@shared_task(
+    name="ai_agents.claimed_reply_deliver", soft_time_limit=SEND_SOFT_S, time_limit=SEND_HARD_S
+)
+def claimed_reply_deliver(message_id: str, token: str) -> str:
+    """Real-time queue: a send the sweep took over (claim time `token`), sent if still its."""
+    return claimed_reply_send(message_id, token)
 
 
 @shared_task(

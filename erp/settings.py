@@ -204,6 +204,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "ai_agents.channel_pending_sweep",
         "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
     },
+    # Sends a dead worker claimed ("pending") and never handed over: sent again (README).
+    "ai-agents-claimed-replies-sweep": {
+        "task": "ai_agents.bulk_claimed_replies_sweep",
+        "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
+    },
     # WhatsApp voice notes and images kept past their tenant's retention setting.
     "ai-agents-media-expire": {"task": "ai_agents.bulk_media_expire", "schedule": 60 * 60.0},
     # RN-7: reminders to the team about escalated conversations nobody answers.

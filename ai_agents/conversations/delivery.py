@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ai_agents.channels import adapter_for
+from django.utils import timezone
+
+from ai_agents.channels import ChannelAdapter, adapter_for
 from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.services.inbox_events import inbox_event_publish
 from erp.db import connection_release
@@ -88,12 +90,26 @@ def loaded_reply_deliver(message: Message) -> str:
             extra={"conversation_id": str(conversation.pk), "message_id": str(message.pk)},
         )
         return Delivery.Status.SUPPRESSED
-    # Claim the send (only one caller passes from "" to pending), then hand it over.
-    if not messages.filter(delivery_status="").update(delivery_status=Delivery.Status.PENDING):
+    # Claim the send (only one caller passes from "" to pending), then hand it over. The
+    # claim's time lets the sweep (conversations/delivery_sweep.py) send what a worker that
+    # died before the hand-over left pending.
+    claimed = messages.filter(delivery_status="").update(
+        delivery_status=Delivery.Status.PENDING, delivery_claimed_at=timezone.now()
+    )
+    if not claimed:
         return Message.objects.for_tenant(message.tenant_id).get(pk=message.pk).delivery_status
+    return claimed_send(message, adapter=adapter)
+
+
+def claimed_send(message: Message, *, adapter: ChannelAdapter) -> str:
+    """Hands a message whose send this caller claimed ("pending") to its channel and records
+    the returned status."""
+    conversation = message.conversation
     status = adapter.send(binding=conversation.binding, conversation=conversation, message=message)
     # Only over "pending": a status webhook may already have moved it further (delivered, read).
-    messages.filter(delivery_status=Delivery.Status.PENDING).update(delivery_status=status)
+    Message.objects.for_tenant(message.tenant_id).filter(
+        pk=message.pk, delivery_status=Delivery.Status.PENDING
+    ).update(delivery_status=status)
     inbox_event_publish(
         tenant_id=message.tenant_id, conversation_id=conversation.pk, kind="delivery"
     )

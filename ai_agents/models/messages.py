@@ -55,6 +55,9 @@ class Message(TenantOwnedModel):
     )
     # Outbound messages: the summary of their deliveries (see Delivery); "" for inbound.
     delivery_status = models.CharField(_("entrega"), max_length=20, blank=True)
+    # When a send claimed it (delivery_status "" -> "pending", conversations/delivery.py): a
+    # claim left "pending" long after it is taken over by the sweep (delivery_sweep.py).
+    delivery_claimed_at = models.DateTimeField(_("envío reclamado"), null=True, blank=True)
     # Customer messages: how many runs took it to answer it (conversations/attempts.py). A
     # column of its own, not a metadata key: counting it then rewrites no index entry (a
     # metadata change is never a HOT update, the partial indexes below read metadata). Not a
@@ -87,6 +90,12 @@ class Message(TenantOwnedModel):
                 fields=["created_at"],
                 condition=Q(role="assistant", delivery_status=""),
                 name="msg_unsent",
+            ),
+            # Sends claimed and never finished (see ai_agents.bulk_claimed_replies_sweep).
+            models.Index(
+                fields=["created_at"],
+                condition=Q(delivery_status="pending"),
+                name="msg_claimed",
             ),
             # Statistics (ai_agents/selectors/stats_sql.py and the backfill of the facts kept
             # on the conversation, services/stats_facts.py): staff messages, no-answer replies.

@@ -44,6 +44,8 @@ ERROR_LABELS = {
     "190": gettext_lazy("El token de acceso de WhatsApp ha caducado o no es válido"),
     "timeout": gettext_lazy("El canal no respondió a tiempo"),
     "connection": gettext_lazy("No se pudo conectar con el canal"),
+    # a send a dead worker left half done, older than a day (conversations/delivery_sweep.py)
+    "send_interrupted": gettext_lazy("El envío se interrumpió y no se reintentó"),
     # e-mail
     "bounced": gettext_lazy("El correo fue devuelto por el servidor del destinatario"),
     "no_recipient": gettext_lazy("El cliente no tiene dirección de correo"),

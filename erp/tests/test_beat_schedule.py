@@ -17,6 +17,7 @@ def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> Non
     assert {name: entry["task"] for name, entry in schedule.items()} == {
         "ai-agents-expire-conversations": "ai_agents.bulk_expire_conversations",
         "ai-agents-channel-pending-sweep": "ai_agents.channel_pending_sweep",
+        "ai-agents-claimed-replies-sweep": "ai_agents.bulk_claimed_replies_sweep",
         "ai-agents-renotify-escalations": "ai_agents.bulk_renotify_escalations",
         "ai-agents-media-expire": "ai_agents.bulk_media_expire",
         "ai-agents-whatsapp-templates-sync": "ai_agents.bulk_whatsapp_templates_sync",
@@ -25,6 +26,9 @@ def test_the_schedule_is_the_one_in_settings_and_names_registered_tasks() -> Non
     }
     assert schedule["ai-agents-expire-conversations"]["schedule"] == 15 * 60.0
     assert schedule["ai-agents-channel-pending-sweep"]["schedule"] == float(
+        settings.CHANNEL_PENDING_SWEEP_SECONDS
+    )
+    assert schedule["ai-agents-claimed-replies-sweep"]["schedule"] == float(
         settings.CHANNEL_PENDING_SWEEP_SECONDS
     )
     assert schedule["ai-agents-renotify-escalations"]["schedule"] == float(

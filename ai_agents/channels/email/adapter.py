@@ -202,17 +202,22 @@ class EmailAdapter:
     def send(self, *, binding: Any, conversation: Any, message: Any) -> str:
         tenant_id = conversation.tenant_id
         headers, subject, recipient = _reply_envelope(conversation, message)
-        message_id = make_msgid(domain=binding.address.rpartition("@")[2] or None)
-        headers["Message-ID"] = message_id
-        if message.author_id is None:
-            headers["Auto-Submitted"] = "auto-replied"  # RFC 3834: no bot answers a bot
-        delivery = Delivery.objects.for_tenant(tenant_id).create(
+        # One delivery per message: a send a worker left half done (the sweep sends it again)
+        # reuses its Message-ID, so a mailbox that got the first copy can tell it is the same.
+        delivery, _created = Delivery.objects.for_tenant(tenant_id).get_or_create(
             tenant_id=tenant_id,
             message=message,
-            channel=CHANNEL,
             part=0,
-            external_id=message_id,
+            defaults={
+                "channel": CHANNEL,
+                "external_id": make_msgid(domain=binding.address.rpartition("@")[2] or None),
+            },
         )
+        if delivery.status != Delivery.Status.PENDING:
+            return delivery.status  # handed over already
+        message_id = headers["Message-ID"] = str(delivery.external_id)
+        if message.author_id is None:
+            headers["Auto-Submitted"] = "auto-replied"  # RFC 3834: no bot answers a bot
         if not recipient:
             return _delivery_finish(delivery, "failed", "no_recipient", _("Sin destinatario."))
         with transaction.atomic():

@@ -352,7 +352,7 @@ class WhatsAppAdapter:
         client = self.client(binding)
         for part, body in enumerate(bodies):
             delivery = delivery_part(message, part, channel=CHANNEL)
-            if delivery.status != Delivery.Status.PENDING:
+            if delivery.status != Delivery.Status.PENDING or delivery.external_id:
                 continue  # already handed over by an earlier run
             result = messages_post_with_retries(
                 client, phone_number_id=binding.phone_number_id, body=body

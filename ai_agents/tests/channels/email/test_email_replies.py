@@ -100,3 +100,43 @@ def test_a_staff_reply_goes_out_threaded_without_auto_submitted(
     with tenant_scope(binding.tenant):
         ids = Conversation.objects.get().channel_data["message_ids"]
     assert sent.extra_headers["Message-ID"] in ids
+
+
+@pytest.mark.django_db
+def test_a_reply_a_dead_worker_left_pending_goes_again_with_its_recorded_message_id(
+    client: Any, binding: ChannelBinding, fake_google: FakeGoogle, run_tasks: Any, owner: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ai_agents.tasks import CLAIM_STALE_S, bulk_claimed_replies_sweep
+
+    with run_tasks():
+        post(client, binding, eml("plain"))
+    before = len(mail.outbox)
+    with tenant_scope(binding.tenant):  # claimed, its Message-ID recorded, then the worker died
+        human = Message.objects.create(
+            tenant=binding.tenant,
+            conversation=Conversation.objects.get(),
+            agent=binding.agent,
+            role=Message.Role.ASSISTANT,
+            content="Le escribe Marta, del equipo.",
+            author=owner.user,
+            delivery_status="pending",
+            delivery_claimed_at=timezone.now() - timedelta(seconds=CLAIM_STALE_S + 30),
+        )
+        Delivery.objects.create(
+            tenant=binding.tenant, message=human, channel="email", external_id="<d-1@tienda.es>"
+        )
+
+    assert bulk_claimed_replies_sweep() == 1
+    assert bulk_claimed_replies_sweep() == 0
+
+    [sent] = mail.outbox[before:]
+    assert sent.body == "Le escribe Marta, del equipo."
+    assert sent.extra_headers["Message-ID"] == "<d-1@tienda.es>"
+    with tenant_scope(binding.tenant):
+        [delivery] = Delivery.objects.filter(message=human)
+        assert delivery.status == "sent"
+        assert Message.objects.get(pk=human.pk).delivery_status == "sent"

@@ -1,0 +1,207 @@
+"""A reply a worker claimed ("pending") and died before handing over is sent by the sweep
+(ai_agents.bulk_claimed_replies_sweep): once, only its parts never handed over, never while a
+send may still be running, never once a person took the conversation over."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.utils import timezone, translation
+
+from ai_agents.conversations.delivery_sweep import INTERRUPTED
+from ai_agents.models import Conversation, Delivery, Message
+from ai_agents.rules.delivery_labels import delivery_error_label
+from ai_agents.tasks import CLAIM_STALE_S, SEND_HARD_S, bulk_claimed_replies_sweep
+from ai_agents.tests.channels.whatsapp.support import staff_reply, stale_conversation
+from erp.tenancy.scoping import tenant_scope
+from erp.testing import deadlines
+from erp.testing.fake_graph import FakeGraph
+
+STALE = CLAIM_STALE_S + 30  # seconds: no send of the claim can still be running
+
+
+def _claimed(message: Message, age_s: float, *, claim_time: bool = True) -> None:
+    """The message's send was claimed `age_s` seconds ago and never finished (the worker died);
+    without a claim time (a row claimed before the column existed) it was created then."""
+    when = timezone.now() - timedelta(seconds=age_s)
+    with tenant_scope(message.tenant_id):
+        Message.objects.filter(pk=message.pk).update(
+            delivery_status="pending",
+            delivery_claimed_at=when if claim_time else None,
+            **({} if claim_time else {"created_at": when}),
+        )
+
+
+def _stored(message: Message) -> Message:
+    with tenant_scope(message.tenant_id):
+        return Message.objects.get(pk=message.pk)
+
+
+def _deliveries(message: Message) -> list[Delivery]:
+    with tenant_scope(message.tenant_id):
+        return list(Delivery.objects.filter(message=message).order_by("part"))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("claim_time", [True, False], ids=["claimed", "claimed-before-0029"])
+def test_a_claimed_reply_never_posted_is_sent_once_by_the_sweep(
+    claim_time: bool,
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    run_tasks: Any,
+) -> None:
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    reply = staff_reply(conversation, owner.user, "Su pedido sale hoy.")
+    _claimed(reply, STALE, claim_time=claim_time)
+
+    assert bulk_claimed_replies_sweep() == 1
+    assert bulk_claimed_replies_sweep() == 0
+
+    assert [b["text"]["body"] for b in fake_graph.sent] == ["Su pedido sale hoy."]
+    [delivery] = _deliveries(reply)
+    assert delivery.status == "sent" and delivery.external_id
+    assert _stored(reply).delivery_status == "sent"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("age_s", [10, SEND_HARD_S - 10, SEND_HARD_S + 60])
+def test_a_claim_whose_send_may_still_be_running_is_left_alone(
+    age_s: float,
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    run_tasks: Any,
+) -> None:
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    reply = staff_reply(conversation, owner.user, "Un momento, lo miro.")
+    _claimed(reply, age_s)
+
+    assert bulk_claimed_replies_sweep() == 0
+
+    assert fake_graph.sent == []
+    assert _stored(reply).delivery_status == "pending"
+
+
+@pytest.mark.django_db
+def test_a_part_already_handed_over_is_not_sent_again_the_others_are(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    run_tasks: Any,
+) -> None:
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    paragraphs = [f"Párrafo {n}. " + "texto " * 600 for n in range(3)]  # three parts
+    reply = staff_reply(conversation, owner.user, "\n\n".join(p.strip() for p in paragraphs))
+    with tenant_scope(tenant_a):  # part 0 went out; part 1's row was made, its POST never
+        Delivery.objects.create(
+            tenant=tenant_a, message=reply, channel="whatsapp", status="sent", external_id="w.0"
+        )
+        Delivery.objects.create(tenant=tenant_a, message=reply, channel="whatsapp", part=1)
+    _claimed(reply, STALE)
+
+    assert bulk_claimed_replies_sweep() == 1
+
+    assert [b["text"]["body"] for b in fake_graph.sent] == [p.strip() for p in paragraphs[1:]]
+    parts = _deliveries(reply)
+    assert [(d.part, d.status) for d in parts] == [(0, "sent"), (1, "sent"), (2, "sent")]
+    assert parts[0].external_id == "w.0" and len({d.external_id for d in parts}) == 3
+    assert _stored(reply).delivery_status == "sent"
+
+
+@pytest.mark.django_db
+def test_a_person_who_took_over_meanwhile_keeps_the_bot_quiet(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    run_tasks: Any,
+) -> None:
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    with tenant_scope(tenant_a):
+        bot = Message.objects.create(
+            tenant=tenant_a,
+            conversation=conversation,
+            agent=conversation.agent,
+            role="assistant",
+            content="Respuesta del bot.",
+        )
+        Conversation.objects.filter(pk=conversation.pk).update(
+            status="escalated", assigned_to=owner.user
+        )
+    _claimed(bot, STALE)
+
+    assert bulk_claimed_replies_sweep() == 1
+
+    assert fake_graph.sent == []
+    assert _stored(bot).delivery_status == "suppressed"
+
+
+@pytest.mark.django_db
+def test_a_claim_older_than_a_day_is_marked_failed_not_sent(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    run_tasks: Any,
+) -> None:
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    reply = staff_reply(conversation, owner.user, "Demasiado tarde.")
+    _claimed(reply, 25 * 3600, claim_time=False)
+
+    assert bulk_claimed_replies_sweep() == 0
+
+    assert fake_graph.sent == []
+    stored = _stored(reply)
+    assert stored.delivery_status == "failed"
+    assert stored.metadata["delivery_error"]["code"] == INTERRUPTED
+    with translation.override("en"):  # what the inbox shows
+        assert delivery_error_label(INTERRUPTED) == "The send was interrupted and was not retried"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_sweeps_at_once_send_each_reply_once(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    run_tasks: Any,
+) -> None:
+    conversation = stale_conversation(client, tenant_a, hours=1)  # (committed: the bot answers)
+    before = len(fake_graph.sent)
+    replies = [staff_reply(conversation, owner.user, f"Respuesta {n}.") for n in range(5)]
+    for reply in replies:
+        _claimed(reply, STALE)
+    start = threading.Barrier(2)
+    counts: list[int] = []
+
+    def sweep() -> None:
+        try:
+            start.wait()
+            counts.append(bulk_claimed_replies_sweep())
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=sweep) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    deadlines.threads_join(threads)
+
+    bodies = sorted(b["text"]["body"] for b in fake_graph.sent[before:])
+    assert bodies == [r.content for r in replies]
+    assert sum(counts) == 5
+    assert {_stored(r).delivery_status for r in replies} == {"sent"}
