@@ -154,6 +154,7 @@ class ChannelBindingForm(forms.ModelForm):
                     data[field] = services.CLEANERS[field](data[field])
                 setattr(probe, field, data.get(field))
             services.channel_check(probe)
+            data["whatsapp_template"] = probe.whatsapp_template  # the synced category added
         except ValidationError as exc:
             self._errors_add(exc)
         # Not a form field of its own (the look_* fields make it): set here for save().
