@@ -116,6 +116,13 @@ class ChannelBindingForm(forms.ModelForm):
             "address",
             "allowed_origins",
         ]
+        help_texts = {
+            "whatsapp_template": _(
+                '{"name": "plantilla", "language": "es"} o {}: una plantilla aprobada y '
+                "sincronizada del canal, sin variables (la que envía el asistente con la ventana "
+                "de 24 h cerrada)."
+            ),
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

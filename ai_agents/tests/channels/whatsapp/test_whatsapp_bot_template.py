@@ -205,3 +205,18 @@ def test_a_template_the_bot_may_no_longer_send_is_not_attempted_and_the_team_tol
     assert "whatsapp.outside_window" in caplog.text
     assert len(mail.outbox) == 1
     assert reason in mail.outbox[0].body
+
+
+@pytest.mark.django_db
+def test_the_api_and_the_admin_describe_the_same_rule() -> None:
+    from django.utils import translation
+
+    from ai_agents.admin_channels import ChannelBindingForm
+    from ai_agents.api.channels import ChannelInputSerializer
+
+    api_help = ChannelInputSerializer().fields["whatsapp_template"].help_text
+    admin_help = ChannelBindingForm().fields["whatsapp_template"].help_text
+    assert str(api_help) == str(admin_help)
+    assert "sin variables" in str(admin_help)
+    with translation.override("en"):
+        assert "without variables" in str(admin_help)
