@@ -116,6 +116,13 @@ class ChannelBindingForm(forms.ModelForm):
             "address",
             "allowed_origins",
         ]
+        help_texts = {
+            "whatsapp_template": _(
+                '{"name": "plantilla", "language": "es"} o {}: una plantilla aprobada y '
+                "sincronizada del canal, sin variables (la que envía el asistente con la ventana "
+                "de 24 h cerrada)."
+            ),
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -154,6 +161,7 @@ class ChannelBindingForm(forms.ModelForm):
                     data[field] = services.CLEANERS[field](data[field])
                 setattr(probe, field, data.get(field))
             services.channel_check(probe)
+            data["whatsapp_template"] = probe.whatsapp_template  # the synced category added
         except ValidationError as exc:
             self._errors_add(exc)
         # Not a form field of its own (the look_* fields make it): set here for save().

@@ -42,7 +42,11 @@ class ChannelInputSerializer(serializers.Serializer):
         max_length=4000, required=False, write_only=True, help_text=_("Solo escritura.")
     )
     whatsapp_template = serializers.JSONField(
-        required=False, help_text=_('{"name": "plantilla", "language": "es"} o {}.')
+        required=False,
+        help_text=_(
+            '{"name": "plantilla", "language": "es"} o {}: una plantilla aprobada y sincronizada '
+            "del canal, sin variables (la que envía el asistente con la ventana de 24 h cerrada)."
+        ),
     )
     address = serializers.CharField(max_length=254, required=False)
     allowed_origins = serializers.JSONField(

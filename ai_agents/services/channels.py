@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from ai_agents.channels.webchat.appearance import appearance_clean
 from ai_agents.channels.webchat.origins import OriginInvalid, origin_pattern_clean
+from ai_agents.channels.whatsapp.bot_template import bot_template_problem, synced_template
 from ai_agents.models import Agent, ChannelBinding
 from erp.llm.models import TEMPLATE_CATEGORIES
 from erp.tenancy.models import Tenant
@@ -125,6 +126,52 @@ def channel_check(binding: ChannelBinding) -> None:
         )
         if taken:
             raise _phone_taken()
+        bot_template_check(binding)
+
+
+def bot_template_check(binding: ChannelBinding) -> None:
+    """A `whatsapp_template` set or changed must be an APPROVED synced template of this
+    binding without body variables (`bot_template_problem`); its category is the synced one.
+    An unchanged one is not checked again (a template paused in Meta must not block renaming
+    the channel): the send checks it each time and tells the team when it cannot go."""
+    configured = binding.whatsapp_template or {}
+    if not configured.get("name"):
+        return
+    name, language = configured["name"], configured["language"]
+    row = synced_template(binding, name=name, language=language)
+    if _template_changed(binding):
+        problem = bot_template_problem(row, name=name, language=language)
+        if problem:
+            raise ValidationError({"whatsapp_template": [problem]})
+        given = configured.get("category")
+        if row is not None and given and given != row.category:
+            raise ValidationError(
+                {
+                    "whatsapp_template": [
+                        _("La categoría de esta plantilla en Meta es «%(category)s».")
+                        % {"category": row.category}
+                    ]
+                }
+            )
+    if row is not None and row.category:
+        binding.whatsapp_template = {"name": name, "language": language, "category": row.category}
+
+
+def _template_changed(binding: ChannelBinding) -> bool:
+    if binding.tenant_id is None:
+        return True  # being added
+    stored = (
+        ChannelBinding.objects.for_tenant(binding.tenant_id)
+        .filter(pk=binding.pk)
+        .values_list("whatsapp_template", flat=True)
+        .first()
+    )
+    stored = stored if isinstance(stored, dict) else {}
+    configured = binding.whatsapp_template or {}
+    return (stored.get("name"), stored.get("language")) != (
+        configured.get("name"),
+        configured.get("language"),
+    )
 
 
 def _phone_taken() -> PhoneNumberTaken:
@@ -196,9 +243,9 @@ def clean_whatsapp_template(value: Any) -> dict[str, str]:
         {
             "whatsapp_template": [
                 _(
-                    'Debe ser {"name": "nombre_de_plantilla", "language": "es"} '
-                    "(plantilla aprobada en Meta), con «category» opcional: marketing, "
-                    "utility o authentication."
+                    'Debe ser {"name": "nombre_de_plantilla", "language": "es"}: una plantilla '
+                    "aprobada y sincronizada del canal, sin variables; «category» es opcional "
+                    "(marketing, utility o authentication) y se toma de la plantilla sincronizada."
                 )
             ]
         }

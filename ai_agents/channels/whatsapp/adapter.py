@@ -36,6 +36,7 @@ from ai_agents.channels.whatsapp.bodies import (
     text_body,
     text_split,
 )
+from ai_agents.channels.whatsapp.bot_template import bot_template_pick
 from ai_agents.channels.whatsapp.charges import whatsapp_charge_record
 from ai_agents.channels.whatsapp.graph import (
     TYPING_TIMEOUT,
@@ -345,10 +346,11 @@ class WhatsAppAdapter:
             )
         elif window_is_open(conversation):
             bodies = [text_body(to, part) for part in text_split(message.content)]
-        elif (binding.whatsapp_template or {}).get("name"):
-            bodies = [template_body(to, binding.whatsapp_template)]
-        else:
-            return self._outside_window(conversation, message)
+        else:  # the bot's template, if the synced rows say it is approved (bot_template.py)
+            chosen, problem = bot_template_pick(binding)
+            if chosen is None:
+                return self._outside_window(conversation, message, problem=problem)
+            bodies = [template_body(to, chosen)]
         client = self.client(binding)
         for part, body in enumerate(bodies):
             delivery = delivery_part(message, part, channel=CHANNEL)
@@ -375,14 +377,18 @@ class WhatsAppAdapter:
         with transaction.atomic():
             return _message_status_refresh(message.pk, message.tenant_id, error=_failed(message))
 
-    def _outside_window(self, conversation: Any, message: Any) -> str:
-        """No free-form text after 24 h and no template configured: recorded as failed with
-        a clear code, and the team is notified (e-mail / webhook of the handoff settings)."""
+    def _outside_window(self, conversation: Any, message: Any, *, problem: str) -> str:
+        """No free-form text after 24 h and no template the bot may send (`problem` says
+        why): nothing attempted, recorded as failed with a clear code and reason, and the team
+        is notified (e-mail / webhook of the handoff settings)."""
         from ai_agents.services.handoff import staff_notify
 
-        text = _(
-            "Han pasado más de 24 horas desde el último mensaje del cliente: WhatsApp solo "
-            "permite plantillas aprobadas y el canal no tiene ninguna configurada."
+        text = "{} {}".format(
+            _(
+                "Han pasado más de 24 horas desde el último mensaje del cliente: WhatsApp solo "
+                "permite enviar una plantilla aprobada."
+            ),
+            problem,
         )
         Delivery.objects.for_tenant(message.tenant_id).update_or_create(
             tenant_id=message.tenant_id,

@@ -1,8 +1,8 @@
 """What WhatsApp bills for a message we sent: one ledger row per delivery handed to Graph.
 
 Since October 2026 every message is billed: free-form ones inside the 24-hour window as
-"service", templates by their category (the binding's `whatsapp_template["category"]`,
-"utility" when not given). The charge is keyed on the delivery (one per message part), so a
+"service", templates by their category (the synced template's, which the adapter passes;
+"utility" when unknown). The charge is keyed on the delivery (one per message part), so a
 retried task or a redelivered webhook never bills it twice (erp/llm/pricing.py).
 """
 

@@ -9,6 +9,7 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from ai_agents.models import ChannelBinding, Conversation, Message
+from ai_agents.services.channels import channel_update
 from ai_agents.services.whatsapp_templates import whatsapp_templates_sync
 from ai_agents.tests.channels.whatsapp.support import NUMBER_A, stale_conversation
 from erp.tenancy.scoping import tenant_scope
@@ -33,6 +34,18 @@ def account_ready(
     binding.save(update_fields=["waba_id"])
     fake_graph.templates_put(WABA_A, templates, token=TOKEN_A, number=NUMBER_A)
     whatsapp_templates_sync(binding=binding)
+
+
+def bot_template_set(
+    fake_graph: FakeGraph, binding: ChannelBinding, template: dict[str, Any]
+) -> None:
+    """Graph lists `template` (Meta's shape) for the binding's account, synced, and the owner
+    makes it the bot's template through the channels service (the API's and admin's rules)."""
+    account_ready(fake_graph, binding, [template])
+    channel_update(
+        binding=binding,
+        data={"whatsapp_template": {"name": template["name"], "language": template["language"]}},
+    )
 
 
 def staff_api(persona: Any) -> APIClient:

@@ -21,6 +21,7 @@ from ai_agents.tests.channels.whatsapp.support import (
     text_payload,
     worker_env,
 )
+from ai_agents.tests.channels.whatsapp.templates_support import bot_template_set
 from erp.llm.models import UsageLog
 from erp.testing.celery_worker import worker_running
 from erp.testing.deadlines import wait_until
@@ -99,8 +100,8 @@ def test_a_retried_send_and_a_second_delivery_run_bill_once(
 def test_outside_the_window_the_template_is_billed_by_its_category(
     client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    wa_binding.whatsapp_template = {"name": "promo", "language": "es", "category": "marketing"}
-    wa_binding.save(update_fields=["whatsapp_template"])
+    promo = FakeGraph.template("promo", "Tenemos ofertas.", category="MARKETING")
+    bot_template_set(fake_graph, wa_binding, promo)  # its category comes from the synced row
     conversation = stale_conversation(client, tenant_a, hours=30)
     message = staff_reply(conversation, owner.user, "Tenemos ofertas.")
 

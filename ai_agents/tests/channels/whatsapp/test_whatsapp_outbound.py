@@ -23,6 +23,7 @@ from ai_agents.tests.channels.whatsapp.support import (
     stale_conversation,
     with_number,
 )
+from ai_agents.tests.channels.whatsapp.templates_support import SURVEY, bot_template_set
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
@@ -302,19 +303,21 @@ def test_inside_the_window_a_staff_reply_goes_out_as_text(
 def test_outside_the_window_the_configured_template_is_sent_instead(
     client: Client, wa_binding: Any, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    reference = payload("send_template_request")
-    wa_binding.whatsapp_template = {
-        "name": "order_update",
-        "language": "en_US",
-        "components": reference["template"]["components"],
-    }
-    wa_binding.save(update_fields=["whatsapp_template"])
+    bot_template_set(fake_graph, wa_binding, SURVEY)  # approved, synced, no variables
     conversation = stale_conversation(client, tenant_a, hours=25)
     fake_graph.push(FakeResponse.json(payload("send_template_response")))
     message = staff_reply(conversation, owner.user, "Su pedido ya salió.")
 
     assert reply_deliver(message.pk) == "sent"
-    assert fake_graph.sent == [reference]
+    assert fake_graph.sent == [
+        {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": WA_ID,
+            "type": "template",
+            "template": {"name": "encuesta", "language": {"code": "es"}},
+        }
+    ]
     [delivery] = _deliveries(message)
     assert delivery.external_id == "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBJFM0Y0QTVCNkM3RDhFOUYwQTEA"
 
