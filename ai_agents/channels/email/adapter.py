@@ -38,6 +38,7 @@ from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
+from erp.db import connection_release
 from erp.retry import Backoff, call_with_retries
 
 logger = logging.getLogger(__name__)
@@ -299,6 +300,7 @@ def _send_with_retries(email: EmailMessage, delivery: Delivery) -> str:
         logger.warning("email.send_retry", extra=extra)
 
     delivery.attempts = 0
+    connection_release()  # no connection held while the mail server answers (and retries)
     try:
         call_with_retries(
             send,

@@ -61,6 +61,7 @@ from ai_agents.rules.options import option_may_be_named
 from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services import inbox_events
 from ai_agents.services.inbox_events import inbox_event_publish
+from erp.db import connection_release
 from erp.local_mirror import MISSING
 
 logger = logging.getLogger(__name__)
@@ -356,6 +357,7 @@ class WhatsAppAdapter:
             delivery = delivery_part(message, part, channel=CHANNEL)
             if delivery.status != Delivery.Status.PENDING or delivery.external_id:
                 continue  # already handed over by an earlier run
+            connection_release()  # no connection held while Graph answers (and retries)
             result = messages_post_with_retries(
                 client, phone_number_id=binding.phone_number_id, body=body
             )
