@@ -12,16 +12,15 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from ai_agents.models import ChannelBinding, Conversation
-from ai_agents.tests.channels.whatsapp.support import post, text_payload, user_messages
-from erp.tenancy.scoping import tenant_scope
+from ai_agents.models import ChannelBinding
+from ai_agents.tests.channels.whatsapp.support import (
+    conversations,
+    post,
+    text_payload,
+    user_messages,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _conversations(tenant: Any) -> list[Conversation]:
-    with tenant_scope(tenant):
-        return list(Conversation.objects.order_by("started_at"))
 
 
 def test_a_known_threads_message_is_stored_in_one_round_trip(
@@ -32,7 +31,7 @@ def test_a_known_threads_message_is_stored_in_one_round_trip(
         response = post(client, text_payload("una pregunta", "wamid.k2"))
 
     sql = [q["sql"] for q in queries.captured_queries]
-    (conversation,) = _conversations(tenant_a)
+    (conversation,) = conversations(tenant_a)
     assert response.json() == {"status": "ok", "stored": 1}
     assert len(sql) == 1, sql
     assert not [s for s in sql if "SAVEPOINT" in s or s in ("BEGIN", "COMMIT")]
@@ -47,7 +46,7 @@ def test_a_redelivered_known_thread_message_is_stored_once(
     first = post(client, text_payload("¿tienen envío a Saltillo?", "wamid.k4"))
     again = post(client, text_payload("¿tienen envío a Saltillo?", "wamid.k4"))
 
-    (conversation,) = _conversations(tenant_a)
+    (conversation,) = conversations(tenant_a)
     assert (first.json()["stored"], again.json()["stored"]) == (1, 0)
     assert (conversation.message_count, conversation.customer_messages) == (2, 2)
     assert [m.channel_message_id for m in user_messages(tenant_a)] == ["wamid.k3", "wamid.k4"]
