@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import csv
 import io
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from ai_agents.models import Conversation
 from ai_agents.tests.handoff_helpers import agent_for
 from ai_agents.tests.stats_helpers import PERIOD, stats_week
+from erp.llm.models import ChannelPrice, ModelPrice
+from erp.llm.pricing import channel_charge_record
+from erp.llm.usage import usage_record
 from erp.tenancy.models import Membership
 from erp.testing.factories import MembershipFactory
 from erp.testing.fixtures import Persona
@@ -107,6 +112,56 @@ def test_filters_by_agent_and_channel(api_a: Any, owner: Persona) -> None:
     assert whatsapp["cost_usd"] == "0.045000"
     assert whatsapp["cost_per_resolved_usd"] is None
     assert whatsapp["unanswered_questions"][0]["question"] == "¿Cuál es el horario del sábado?"
+
+
+def test_the_cost_per_resolved_counts_transcription_and_channel_messages(
+    api_a: Any, owner: Persona
+) -> None:
+    """The week's model rows plus a voice note's transcription and two billed WhatsApp
+    messages, written by the ledger's own functions: `cost_per_resolved_usd` is all of it
+    over the conversations the AI resolved (c1, c6)."""
+    week = stats_week(owner.tenant, owner.user)
+    c4, c5 = week["c4"], week["c5"]
+    ModelPrice.objects.update_or_create(
+        provider="google",
+        model="priced-model",
+        defaults={"input_per_million_usd": Decimal("1"), "output_per_million_usd": Decimal("3")},
+    )
+    ChannelPrice.objects.update_or_create(  # the latest rate for MX utility messages
+        channel="whatsapp",
+        country="MX",
+        category="utility",
+        valid_from=timezone.now().date(),
+        defaults={"price_usd": Decimal("0.0125")},
+    )
+    usage_record(  # 600 input tokens at 1 USD per million: 0.0006
+        tenant=owner.tenant,
+        operation="transcription",
+        provider="google",
+        model="priced-model",
+        input_tokens=600,
+        conversation_id=c4.pk,
+    )
+    for n, conversation in enumerate((c4, c5)):
+        channel_charge_record(
+            tenant=owner.tenant,
+            charge_key=f"whatsapp:stats-{n}",
+            channel="whatsapp",
+            phone="+52 55 1234 5678",
+            category="utility",
+            conversation_id=conversation.pk,
+        )
+
+    body = api_a.get(URL, PERIOD).json()
+    bruno = api_a.get(URL, {**PERIOD, "agent": str(week["agent_b"].pk)}).json()
+
+    model, transcription, channel = Decimal("0.080"), Decimal("0.0006"), 2 * Decimal("0.0125")
+    total = model + transcription + channel  # 0.1056
+    assert body["cost_usd"] == f"{total:.6f}" == "0.105600"
+    assert body["cost_per_resolved_usd"] == f"{total / 2:.6f}" == "0.052800"
+    assert body["cost_per_conversation_usd"] == f"{total / 7:.6f}" == "0.015086"
+    # Bruno: c5's 0.015 of the model and its one message, over c6 resolved
+    assert bruno["cost_per_resolved_usd"] == f"{Decimal('0.015') + Decimal('0.0125'):.6f}"
 
 
 @pytest.mark.parametrize(

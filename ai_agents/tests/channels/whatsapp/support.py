@@ -109,6 +109,12 @@ def user_messages(tenant: Any) -> list[Message]:
         return list(Message.objects.filter(role="user").order_by("created_at"))
 
 
+def conversations(tenant: Any) -> list[Conversation]:
+    """The tenant's conversations, oldest first."""
+    with tenant_scope(tenant):
+        return list(Conversation.objects.order_by("started_at"))
+
+
 def bot_reply(tenant: Any) -> Message:
     """The tenant's one assistant message."""
     with tenant_scope(tenant):

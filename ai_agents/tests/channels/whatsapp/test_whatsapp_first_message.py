@@ -21,17 +21,13 @@ from ai_agents.tests.channels.whatsapp.support import (
     NUMBER_B,
     WA_ID,
     binding_create,
+    conversations,
     post,
     text_payload,
 )
 from erp.tenancy.scoping import tenant_scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _conversations(tenant: Any) -> list[Conversation]:
-    with tenant_scope(tenant):
-        return list(Conversation.objects.order_by("started_at"))
 
 
 def _close(tenant: Any, **extra: Any) -> None:
@@ -49,8 +45,8 @@ def test_a_new_conversation_takes_two_round_trips_and_follows_the_previous_one(
     with CaptureQueriesContext(connection) as queries:
         response = post(client, text_payload("otra consulta", "wamid.f2"))
 
-    first, second = _conversations(tenant_a)
-    (only_b,) = _conversations(tenant_b)
+    first, second = conversations(tenant_a)
+    (only_b,) = conversations(tenant_b)
     sql = [q["sql"] for q in queries.captured_queries]
     assert response.json() == {"status": "ok", "stored": 1}
     assert len(sql) == 2 and not [s for s in sql if "SAVEPOINT" in s or s == "BEGIN"]
@@ -69,7 +65,7 @@ def test_a_redelivered_first_message_opens_no_second_conversation(
     again = post(client, text_payload("vuelvo", "wamid.r2"))
 
     assert again.json() == {"status": "ok", "stored": 0}
-    assert [c.message_count for c in _conversations(tenant_a)] == [1, 1]
+    assert [c.message_count for c in conversations(tenant_a)] == [1, 1]
 
 
 def test_a_comment_after_the_rating_goes_to_the_closed_conversation(
@@ -80,7 +76,7 @@ def test_a_comment_after_the_rating_goes_to_the_closed_conversation(
     cache.set(_comment_key(tenant_a.pk, wa_binding.agent_id, f"{NUMBER_A}:{WA_ID}"), "1", 60)
     post(client, text_payload("Muy amables, gracias", "wamid.k2"))
 
-    (closed,) = _conversations(tenant_a)
+    (closed,) = conversations(tenant_a)
     assert (closed.status, closed.feedback_text) == ("closed", "Muy amables, gracias")
 
 
@@ -98,7 +94,7 @@ def test_a_senders_first_message_taken_as_a_comment_still_gives_them_a_contact(
 
     post(client, text_payload("Todo perfecto", "wamid.n2"))
 
-    (closed,) = _conversations(tenant_a)
+    (closed,) = conversations(tenant_a)
     assert closed.feedback_text == "Todo perfecto"
     with tenant_scope(tenant_a):
         assert list(Contact.objects.values_list("external_id", "phone")) == [(WA_ID, f"+{WA_ID}")]
