@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("channel_prices")
 
 
 def _costs(conversation: Conversation, *, channel_key: str) -> None:
-    """A model call (0.0025), a transcription (0.0006) and a MX service message (0.005)."""
+    """A model call (0.0025), a transcription (0.0006) and a MX service message (0.0085)."""
     tenant = Tenant.objects.get(pk=conversation.tenant_id)
     ModelPrice.objects.get_or_create(
         provider="google",
@@ -73,12 +73,12 @@ def test_the_detail_sums_model_transcription_and_channel(
 
     body = owner_client.get(f"{URL}/{conv_a.pk}").json()
 
-    assert body["cost_usd"] == "0.008100"
+    assert body["cost_usd"] == "0.011600"
     assert body["cost"] == {
         "model_usd": "0.002500",
         "transcription_usd": "0.000600",
-        "channel_usd": "0.005000",
-        "total_usd": "0.008100",
+        "channel_usd": "0.008500",
+        "total_usd": "0.011600",
     }
 
 
@@ -101,7 +101,7 @@ def test_costs_stay_with_their_tenant(
     foreign = conversation_costs(tenant_id=conv_a.tenant_id, conversation_ids=[conv_b.pk])
     own = conversation_costs(tenant_id=conv_b.tenant_id, conversation_ids=[conv_b.pk])
     assert foreign[conv_b.pk].total_usd == Decimal("0")
-    assert own[conv_b.pk].total_usd == Decimal("0.008100")
+    assert own[conv_b.pk].total_usd == Decimal("0.011600")
     assert UsageLog.objects.unscoped().count() == rows_before == 6
 
 
@@ -119,7 +119,7 @@ def test_a_member_of_both_tenants_sees_each_cost_under_its_tenant(
     seen_a = client.get(f"{URL}/{conv_a.pk}").json()
     seen_b = client.get(f"{URL}/{conv_b.pk}").json()
 
-    assert (seen_a["tenant"]["id"], seen_a["cost_usd"]) == (tenant_a.pk, "0.008100")
+    assert (seen_a["tenant"]["id"], seen_a["cost_usd"]) == (tenant_a.pk, "0.011600")
     assert (seen_b["tenant"]["id"], seen_b["cost_usd"]) == (tenant_b.pk, "0.000000")
     narrowed = client.get(f"{URL}/{conv_b.pk}", HTTP_X_TENANT=tenant_a.slug)
     assert narrowed.status_code == 404
@@ -164,14 +164,14 @@ def test_the_conversation_keeps_the_ledger_sum_and_the_stats_show_it(
     )
 
     kept = Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd
-    assert kept == _ledger_sum(conv_a) == Decimal("0.008100")
-    assert Conversation.objects.unscoped().get(pk=conv_b.pk).cost_usd == Decimal("0.008100")
-    assert _stats_cost(owner_client, conv_a) == "0.008100"
-    assert _stats_cost(outsider_client, conv_b) == "0.008100"
+    assert kept == _ledger_sum(conv_a) == Decimal("0.011600")
+    assert Conversation.objects.unscoped().get(pk=conv_b.pk).cost_usd == Decimal("0.011600")
+    assert _stats_cost(owner_client, conv_a) == "0.011600"
+    assert _stats_cost(outsider_client, conv_b) == "0.011600"
     # migration 0026's backfill (the ledger summed again) finds the same
     with all_tenants(), connection.cursor() as cursor:
         conversation_cost_backfill(cursor=cursor)
-    assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0.008100")
+    assert Conversation.objects.unscoped().get(pk=conv_a.pk).cost_usd == Decimal("0.011600")
     # the model's and the transcription's cost are still debited from the AI credit, the
     # channel's is not (Meta's bill)
     debited = balance - Tenant.objects.get(pk=conv_a.tenant_id).ai_credit_balance_usd

@@ -121,14 +121,16 @@ def _fresh_price_table() -> Any:
 
 @pytest.fixture
 def channel_prices(db: Any) -> None:
-    """The seed WhatsApp price table of the migration `llm/0004` (a transactional test
-    before this one may have flushed it)."""
+    """The seed WhatsApp price table of the migrations `llm/0004` and `llm/0006` (a
+    transactional test before this one may have flushed it)."""
     import importlib
 
     from django.apps import apps
 
     seed = importlib.import_module("erp.llm.migrations.0004_pricing_channel_costs")
     seed.seed_prices(apps, None)
+    service = importlib.import_module("erp.llm.migrations.0006_service_priced_like_utility")
+    service.service_like_utility(apps, None)
 
 
 _owner: list[str] = []

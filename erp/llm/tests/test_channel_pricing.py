@@ -48,14 +48,14 @@ def test_the_price_in_force_on_the_day_by_country_and_category() -> None:
         return channel_price(channel="whatsapp", country=country, category=category, on=on)
 
     # then: the latest row not after the day applies
-    assert price("MX", "service", "2026-12-31") == Decimal("0.005000")
+    assert price("MX", "service", "2026-12-31") == Decimal("0.008500")  # like utility (0006)
     assert price("MX", "service", "2027-01-01") == Decimal("0.007000")
     assert price("MX", "marketing", "2027-01-01") == Decimal("0.030500")
     assert price("ES", "authentication", "2026-11-15") == Decimal("0.020000")
     # a country without rows costs the "*" row; before any row, nothing
     assert price("EC", "utility", "2026-11-15") == Decimal("0.010000")
     assert price("MX", "service", "2026-09-30") == Decimal("0")
-    assert price("MX", "service", "2026-10-01") == Decimal("0.005000")
+    assert price("MX", "service", "2026-10-01") == Decimal("0.008500")
 
 
 @pytest.mark.django_db
@@ -84,7 +84,7 @@ def test_a_charge_key_is_billed_once(tenant_a: Tenant, tenant_b: Tenant) -> None
         "channel_message",
         "whatsapp",
         "MX/service",
-        Decimal("0.005000"),
+        Decimal("0.008500"),
     )
     assert row.conversation_id == conversation
     [other] = UsageLog.objects.for_tenant(tenant_b)
@@ -115,14 +115,46 @@ def test_only_a_new_charge_moves_the_cached_month_spend(
     # when: a message is billed, then its retry comes back with the same key
     assert charge(tenant_a, "whatsapp:1") is True
     with django_assert_num_queries(0):  # the cache grew by the price: no new sum
-        assert month_spend(tenant=tenant_a) == Decimal("0.005")
+        assert month_spend(tenant=tenant_a) == Decimal("0.0085")
     assert charge(tenant_a, "whatsapp:1") is False
 
     # then: the duplicate neither adds to the cached figure nor drops it
     with django_assert_num_queries(0):
-        assert month_spend(tenant=tenant_a) == Decimal("0.005")
+        assert month_spend(tenant=tenant_a) == Decimal("0.0085")
     # another tenant's charge with the same key is its own, and not tenant A's spend
     assert charge(tenant_b, "whatsapp:1") is True
     assert charge(tenant_a, "whatsapp:2") is True
     with django_assert_num_queries(0):
-        assert month_spend(tenant=tenant_a) == Decimal("0.010")
+        assert month_spend(tenant=tenant_a) == Decimal("0.017")
+
+
+@pytest.mark.django_db
+def test_service_priced_like_utility_leaves_an_edited_row_alone_and_reverses() -> None:
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("erp.llm.migrations.0006_service_priced_like_utility")
+    seed_day = dt.date(2026, 10, 1)
+
+    def service(country: str) -> Decimal:
+        row = ChannelPrice.objects.get(country=country, category="service", valid_from=seed_day)
+        return row.price_usd
+
+    # given: the seed after 0006, and an owner who set ES's service rate by hand
+    ChannelPrice.objects.filter(country="ES", category="service").update(price_usd="0.0123")
+
+    # when: 0006 is reversed, then applied again
+    migration.service_back(apps, None)
+    assert (service("MX"), service("US"), service("ES")) == (
+        Decimal("0.005000"),
+        Decimal("0.003000"),
+        Decimal("0.012300"),  # the owner's figure is not the seed's: untouched
+    )
+    migration.service_like_utility(apps, None)
+
+    # then: every unedited seed service row costs its country's utility figure
+    for country in ("MX", "US", "AR", "BR", "*"):
+        utility = ChannelPrice.objects.get(country=country, category="utility").price_usd
+        assert service(country) == utility
+    assert service("ES") == Decimal("0.012300")

@@ -70,7 +70,7 @@ def test_one_charge_per_reply_under_webhook_redelivery_with_a_real_worker(
     assert (charge.provider, charge.model, charge.cost_usd) == (
         "whatsapp",
         "MX/service",
-        Decimal("0.005000"),
+        Decimal("0.008500"),
     )
     assert (charge.conversation_id, charge.message_id) == (conversation.pk, reply.pk)
     assert charge.agent_id == conversation.agent_id
@@ -91,7 +91,7 @@ def test_a_retried_send_and_a_second_delivery_run_bill_once(
     [charge] = _charges(tenant_a)
     assert (charge.model, charge.cost_usd, charge.message_id) == (
         "US/service",
-        Decimal("0.003000"),
+        Decimal("0.004000"),
         message.pk,
     )
 
