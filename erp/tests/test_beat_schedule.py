@@ -51,3 +51,44 @@ def test_starting_the_apps_again_leaves_the_schedule_alone() -> None:
         apps.get_app_config(label).ready()
 
     assert before == settings.CELERY_BEAT_SCHEDULE
+
+
+_BEAT_PROCESS = """
+import json, sys
+from erp.celery import app
+beat = app.Beat(schedule="/dev/null")
+beat.init_loader()  # what `celery -A erp beat` runs before its scheduler starts
+queues = {
+    entry["task"]: app.amqp.router.route({}, entry["task"])["queue"].name
+    for entry in app.conf.beat_schedule.values()
+}
+loaded = [m for m in ("ai_agents.models", "ai_agents.tasks", "correo.tasks") if m in sys.modules]
+print(json.dumps({"queues": queues, "loaded": loaded, "registered": len(app.tasks)}))
+"""
+
+
+def test_beat_sends_every_entry_by_name_to_its_queue_without_loading_the_apps() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    done = subprocess.run(
+        [sys.executable, "-c", _BEAT_PROCESS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+
+    # the beat process imports neither the models nor a tasks module: it sends by name
+    assert seen["loaded"] == []
+    # and the name alone routes each entry: bulk_* to the bulk queue, the rest real-time
+    assert seen["queues"] == {
+        entry["task"]: "bulk" if ".bulk_" in entry["task"] else "realtime"
+        for entry in settings.CELERY_BEAT_SCHEDULE.values()
+    }
+    assert seen["queues"]["ai_agents.channel_pending_sweep"] == "realtime"
