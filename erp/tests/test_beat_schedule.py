@@ -88,7 +88,7 @@ def test_beat_sends_every_entry_by_name_to_its_queue_without_loading_the_apps() 
     assert seen["loaded"] == []
     # and the name alone routes each entry: bulk_* to the bulk queue, the rest real-time
     assert seen["queues"] == {
-        entry["task"]: "bulk" if ".bulk_" in entry["task"] else "realtime"
+        entry["task"]: "bulk" if ".bulk_" in str(entry["task"]) else "realtime"
         for entry in settings.CELERY_BEAT_SCHEDULE.values()
     }
     assert seen["queues"]["ai_agents.channel_pending_sweep"] == "realtime"
