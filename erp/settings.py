@@ -204,10 +204,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "ai_agents.channel_pending_sweep",
         "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
     },
-    # Sends a dead worker claimed ("pending") and never handed over: sent again (README).
+    # Sends a dead worker claimed ("pending") and never handed over: sent again (README). A
+    # run the busy bulk worker did not start before the next one is due is dropped (expires).
     "ai-agents-claimed-replies-sweep": {
         "task": "ai_agents.bulk_claimed_replies_sweep",
         "schedule": float(CHANNEL_PENDING_SWEEP_SECONDS),
+        "options": {"expires": float(CHANNEL_PENDING_SWEEP_SECONDS)},
     },
     # WhatsApp voice notes and images kept past their tenant's retention setting.
     "ai-agents-media-expire": {"task": "ai_agents.bulk_media_expire", "schedule": 60 * 60.0},

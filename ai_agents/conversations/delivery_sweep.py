@@ -30,6 +30,10 @@ from erp.tenancy.scoping import tenant_scope
 logger = logging.getLogger(__name__)
 
 GIVE_UP = timedelta(hours=24)  # WhatsApp would refuse free text by then anyway
+# Take-overs of one message before it is marked failed: a send that keeps failing after its
+# POST (its result never saved) would otherwise reach the customer again at every sweep. For
+# an outbound message `Message.attempts` counts these take-overs.
+TAKEOVERS_MAX = 3
 BATCH = 200  # claims taken over per sweep, oldest first
 INTERRUPTED = "send_interrupted"
 _PENDING = Delivery.Status.PENDING
@@ -48,22 +52,27 @@ def _stale(before: datetime) -> Q:
 def claims_sweep(*, stale_s: float, send: Callable[[str, str], Any]) -> int:
     """Takes over the sends claimed more than `stale_s` seconds ago (every tenant's, oldest
     first, at most BATCH) and queues each with `send(message_id, claim_token)`; gives up on
-    those older than GIVE_UP. Returns how many were queued."""
+    those stored more than GIVE_UP ago or taken over TAKEOVERS_MAX times. Returns how many
+    were queued."""
     now = timezone.now()
-    given_up = _give_up(now)
-    pending = Message.objects.unscoped().filter(_OUTBOUND, delivery_status=_PENDING)
+    stale = _stale(now - timedelta(seconds=stale_s))
+    given_up = _give_up(now, stale)
+    pending = Message.objects.unscoped().filter(
+        _OUTBOUND,
+        stale,
+        delivery_status=_PENDING,
+        created_at__gte=now - GIVE_UP,
+        attempts__lt=TAKEOVERS_MAX,
+    )
     candidates = list(
-        pending.filter(_stale(now - timedelta(seconds=stale_s)))
-        .annotate(claimed=Coalesce("delivery_claimed_at", "created_at"))
+        pending.annotate(claimed=Coalesce("delivery_claimed_at", "created_at"))
         .order_by("claimed")
         .values_list("pk", flat=True)[:BATCH]
     )
     queued = 0
     for pk in candidates:
         token = timezone.now()  # also the new claim time: the send's own claim
-        taken = pending.filter(_stale(now - timedelta(seconds=stale_s)), pk=pk).update(
-            delivery_claimed_at=token
-        )
+        taken = pending.filter(pk=pk).update(delivery_claimed_at=token, attempts=F("attempts") + 1)
         if taken:  # this sweep's: no other sweep took it meanwhile
             send(str(pk), token.isoformat())
             queued += 1
@@ -72,20 +81,23 @@ def claims_sweep(*, stale_s: float, send: Callable[[str, str], Any]) -> int:
     return queued
 
 
-def _give_up(now: datetime) -> int:
-    """Marks failed the stale claims of messages older than GIVE_UP, and their parts never
-    handed over. Returns how many messages."""
-    old = Message.objects.unscoped().filter(
-        _OUTBOUND, _stale(now - GIVE_UP), delivery_status=_PENDING, created_at__lt=now - GIVE_UP
+def _give_up(now: datetime, stale: Q) -> int:
+    """Marks failed the stale claims of messages stored more than GIVE_UP ago or taken over
+    TAKEOVERS_MAX times, and their parts never handed over. Returns how many messages."""
+    done = Message.objects.unscoped().filter(
+        Q(created_at__lt=now - GIVE_UP) | Q(attempts__gte=TAKEOVERS_MAX),
+        _OUTBOUND,
+        stale,
+        delivery_status=_PENDING,
     )
-    ids = list(old.values_list("pk", flat=True)[:BATCH])
+    ids = list(done.values_list("pk", flat=True)[:BATCH])
     if not ids:
         return 0
     error = {"delivery_error": {"code": INTERRUPTED, "message": "send interrupted, not retried"}}
     Delivery.objects.unscoped().filter(message_id__in=ids, status=_PENDING).update(
         status=Delivery.Status.FAILED, error_code=INTERRUPTED, status_at=now
     )
-    return old.filter(pk__in=ids).update(
+    return done.filter(pk__in=ids).update(
         delivery_status=Delivery.Status.FAILED,
         metadata=CombinedExpression(F("metadata"), "||", Value(error, JSONField())),
     )

@@ -58,7 +58,8 @@ class Message(TenantOwnedModel):
     # When a send claimed it (delivery_status "" -> "pending", conversations/delivery.py): a
     # claim left "pending" long after it is taken over by the sweep (delivery_sweep.py).
     delivery_claimed_at = models.DateTimeField(_("envío reclamado"), null=True, blank=True)
-    # Customer messages: how many runs took it to answer it (conversations/attempts.py). A
+    # Customer messages: how many runs took it to answer it (conversations/attempts.py); outbound
+    # messages: how many times the sweep took over their interrupted send (delivery_sweep.py). A
     # column of its own, not a metadata key: counting it then rewrites no index entry (a
     # metadata change is never a HOT update, the partial indexes below read metadata). Not a
     # PositiveSmallIntegerField: its CHECK, added to a large table, scans it under lock.

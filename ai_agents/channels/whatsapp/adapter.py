@@ -392,18 +392,17 @@ class WhatsAppAdapter:
             ),
             problem,
         )
-        Delivery.objects.for_tenant(message.tenant_id).update_or_create(
-            tenant_id=message.tenant_id,
-            message=message,
-            part=0,
-            defaults={
-                "channel": CHANNEL,
-                "status": Delivery.Status.FAILED,
-                "error_code": OUTSIDE_WINDOW,
-                "error_message": text[:500],
-                "status_at": timezone.now(),
-            },
-        )
+        failed = {
+            "status": Delivery.Status.FAILED,
+            "error_code": OUTSIDE_WINDOW,
+            "error_message": text[:500],
+            "status_at": timezone.now(),
+        }
+        parts = Delivery.objects.for_tenant(message.tenant_id).filter(message=message)
+        # A send taken over after part of it left (delivery_sweep.py): what left stays as it is.
+        parts.filter(status=Delivery.Status.PENDING, external_id__isnull=True).update(**failed)
+        if not parts.exists():
+            parts.create(tenant_id=message.tenant_id, message=message, channel=CHANNEL, **failed)
         logger.warning(
             "whatsapp.outside_window",
             extra={

@@ -13,16 +13,27 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone, translation
 
-from ai_agents.conversations.delivery_sweep import INTERRUPTED
+from ai_agents.conversations.delivery_sweep import INTERRUPTED, TAKEOVERS_MAX, claims_sweep
 from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.rules.delivery_labels import delivery_error_label
 from ai_agents.tasks import CLAIM_STALE_S, SEND_HARD_S, bulk_claimed_replies_sweep
-from ai_agents.tests.channels.whatsapp.support import staff_reply, stale_conversation
+from ai_agents.tests.channels.whatsapp.support import (
+    staff_reply,
+    stale_conversation,
+    wrote_hours_ago,
+)
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_graph import FakeGraph
 
 STALE = CLAIM_STALE_S + 30  # seconds: no send of the claim can still be running
+
+
+@pytest.fixture
+def conversation(client: Client, wa_binding: Any, tenant_a: Any, run_tasks: Any) -> Conversation:
+    """Tenant A's WhatsApp conversation, its customer's last message an hour old (the window
+    open); the tasks the sweep queues run in-process."""
+    return stale_conversation(client, tenant_a, hours=1)
 
 
 def _claimed(message: Message, age_s: float, *, claim_time: bool = True) -> None:
@@ -50,15 +61,8 @@ def _deliveries(message: Message) -> list[Delivery]:
 @pytest.mark.django_db
 @pytest.mark.parametrize("claim_time", [True, False], ids=["claimed", "claimed-before-0029"])
 def test_a_claimed_reply_never_posted_is_sent_once_by_the_sweep(
-    claim_time: bool,
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_graph: FakeGraph,
-    owner: Any,
-    run_tasks: Any,
+    claim_time: bool, conversation: Conversation, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = stale_conversation(client, tenant_a, hours=1)
     reply = staff_reply(conversation, owner.user, "Su pedido sale hoy.")
     _claimed(reply, STALE, claim_time=claim_time)
 
@@ -74,15 +78,8 @@ def test_a_claimed_reply_never_posted_is_sent_once_by_the_sweep(
 @pytest.mark.django_db
 @pytest.mark.parametrize("age_s", [10, SEND_HARD_S - 10, SEND_HARD_S + 60])
 def test_a_claim_whose_send_may_still_be_running_is_left_alone(
-    age_s: float,
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_graph: FakeGraph,
-    owner: Any,
-    run_tasks: Any,
+    age_s: float, conversation: Conversation, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = stale_conversation(client, tenant_a, hours=1)
     reply = staff_reply(conversation, owner.user, "Un momento, lo miro.")
     _claimed(reply, age_s)
 
@@ -94,14 +91,8 @@ def test_a_claim_whose_send_may_still_be_running_is_left_alone(
 
 @pytest.mark.django_db
 def test_a_part_already_handed_over_is_not_sent_again_the_others_are(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_graph: FakeGraph,
-    owner: Any,
-    run_tasks: Any,
+    conversation: Conversation, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = stale_conversation(client, tenant_a, hours=1)
     paragraphs = [f"Párrafo {n}. " + "texto " * 600 for n in range(3)]  # three parts
     reply = staff_reply(conversation, owner.user, "\n\n".join(p.strip() for p in paragraphs))
     with tenant_scope(tenant_a):  # part 0 went out; part 1's row was made, its POST never
@@ -122,14 +113,8 @@ def test_a_part_already_handed_over_is_not_sent_again_the_others_are(
 
 @pytest.mark.django_db
 def test_a_person_who_took_over_meanwhile_keeps_the_bot_quiet(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_graph: FakeGraph,
-    owner: Any,
-    run_tasks: Any,
+    conversation: Conversation, tenant_a: Any, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = stale_conversation(client, tenant_a, hours=1)
     with tenant_scope(tenant_a):
         bot = Message.objects.create(
             tenant=tenant_a,
@@ -151,14 +136,8 @@ def test_a_person_who_took_over_meanwhile_keeps_the_bot_quiet(
 
 @pytest.mark.django_db
 def test_a_claim_older_than_a_day_is_marked_failed_not_sent(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_graph: FakeGraph,
-    owner: Any,
-    run_tasks: Any,
+    conversation: Conversation, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = stale_conversation(client, tenant_a, hours=1)
     reply = staff_reply(conversation, owner.user, "Demasiado tarde.")
     _claimed(reply, 25 * 3600, claim_time=False)
 
@@ -172,16 +151,78 @@ def test_a_claim_older_than_a_day_is_marked_failed_not_sent(
         assert delivery_error_label(INTERRUPTED) == "The send was interrupted and was not retried"
 
 
+@pytest.mark.django_db
+def test_a_message_stored_a_day_ago_with_a_recent_stale_claim_is_given_up_not_sent(
+    conversation: Conversation, fake_graph: FakeGraph, owner: Any
+) -> None:
+    # given: a reply stored 25 h ago whose send a sweep took over an hour ago (claim moved)
+    reply = staff_reply(conversation, owner.user, "Demasiado tarde.")
+    with tenant_scope(reply.tenant_id):
+        Message.objects.filter(pk=reply.pk).update(created_at=timezone.now() - timedelta(hours=25))
+    _claimed(reply, STALE)
+
+    assert bulk_claimed_replies_sweep() == 0
+
+    assert fake_graph.sent == []
+    assert _stored(reply).delivery_status == "failed"
+
+
+@pytest.mark.django_db
+def test_a_send_that_dies_at_every_take_over_is_given_up_after_three(
+    conversation: Conversation, fake_graph: FakeGraph, owner: Any
+) -> None:
+    reply = staff_reply(conversation, owner.user, "Su pedido sale hoy.")
+    _claimed(reply, STALE)
+    taken: list[str] = []
+
+    def dies(message_id: str, token: str) -> None:  # the worker dies before it sends
+        taken.append(message_id)
+
+    for _sweep in range(TAKEOVERS_MAX + 2):
+        claims_sweep(stale_s=CLAIM_STALE_S, send=dies)
+        with tenant_scope(reply.tenant_id):  # its claim grows stale again
+            Message.objects.filter(pk=reply.pk).update(
+                delivery_claimed_at=timezone.now() - timedelta(seconds=STALE)
+            )
+
+    assert taken == [str(reply.pk)] * TAKEOVERS_MAX
+    stored = _stored(reply)
+    assert stored.delivery_status == "failed"
+    assert stored.metadata["delivery_error"]["code"] == INTERRUPTED
+    assert fake_graph.sent == []
+
+
+@pytest.mark.django_db
+def test_a_resend_after_the_window_closed_keeps_the_part_that_left(
+    conversation: Conversation, tenant_a: Any, fake_graph: FakeGraph, owner: Any
+) -> None:
+    # given: part 0 of a two-part reply left, the worker died, the window has closed since
+    paragraphs = [f"Párrafo {n}. " + "texto " * 600 for n in range(2)]
+    reply = staff_reply(conversation, owner.user, "\n\n".join(p.strip() for p in paragraphs))
+    with tenant_scope(tenant_a):
+        Delivery.objects.create(
+            tenant=tenant_a, message=reply, channel="whatsapp", status="sent", external_id="w.0"
+        )
+        Delivery.objects.create(tenant=tenant_a, message=reply, channel="whatsapp", part=1)
+    wrote_hours_ago(conversation, 25)
+    _claimed(reply, STALE)
+
+    assert bulk_claimed_replies_sweep() == 1
+
+    # then: nothing is sent (no template), the part that left stays sent, the other failed
+    assert fake_graph.sent == []
+    parts = _deliveries(reply)
+    assert [(d.part, d.status, d.external_id) for d in parts] == [
+        (0, "sent", "w.0"),
+        (1, "failed", None),
+    ]
+    assert parts[1].error_code == "outside_24h_window"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_sweeps_at_once_send_each_reply_once(
-    client: Client,
-    wa_binding: Any,
-    tenant_a: Any,
-    fake_graph: FakeGraph,
-    owner: Any,
-    run_tasks: Any,
+    conversation: Conversation, fake_graph: FakeGraph, owner: Any
 ) -> None:
-    conversation = stale_conversation(client, tenant_a, hours=1)  # (committed: the bot answers)
     before = len(fake_graph.sent)
     replies = [staff_reply(conversation, owner.user, f"Respuesta {n}.") for n in range(5)]
     for reply in replies:
