@@ -93,9 +93,11 @@ def loaded_reply_deliver(message: Message) -> str:
     # Claim the send (only one caller passes from "" to pending), then hand it over. The
     # claim's time lets the sweep (conversations/delivery_sweep.py) send what a worker that
     # died before the hand-over left pending.
+    claimed_at = timezone.now()
     claimed = messages.filter(delivery_status="").update(
-        delivery_status=Delivery.Status.PENDING, delivery_claimed_at=timezone.now()
+        delivery_status=Delivery.Status.PENDING, delivery_claimed_at=claimed_at
     )
+    message.delivery_claimed_at = claimed_at
     if not claimed:
         return Message.objects.for_tenant(message.tenant_id).get(pk=message.pk).delivery_status
     return claimed_send(message, adapter=adapter)
@@ -116,9 +118,12 @@ def claimed_send(message: Message, *, adapter: ChannelAdapter) -> str:
     return status
 
 
-def delivery_part(message: Message, part: int, *, channel: str) -> Delivery:
+def delivery_part(message: Message, part: int, *, channel: str) -> Delivery | None:
     """Part `part` of the message's delivery: made pending in one statement, or the row an
-    earlier run made (one per message and part), to be sent only while still pending."""
+    earlier run made (one per message and part), to be sent only while still pending. None
+    when, between two parts, the send turns out no longer this caller's (`claim_held`)."""
+    if part and not claim_held(message):
+        return None
     delivery = Delivery(tenant_id=message.tenant_id, message=message, channel=channel, part=part)
     statement = rows.insert_new_statement(
         delivery, on_conflict="ON CONFLICT (message_id, part) DO NOTHING"
@@ -130,6 +135,24 @@ def delivery_part(message: Message, part: int, *, channel: str) -> Delivery:
         rows.inserted([delivery])
         return delivery
     return Delivery.objects.for_tenant(message.tenant_id).get(message_id=message.pk, part=part)
+
+
+def claim_held(message: Message) -> bool:
+    """Whether the send this caller claimed (`delivery_claimed_at` as it set it) is still its
+    own, renewing the claim: between the parts of a long reply, a send so slow that the sweep
+    (delivery_sweep.py) took it over stops there, and one that makes progress is not taken."""
+    claimed_at = message.delivery_claimed_at
+    if claimed_at is None:
+        return True  # a caller that claimed nothing
+    now = timezone.now()
+    held = (
+        Message.objects.for_tenant(message.tenant_id)
+        .filter(pk=message.pk, delivery_claimed_at=claimed_at)
+        .update(delivery_claimed_at=now)
+    )
+    if held:
+        message.delivery_claimed_at = now
+    return bool(held)
 
 
 def delivery_status_summary(statuses: list[str]) -> str:

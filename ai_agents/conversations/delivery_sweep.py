@@ -25,6 +25,7 @@ from django.utils import timezone
 from ai_agents.channels import adapter_for
 from ai_agents.conversations.delivery import bot_may_speak, claimed_send
 from ai_agents.models import Delivery, Message
+from ai_agents.services.inbox_events import inbox_event_publish
 from erp.tenancy.scoping import tenant_scope
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,14 @@ TAKEOVERS_MAX = 3
 BATCH = 200  # claims taken over per sweep, oldest first
 INTERRUPTED = "send_interrupted"
 _PENDING = Delivery.Status.PENDING
+_INTERRUPTED_NOTE = CombinedExpression(  # the reason the inbox shows beside the message
+    F("metadata"),
+    "||",
+    Value(
+        {"delivery_error": {"code": INTERRUPTED, "message": "send interrupted, not retried"}},
+        JSONField(),
+    ),
+)
 _OUTBOUND = Q(role=Message.Role.ASSISTANT) | Q(
     role=Message.Role.SYSTEM, metadata__has_key="customer_notice"
 )
@@ -93,14 +102,14 @@ def _give_up(now: datetime, stale: Q) -> int:
     ids = list(done.values_list("pk", flat=True)[:BATCH])
     if not ids:
         return 0
-    error = {"delivery_error": {"code": INTERRUPTED, "message": "send interrupted, not retried"}}
     Delivery.objects.unscoped().filter(message_id__in=ids, status=_PENDING).update(
         status=Delivery.Status.FAILED, error_code=INTERRUPTED, status_at=now
     )
-    return done.filter(pk__in=ids).update(
-        delivery_status=Delivery.Status.FAILED,
-        metadata=CombinedExpression(F("metadata"), "||", Value(error, JSONField())),
-    )
+    given_up = done.filter(pk__in=ids)
+    count = given_up.update(delivery_status=Delivery.Status.FAILED, metadata=_INTERRUPTED_NOTE)
+    for tenant_id, conversation_id in set(given_up.values_list("tenant_id", "conversation_id")):
+        inbox_event_publish(tenant_id=tenant_id, conversation_id=conversation_id, kind="delivery")
+    return count
 
 
 def claimed_reply_send(message_id: str, token: str) -> str:
@@ -127,19 +136,26 @@ def _resend(message: Message) -> str:
     conversation = message.conversation
     messages = Message.objects.filter(pk=message.pk, delivery_status=_PENDING)
     adapter = adapter_for(conversation.channel)
+    status: str
     if adapter is None or conversation.binding is None:  # the channel was removed meanwhile
-        messages.update(delivery_status=Delivery.Status.FAILED)
-        return Delivery.Status.FAILED
-    if not bot_may_speak(conversation, message):
-        messages.update(delivery_status=Delivery.Status.SUPPRESSED)
-        logger.info("channel.reply_suppressed", extra={"message_id": str(message.pk)})
-        return Delivery.Status.SUPPRESSED
-    status = claimed_send(message, adapter=adapter)
-    if status == _PENDING:  # a part the channel's choice of bodies left out (window closed)
+        status = Delivery.Status.FAILED
+        messages.update(delivery_status=status, metadata=_INTERRUPTED_NOTE)
+    elif not bot_may_speak(conversation, message):
+        status = Delivery.Status.SUPPRESSED
+        messages.update(delivery_status=status)
+    else:
+        status = claimed_send(message, adapter=adapter)  # tells the inbox itself
+        if status != _PENDING:
+            logger.warning("channel.claim_resent", extra={"message_id": str(message.pk)})
+            return status
+        # parts the channel's bodies left out (the window closed): failed
         Delivery.objects.filter(message_id=message.pk, status=_PENDING).update(
             status=Delivery.Status.FAILED, error_code=INTERRUPTED, status_at=timezone.now()
         )
         status = Delivery.Status.FAILED
-        messages.update(delivery_status=status)
+        messages.update(delivery_status=status, metadata=_INTERRUPTED_NOTE)
+    inbox_event_publish(
+        tenant_id=message.tenant_id, conversation_id=conversation.pk, kind="delivery"
+    )
     logger.warning("channel.claim_resent", extra={"message_id": str(message.pk), "status": status})
     return status

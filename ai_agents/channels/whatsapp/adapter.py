@@ -355,6 +355,8 @@ class WhatsAppAdapter:
         client = self.client(binding)
         for part, body in enumerate(bodies):
             delivery = delivery_part(message, part, channel=CHANNEL)
+            if delivery is None:
+                break  # a send this slow was taken over by the sweep, which sends the rest
             if delivery.status != Delivery.Status.PENDING or delivery.external_id:
                 continue  # already handed over by an earlier run
             connection_release()  # no connection held while Graph answers (and retries)
@@ -403,13 +405,10 @@ class WhatsAppAdapter:
         parts.filter(status=Delivery.Status.PENDING, external_id__isnull=True).update(**failed)
         if not parts.exists():
             parts.create(tenant_id=message.tenant_id, message=message, channel=CHANNEL, **failed)
+        ids = {"conversation_id": str(conversation.pk), "message_id": str(message.pk)}
         logger.warning(
             "whatsapp.outside_window",
-            extra={
-                "conversation_id": str(conversation.pk),
-                "message_id": str(message.pk),
-                "staff_notice": True,
-            },
+            extra={**ids, "staff_notice": True},
         )
         staff_notify(conversation, OUTSIDE_WINDOW, str(text))
         with transaction.atomic():

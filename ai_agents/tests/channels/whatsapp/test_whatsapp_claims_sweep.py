@@ -13,11 +13,13 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone, translation
 
+from ai_agents.conversations.delivery import reply_deliver
 from ai_agents.conversations.delivery_sweep import INTERRUPTED, TAKEOVERS_MAX, claims_sweep
 from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.rules.delivery_labels import delivery_error_label
 from ai_agents.tasks import CLAIM_STALE_S, SEND_HARD_S, bulk_claimed_replies_sweep
 from ai_agents.tests.channels.whatsapp.support import (
+    payload,
     staff_reply,
     stale_conversation,
     wrote_hours_ago,
@@ -25,6 +27,7 @@ from ai_agents.tests.channels.whatsapp.support import (
 from erp.tenancy.scoping import tenant_scope
 from erp.testing import deadlines
 from erp.testing.fake_graph import FakeGraph
+from erp.testing.fake_http import FakeResponse
 
 STALE = CLAIM_STALE_S + 30  # seconds: no send of the claim can still be running
 
@@ -246,3 +249,34 @@ def test_two_sweeps_at_once_send_each_reply_once(
     assert bodies == [r.content for r in replies]
     assert sum(counts) == 5
     assert {_stored(r).delivery_status for r in replies} == {"sent"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_send_taken_over_while_slow_stops_before_its_next_part(
+    conversation: Conversation, fake_graph: FakeGraph, owner: Any
+) -> None:
+    # given: a three-part staff reply whose first POST Graph answers slowly
+    paragraphs = [f"Párrafo {n}. " + "texto " * 600 for n in range(3)]
+    reply = staff_reply(conversation, owner.user, "\n\n".join(p.strip() for p in paragraphs))
+    before = len(fake_graph.sent)
+    fake_graph.push(FakeResponse.json(payload("send_text_response"), delay=1.0))
+    statuses: list[str] = []
+
+    def send() -> None:
+        try:
+            statuses.append(reply_deliver(reply.pk))
+        finally:
+            connection.close()
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    deadlines.wait_until(lambda: len(fake_graph.sent) > before, what="the first part's POST")
+    # when: meanwhile the sweep takes the send over (its claim time moves)
+    with tenant_scope(reply.tenant_id):
+        Message.objects.filter(pk=reply.pk).update(delivery_claimed_at=timezone.now())
+    deadlines.threads_join([sender])
+
+    # then: the slow sender stopped after the part in flight; the rest is the sweep's
+    bodies = [b["text"]["body"] for b in fake_graph.sent[before:]]
+    assert bodies == [paragraphs[0].strip()]
+    assert [(d.part, d.status) for d in _deliveries(reply)] == [(0, "sent")]
