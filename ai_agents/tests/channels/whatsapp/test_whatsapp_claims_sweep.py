@@ -14,7 +14,12 @@ from django.test import Client
 from django.utils import timezone, translation
 
 from ai_agents.conversations.delivery import reply_deliver
-from ai_agents.conversations.delivery_sweep import INTERRUPTED, TAKEOVERS_MAX, claims_sweep
+from ai_agents.conversations.delivery_sweep import (
+    INTERRUPTED,
+    TAKEOVERS_MAX,
+    claimed_reply_send,
+    claims_sweep,
+)
 from ai_agents.models import Conversation, Delivery, Message
 from ai_agents.rules.delivery_labels import delivery_error_label
 from ai_agents.tasks import CLAIM_STALE_S, SEND_HARD_S, bulk_claimed_replies_sweep
@@ -230,13 +235,13 @@ def test_two_sweeps_at_once_send_each_reply_once(
     replies = [staff_reply(conversation, owner.user, f"Respuesta {n}.") for n in range(5)]
     for reply in replies:
         _claimed(reply, STALE)
-    start = threading.Barrier(2)
-    counts: list[int] = []
+    start = threading.Barrier(2, timeout=deadlines.WAIT_S)
+    queued: list[tuple[str, str]] = []  # the send tasks both sweeps queued
 
     def sweep() -> None:
         try:
             start.wait()
-            counts.append(bulk_claimed_replies_sweep())
+            claims_sweep(stale_s=CLAIM_STALE_S, send=lambda *task: queued.append(task))
         finally:
             connection.close()
 
@@ -244,10 +249,14 @@ def test_two_sweeps_at_once_send_each_reply_once(
     for thread in threads:
         thread.start()
     deadlines.threads_join(threads)
+    # The queued tasks run afterwards, one by one (an eager Celery task run from two threads
+    # at once leaves Celery's process-wide "join would block" flag set for later tests).
+    for message_id, token in queued:
+        claimed_reply_send(message_id, token)
 
+    assert sorted(message_id for message_id, _ in queued) == sorted(str(r.pk) for r in replies)
     bodies = sorted(b["text"]["body"] for b in fake_graph.sent[before:])
     assert bodies == [r.content for r in replies]
-    assert sum(counts) == 5
     assert {_stored(r).delivery_status for r in replies} == {"sent"}
 
 
