@@ -69,14 +69,16 @@ def _fix_typos(clause: str) -> str:
     return " ".join(_fix_word(word) for word in clause.split())
 
 
-def clauses(text: str) -> list[tuple[str, str]]:
-    """(original, normalised) clauses of `text`, typos corrected."""
+@functools.lru_cache(maxsize=256)
+def clauses(text: str) -> tuple[tuple[str, str], ...]:
+    """(original, normalised) clauses of `text`, typos corrected. Cached: the phrase rules and
+    the learned layer's word features split the same message."""
     out = []
     for part in _CLAUSE.split(unquote(text or "")):
         normal = _fix_typos(normalize(part))
         if normal:
             out.append((part, normal))
-    return out
+    return tuple(out)
 
 
 def _names(original: str) -> set[str]:
