@@ -56,13 +56,18 @@ def fixture(*, slug: str, processing: dict[str, Any] | None = None) -> Any:
     return tenant
 
 
+# Consecutive messages ask different things: a customer who asks the same question again is
+# a loop (`ai_agents.rules.loops`), escalated, and the bot's reply to it is not sent.
+QUESTIONS = ("¿Abren el sábado?", "¿Hacen envíos a Sevilla?", "¿Cuánto cuesta la reparación?")
+
+
 def webhook_body(*, n: int, customer: int, prefix: str) -> bytes:
     """Message number `n` (id `wamid.<prefix>-<n>`) from customer number `customer`."""
     return text_webhook(
         number=NUMBER,
         wa_id=str(FIRST_WA_ID + customer),
         wamid=f"wamid.{prefix}-{n:06d}",
-        text=f"¿Abren el sábado? ({n})",
+        text=f"{QUESTIONS[n % len(QUESTIONS)]} ({n})",
     )
 
 

@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 from _harness import Scratch, assert_scratch, percentile, sigterm_as_interrupt  # noqa: E402
 from _whatsapp import fakes_env, fixture, headers, webhook_body  # noqa: E402
 
-from erp.testing.whatsapp_traffic import ANSWER  # noqa: E402
+from erp.testing.whatsapp_traffic import answer_next  # noqa: E402
 
 BENCH_DB = "bench_webhook"
 DATA_DIR = ROOT / "var" / "bench-webhook"
@@ -84,7 +84,11 @@ def _serve_fakes(conn: Any) -> None:
     from erp.testing.fake_graph import FakeGraph
 
     google = FakeGoogle().start()
-    google.default = google.reply_json(ANSWER, input_tokens=300, output_tokens=20)
+    # Each conversation's answers vary: a customer's second message answered like the first
+    # would be a loop, escalated, and its reply not sent (then the bench measured that path).
+    google.responder = lambda body: google.reply_json(
+        answer_next(body), input_tokens=300, output_tokens=20
+    )
     graph = FakeGraph().start()
     conn.send({"google": google.url, "graph": graph.url})
     with contextlib.suppress(EOFError, KeyboardInterrupt):
@@ -290,7 +294,7 @@ def drain(services: Services, expected: int, timeout: float) -> tuple[dict[str, 
 def counts(tenant: Any) -> dict[str, int]:
     from django.db.models import Count
 
-    from ai_agents.models import Delivery, Message
+    from ai_agents.models import Conversation, Delivery, Message
     from erp.tenancy.scoping import tenant_scope
 
     with tenant_scope(tenant):
@@ -307,6 +311,16 @@ def counts(tenant: Any) -> dict[str, int]:
             "max_replies_per_inbound": per_inbound["n"],
             "deliveries_sent": Delivery.objects.filter(status="sent").count(),
             "deliveries_failed": Delivery.objects.filter(status="failed").count(),
+            # Why a stored reply was not sent, when one was not (the bench's own rot shows here).
+            "replies_by_status": dict(
+                replies.values_list("delivery_status").annotate(n=Count("id")).order_by()
+            ),
+            "escalated_by_reason": dict(
+                Conversation.objects.exclude(escalation_reason="")
+                .values_list("escalation_reason")
+                .annotate(n=Count("id"))
+                .order_by()
+            ),
         }
 
 
@@ -469,6 +483,10 @@ def main() -> None:
                 f"{found['distinct_ids']}, unanswered {found['unanswered']}) | replies stored "
                 f"{found['replies']}, at most {found['max_replies_per_inbound']} per inbound | "
                 f"deliveries sent {found['deliveries_sent']}, failed {found['deliveries_failed']}"
+            )
+            print(
+                f"  replies by delivery status {found['replies_by_status']} | escalated "
+                f"conversations by reason {found['escalated_by_reason'] or 'none'}"
             )
             ok = (
                 found["distinct_ids"] == found["inbound_rows"] >= unique

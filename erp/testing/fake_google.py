@@ -20,7 +20,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,9 @@ class FakeGoogle:
         self.queue: deque[Behaviour] = deque()
         self.embed_queue: deque[Behaviour] = deque()  # errors for batchEmbedContents
         self.default: Behaviour = self.reply("ok")
+        # When set, the reply to a request the queue has nothing for, from its JSON body
+        # (instead of `default`): a bench's model that answers each conversation in turn.
+        self.responder: Callable[[dict[str, Any]], Behaviour] | None = None
         self.stream_sent_at: list[float] = []  # monotonic time each SSE event was written
         self._lock = threading.Lock()
 
@@ -111,6 +114,7 @@ class FakeGoogle:
             self.queue.clear()
             self.embed_queue.clear()
             self.default = self.reply("ok")
+            self.responder = None
             self.stream_sent_at.clear()
         self.server.requests_clear()
 
@@ -257,9 +261,12 @@ class FakeGoogle:
         return self.server.requests_snapshot()
 
     # --- serving ----------------------------------------------------------------------
-    def _next(self) -> Behaviour:
+    def _next(self, request: FakeRequest) -> Behaviour:
         with self._lock:
-            return self.queue.popleft() if self.queue else self.default
+            if self.queue:
+                return self.queue.popleft()
+            responder = self.responder
+        return self.default if responder is None else responder(request.json())
 
     def _handle(self, request: FakeRequest) -> FakeResponse:
         method = request.params["method"]
@@ -267,7 +274,7 @@ class FakeGoogle:
             return self._embed(request)
         if method not in ("generateContent", "streamGenerateContent"):
             return FakeResponse.json({"error": {"code": 404, "message": method}}, status=404)
-        behaviour = self._next()
+        behaviour = self._next(request)
         if behaviour.raw is not None:
             return FakeResponse(
                 status=behaviour.status,

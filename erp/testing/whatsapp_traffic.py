@@ -20,6 +20,27 @@ ANSWER = {
     "sentiment": 0.2,
     "confidence": 0.9,
 }
+# The answers in turn of a model that answers each conversation (`answer_next`): an assistant
+# that says the same thing twice is a loop (`ai_agents.rules.loops`) and its conversation goes
+# to a person, whose replies the bot then does not send.
+ANSWERS = (
+    ANSWER["answer"],
+    "Los sábados abrimos de 9:00 a 14:00.",
+    "Enviamos a toda la península en 48 horas; gratis desde 50 euros.",
+)
+
+
+def answer_next(body: dict) -> dict:
+    """`ANSWER` with the answer after the conversation's last one, from the model request's
+    JSON body (Gemini's `contents`: the assistant's turns have the role "model")."""
+    said = [
+        part.get("text", "")
+        for content in body.get("contents", [])
+        if content.get("role") == "model"
+        for part in content.get("parts", [])
+    ]
+    last = next((i for i, answer in enumerate(ANSWERS) if said and answer in said[-1]), -1)
+    return {**ANSWER, "answer": ANSWERS[(last + 1) % len(ANSWERS)]}
 
 
 def text_webhook(
