@@ -19,9 +19,8 @@ statements in one round trip without psycopg's pipeline mode, which Django's cur
 scope prefix of `erp.tenancy.postgres` and the query counters know nothing about.
 
 - The name is derived from the statement's text and its values' types (each parameter is
-  declared with the type its literal had, see `_TYPES`) and which of them repeat an earlier
-  one (sent once, see `_SHARED`), so the same text with a NULL where a uuid was, or with two
-  equal ids where they differed, is another prepared statement.
+  declared with the type its literal had, see `_TYPES`), so the same text with a NULL where a
+  uuid was is another prepared statement.
 - PREPARE is not transactional: it holds after a rollback. The PREPAREs go first in the query
   string; when a round trip that carried any fails, which of them ran is not known, so the
   next one that would prepare on that connection reads `pg_prepared_statements` first.
@@ -105,50 +104,23 @@ class _Named:
 _PLACEHOLDER = re.compile(r"%%|%s")
 
 
-# A value of these types that a statement carries several times (the tenant, the conversation,
-# "now") is sent once and its parameter repeated in the prepared statement: every value sent
-# costs the client-side binding ~3 us of CPU (psycopg's literal), and the engine's first round
-# trip carries the tenant and the conversation a dozen times each. Only declared types: a
-# string is `unknown` and typed by its place, so one parameter in two places could be
-# inferred two ways (text / varchar) and the PREPARE refused.
-_SHARED = frozenset(
-    {"integer", "bigint", "uuid", "timestamp with time zone", "timestamp", "boolean"}
-)
-
-
-def _shape(params: Sequence[Any]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """(types, refs): each value's SQL type, and the position of the first value of the same
-    shared type and value (its own position when none, or not a shared type)."""
-    types = tuple(map(_sql_type, params))
-    first: dict[tuple[str, Any], int] = {}
-    refs = []
-    for position, (kind, value) in enumerate(zip(types, params, strict=True)):
-        if kind in _SHARED:
-            refs.append(first.setdefault((kind, value), position))
-        else:
-            refs.append(position)
-    return types, tuple(refs)
-
-
 @lru_cache(maxsize=512)
-def _named(sql: str, types: tuple[str, ...], refs: tuple[int, ...]) -> _Named:
-    shape = f"{sql}\0{','.join(types)}\0{','.join(map(str, refs))}"
-    name = _PREFIX + hashlib.blake2b(shape.encode(), digest_size=12).hexdigest()
-    numbers: list[int] = []  # each placeholder's $n, a repeated value's that of its first
+def _named(sql: str, types: tuple[str, ...]) -> _Named:
+    digest = hashlib.blake2b(f"{sql}\0{','.join(types)}".encode(), digest_size=12).hexdigest()
+    name = _PREFIX + digest
+    count = 0
 
     def number(match: re.Match[str]) -> str:
+        nonlocal count
         if match.group() == "%%":
             return "%%"  # still a literal % for the client-side binding of the whole query
-        position = len(numbers)
-        ref = refs[position]
-        numbers.append(numbers[ref] if ref != position else max(numbers, default=0) + 1)
-        return f"${numbers[-1]}"
+        count += 1
+        return f"${count}"
 
     body = _PLACEHOLDER.sub(number, sql)
-    assert len(numbers) == len(types), "a statement's %s placeholders and its values differ"
-    sent = [kind for position, kind in enumerate(types) if refs[position] == position]
-    declared = f" ({', '.join(sent)})" if sent else ""
-    execute = f"EXECUTE {name}({', '.join(['%s'] * len(sent))})" if sent else f"EXECUTE {name}"
+    assert count == len(types), "a statement's %s placeholders and its values differ"
+    declared = f" ({', '.join(types)})" if types else ""
+    execute = f"EXECUTE {name}({', '.join(['%s'] * count)})" if count else f"EXECUTE {name}"
     return _Named(name=name, prepare=f"PREPARE {name}{declared} AS {body}\n", execute=execute)
 
 
@@ -177,8 +149,7 @@ def batch(connection: Any, statements: Sequence[tuple[str, list[Any]]], cursor: 
     state = _connections.get(connection)
     if state is None:
         state = _connections[connection] = _Connection()
-    shapes = [_shape(params) for _sql, params in statements]
-    named = [_named(sql, *shape) for (sql, _params), shape in zip(statements, shapes, strict=True)]
+    named = [_named(sql, tuple(_sql_type(p) for p in params)) for sql, params in statements]
     missing = [n for n in named if n.name not in state.names]
     if missing and state.unsure:
         _reload(state, cursor)
@@ -187,17 +158,13 @@ def batch(connection: Any, statements: Sequence[tuple[str, list[Any]]], cursor: 
     new = list(dict.fromkeys(n.name for n in missing))[: max(room, 0)]
     by_name = {n.name: n for n in missing}
     prepares = [by_name[name].prepare for name in new]
-    texts, values = [], []
-    for n, (sql, params), (_types, refs) in zip(named, statements, shapes, strict=True):
-        if n.name in state.names or n.name in new:
-            texts.append(n.execute)  # a repeated value is sent once
-            values += [p for position, p in enumerate(params) if refs[position] == position]
-        else:
-            texts.append(sql)
-            values += params
+    texts = [
+        n.execute if n.name in state.names or n.name in new else sql
+        for n, (sql, _params) in zip(named, statements, strict=True)
+    ]
     return Batch(
         sql=";\n".join([*prepares, *texts]),
-        params=values,
+        params=[p for _sql, statement_params in statements for p in statement_params],
         skip=len(prepares),
         _state=state,
         _new=new,

@@ -129,29 +129,3 @@ def test_outside_a_transaction_the_round_trip_is_still_all_or_nothing(tenant_a):
                 )
             log.refresh_from_db()
             assert log.model == "m"
-
-
-def test_a_value_the_statement_repeats_is_sent_once_and_means_the_same():
-    one, other = uuid.uuid4(), uuid.uuid4()
-    when = datetime.datetime(2026, 12, 3, 1, 2, 3, tzinfo=datetime.UTC)
-    sql = _unique("SELECT %s::uuid = %s::uuid, %s::int + %s::int, %s::timestamptz = %s, %s || %s")
-    sent: list[list[Any]] = []
-
-    def keep(execute, sql, params, *rest):
-        sent.append(list(params))
-        return execute(sql, params, *rest)
-
-    same = [one, one, 2, 2, when, when, "a", "a"]  # the strings are sent twice (typed by place)
-    differ = [one, other, 2, 3, when, when + datetime.timedelta(1), "a", "b"]
-    with connection.execute_wrapper(keep):
-        for _ in range(2):  # preparing, then by name
-            assert rows.run_together([(sql, same)])[0].rows == [(True, 4, True, "aa")]
-            assert rows.run_together([(sql, differ)])[0].rows == [(False, 5, False, "ab")]
-    assert [len(p) for p in sent] == [5, 8, 5, 8]
-    shared = "SELECT $1::uuid = $1::uuid, $2::int + $2::int, $3::timestamptz = $3, $4 || $5"
-    assert any(shared in text for text in _server_statements().values())
-
-
-def test_an_integer_and_a_boolean_of_equal_value_stay_two_values():
-    sql = _unique("SELECT %s::int, %s::boolean, pg_typeof(%s)::text")
-    assert rows.run_together([(sql, [1, True, 1])])[0].rows == [(1, True, "integer")]
