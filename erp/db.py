@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import connection
+from collections.abc import Sequence
+
+from django.db import OperationalError, connection
+from django.db.models import Model
+
+from erp.retry import Backoff, call_with_retries
 
 
 def connection_release() -> None:
@@ -17,3 +22,25 @@ def connection_release() -> None:
     if connection.in_atomic_block:
         return
     connection.close()
+
+
+# After `connection_release` the next statement checks a connection out again, which can time
+# out when the pool is drained: what must not be lost (a send's outcome, after the send left)
+# is written with a few more tries.
+WRITE_BACKOFF = Backoff(attempts=4, base_delay_s=0.5, max_delay_s=4.0)
+
+
+def save_retried(instance: Model, fields: Sequence[str]) -> None:
+    """`instance.save(update_fields=fields)`, retried on a database error of the connection
+    (a pool timeout, a connection the server closed: closed here, not tried again)."""
+
+    def save() -> None:
+        try:
+            instance.save(update_fields=fields)
+        except OperationalError:
+            connection.close_if_unusable_or_obsolete()
+            raise
+
+    call_with_retries(
+        save, backoff=WRITE_BACKOFF, retryable=lambda error: isinstance(error, OperationalError)
+    )

@@ -38,7 +38,7 @@ from ai_agents.channels.email.parse import ParsedEmail, references_bound, reply_
 from ai_agents.conversations.inbound import Inbound, inbound_accept
 from ai_agents.conversations.option_reply import typed_option_pick
 from ai_agents.models import Agent, ChannelBinding, Contact, Conversation, Delivery, Message
-from erp.db import connection_release
+from erp.db import connection_release, save_retried
 from erp.retry import Backoff, call_with_retries
 
 logger = logging.getLogger(__name__)
@@ -337,5 +337,6 @@ def _delivery_finish(delivery: Delivery, status: str, code: str, error: str) -> 
     delivery.error_code = code[:40]
     delivery.error_message = error[:500]
     delivery.status_at = timezone.now()
-    delivery.save(update_fields=["status", "error_code", "error_message", "attempts", "status_at"])
+    # Retried: a "sent" not stored would make the sweep send the mail again (delivery_sweep.py).
+    save_retried(delivery, ["status", "error_code", "error_message", "attempts", "status_at"])
     return status

@@ -61,7 +61,7 @@ from ai_agents.rules.options import option_may_be_named
 from ai_agents.rules.whatsapp_window import window_is_open
 from ai_agents.services import inbox_events
 from ai_agents.services.inbox_events import inbox_event_publish
-from erp.db import connection_release
+from erp.db import connection_release, save_retried
 from erp.local_mirror import MISSING
 
 logger = logging.getLogger(__name__)
@@ -425,16 +425,9 @@ def _delivery_record(delivery: Delivery, result: GraphResult) -> None:
         delivery.status = Delivery.Status.FAILED
         delivery.error_code = result.error_code[:40]
         delivery.error_message = result.error_message[:500]
-    delivery.save(
-        update_fields=[
-            "attempts",
-            "status_at",
-            "status",
-            "external_id",
-            "error_code",
-            "error_message",
-        ]
-    )
+    # Retried: a wamid not stored would make the sweep send the part again (delivery_sweep.py).
+    fields = ["attempts", "status_at", "status", "external_id", "error_code", "error_message"]
+    save_retried(delivery, fields)
     if delivery.external_id:
         _parked_apply(delivery.tenant_id, delivery.external_id)
 

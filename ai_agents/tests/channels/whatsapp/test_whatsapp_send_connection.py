@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 
 from ai_agents.conversations.delivery import reply_deliver
+from ai_agents.models import Delivery
 from ai_agents.tests.channels.whatsapp.support import payload, staff_reply, stale_conversation
+from erp import db
+from erp.retry import Backoff
 from erp.testing import deadlines
 from erp.testing.fake_graph import FakeGraph
 from erp.testing.fake_http import FakeResponse
@@ -61,3 +64,35 @@ def test_no_connection_is_held_while_graph_answers_a_send(
     assert during == before  # the sender's connection went back before the POST
     assert statuses == ["sent"]
     assert [b["text"]["body"] for b in fake_graph.sent] == ["Su pedido sale hoy."]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_wamid_is_stored_when_the_first_try_to_store_it_fails(
+    client: Client,
+    wa_binding: Any,
+    tenant_a: Any,
+    fake_graph: FakeGraph,
+    owner: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the POST the connection must be checked out again; a drained pool times out. The
+    part has left: its wamid is stored on a later try, or the sweep would send it again."""
+    conversation = stale_conversation(client, tenant_a, hours=1)
+    reply = staff_reply(conversation, owner.user, "Su pedido sale hoy.")
+    sent = payload("send_text_response")
+    fake_graph.push(FakeResponse.json(sent))
+    monkeypatch.setattr(db, "WRITE_BACKOFF", Backoff(attempts=4, base_delay_s=0.01))
+    save, failed = Delivery.save, list[Any]()
+
+    def pool_timeout_once(self: Delivery, *args: Any, **kwargs: Any) -> None:
+        if "external_id" in (kwargs.get("update_fields") or ()) and not failed:
+            failed.append(self.pk)
+            raise OperationalError("couldn't get a connection after 30.00 sec")
+        save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Delivery, "save", pool_timeout_once)
+
+    assert reply_deliver(reply.pk) == "sent"
+    assert len(failed) == 1 and len(fake_graph.sent) == 1
+    delivery = Delivery.objects.for_tenant(tenant_a).get(message_id=reply.pk)
+    assert (delivery.status, delivery.external_id) == ("sent", sent["messages"][0]["id"])
