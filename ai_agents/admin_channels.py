@@ -117,11 +117,7 @@ class ChannelBindingForm(forms.ModelForm):
             "allowed_origins",
         ]
         help_texts = {
-            "whatsapp_template": _(
-                '{"name": "plantilla", "language": "es"} o {}: una plantilla aprobada y '
-                "sincronizada del canal, sin variables (la que envía el asistente con la ventana "
-                "de 24 h cerrada)."
-            ),
+            "whatsapp_template": services.WHATSAPP_TEMPLATE_HELP,
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

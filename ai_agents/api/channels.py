@@ -43,10 +43,7 @@ class ChannelInputSerializer(serializers.Serializer):
     )
     whatsapp_template = serializers.JSONField(
         required=False,
-        help_text=_(
-            '{"name": "plantilla", "language": "es"} o {}: una plantilla aprobada y sincronizada '
-            "del canal, sin variables (la que envía el asistente con la ventana de 24 h cerrada)."
-        ),
+        help_text=services.WHATSAPP_TEMPLATE_HELP,
     )
     address = serializers.CharField(max_length=254, required=False)
     allowed_origins = serializers.JSONField(

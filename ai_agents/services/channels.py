@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ai_agents.channels.webchat.appearance import appearance_clean
 from ai_agents.channels.webchat.origins import OriginInvalid, origin_pattern_clean
@@ -23,6 +24,13 @@ from ai_agents.models import Agent, ChannelBinding
 from erp.llm.models import TEMPLATE_CATEGORIES
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import acts_for
+
+# The API's and the admin's help for a WhatsApp channel's `whatsapp_template` (one rule:
+# `bot_template_problem`).
+WHATSAPP_TEMPLATE_HELP = gettext_lazy(
+    '{"name": "plantilla", "language": "es"} o {}: una plantilla aprobada y sincronizada del '
+    "canal, sin variables (la que envía el asistente con la ventana de 24 h cerrada)."
+)
 
 COMMON_FIELDS = ("agent", "name", "is_active")
 TYPE_FIELDS: dict[str, tuple[str, ...]] = {
