@@ -93,28 +93,20 @@ from erp import embedded  # noqa: E402
 from erp.llm import gateway  # noqa: E402
 from erp.llm.types import EmbeddingResult, LlmRequest, LlmResult, TextDelta  # noqa: E402
 from erp.tenancy.models import Tenant  # noqa: E402
-
-# The model's answers, in turn: a conversation whose assistant says the same thing twice is a
-# loop (`ai_agents.rules.loops`) and goes to a person, after which its messages are only stored
-# (the bench would then measure that path, not the answer's).
-ANSWERS = (
-    "Abrimos de 8 a 20.",
-    "Los sábados abrimos de 9 a 14.",
-    "El horario es de lunes a viernes de 8:00 a 20:00.",
-)
+from erp.testing.whatsapp_traffic import next_answer  # noqa: E402
 
 
 def answer_json(request: LlmRequest) -> str:
-    """The `respond` action with the answer after the conversation's last one (`ANSWERS`; the
-    history may put the time before each earlier message), taking up the question's words as a
-    real model's answer does (an answer that ignores the question makes the customer's next
-    question on the same subject a re-ask: `rules.loop_semantic`)."""
+    """The `respond` action with the answer after the conversation's last one
+    (`whatsapp_traffic.next_answer`: an assistant that says the same thing twice is a loop, and
+    the bench would then measure a conversation handed to a person), taking up the question's
+    words as a real model's answer does (an answer that ignores the question makes the
+    customer's next question on the same subject a re-ask: `rules.loop_semantic`)."""
     import json
 
     said = [m.content for m in request.messages if m.role == "assistant"]
     asked = [m.content for m in request.messages if m.role == "user"]
-    last = next((i for i, a in enumerate(ANSWERS) if said and said[-1].endswith(a)), -1)
-    answer = ANSWERS[(last + 1) % len(ANSWERS)]
+    answer = next_answer(said)
     if asked:
         answer = f"Sobre «{asked[-1].strip()[-120:]}»: {answer}"
     return json.dumps({"action": "respond", "answer": answer, "confidence": 0.9})

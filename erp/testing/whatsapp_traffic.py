@@ -23,11 +23,18 @@ ANSWER = {
 # The answers in turn of a model that answers each conversation (`answer_next`): an assistant
 # that says the same thing twice is a loop (`ai_agents.rules.loops`) and its conversation goes
 # to a person, whose replies the bot then does not send.
-ANSWERS = (
-    ANSWER["answer"],
+ANSWERS: tuple[str, ...] = (
+    str(ANSWER["answer"]),
     "Los sábados abrimos de 9:00 a 14:00.",
     "Enviamos a toda la península en 48 horas; gratis desde 50 euros.",
 )
+
+
+def next_answer(said: list[str]) -> str:
+    """The answer after the one in the conversation's last assistant turn (`said`: the
+    assistant's turns in order; a turn may wrap the answer in other words)."""
+    last = next((i for i, answer in enumerate(ANSWERS) if said and answer in said[-1]), -1)
+    return ANSWERS[(last + 1) % len(ANSWERS)]
 
 
 def answer_next(body: dict) -> dict:
@@ -39,8 +46,7 @@ def answer_next(body: dict) -> dict:
         if content.get("role") == "model"
         for part in content.get("parts", [])
     ]
-    last = next((i for i, answer in enumerate(ANSWERS) if said and answer in said[-1]), -1)
-    return {**ANSWER, "answer": ANSWERS[(last + 1) % len(ANSWERS)]}
+    return {**ANSWER, "answer": next_answer(said)}
 
 
 def text_webhook(
