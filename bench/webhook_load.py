@@ -3,6 +3,7 @@ answered once.
 
     .venv/bin/python bench/webhook_load.py [--posts 2000] [--concurrency 50] [--duplicates 100]
                                            [--rate 0] [--per-customer 2] [--workers 2]
+                                           [--pool prefork|threads]
                                            [--profile 300] [--smoke]
 
 Services (never the dev data): the embedded PostgreSQL under var/bench-webhook/postgres with
@@ -11,8 +12,11 @@ a scratch database `bench_webhook_<pid>_<random>` (created, migrated, dropped at
 a temporary directory, and in one child process the fake Generative Language API (answers at
 once) and the fake Graph API (`erp.testing.fake_graph`, counts the replies it receives). Then,
 uvicorn (1 worker, like `make run`) serving erp.asgi and a Celery worker (`-Q realtime`,
-Celery's default process pool, `--workers` processes; `make run` and docker-compose run the
-real-time queue on the threads pool), both with the production connection pool.
+by default Celery's process pool with `--workers` processes, as before issue 14; `make run`
+and docker-compose run the real-time queue on the threads pool: `--pool threads --workers N`
+for N threads), both with the production connection pool. (With the process pool, Celery's
+Django fix-up closes the connection pool before and after every task: each task opens new
+PostgreSQL sessions, about 2 per message, which the threads pool does not.)
 
 Load: `--posts` signed POSTs to /webhooks/whatsapp from `--concurrency` client threads, one
 message per POST (Meta's usual batch), `--per-customer` messages per customer (so some wait
@@ -25,6 +29,10 @@ traffic). Acknowledgement = the client's time from sending the POST to the 200.
 
 Then it waits until the fake Graph API received a reply for every message (or
 `--drain-timeout`), and counts: inbound rows, replies per inbound message, sends received.
+Where the time went, per message, from the first POST to the last reply: the worker's CPU,
+the machine's busy CPU and its split by program (PostgreSQL, valkey, uvicorn, the worker, this
+process), the database's transactions, rows, sessions and index reads (pg_stat_database,
+pg_stat_user_tables, pg_stat_all_indexes) and the Redis commands (INFO commandstats).
 `--profile N`: N more POSTs in this process through Django's test client, timing SQL and the
 Celery enqueue inside the webhook (what the acknowledgement is made of).
 """
@@ -55,6 +63,34 @@ from erp.testing.whatsapp_traffic import answer_next  # noqa: E402
 
 BENCH_DB = "bench_webhook"
 DATA_DIR = ROOT / "var" / "bench-webhook"
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all cores."""
+    import psutil
+
+    times = psutil.cpu_times()
+    total = sum(times)
+    return total - times.idle - getattr(times, "iowait", 0.0), total
+
+
+def _cpu_by_program() -> dict[str, float]:
+    """CPU seconds of every process on the machine by program (a Python process by what it
+    runs), children that exited included: where the machine's time went."""
+    import psutil
+
+    out: dict[str, float] = {}
+    for proc in psutil.process_iter(["name", "cmdline", "cpu_times"]):
+        times = proc.info["cpu_times"]
+        if times is None:
+            continue
+        name = proc.info["name"] or "?"
+        if name.startswith("python"):
+            line = " ".join(proc.info["cmdline"] or [])
+            name = next((k for k in ("celery", "uvicorn", "webhook_load") if k in line), name)
+        spent = times.user + times.system + times.children_user + times.children_system
+        out[name] = out.get(name, 0.0) + spent
+    return out
 
 
 def _cpu(proc: Any) -> float:
@@ -151,10 +187,10 @@ class Services(Scratch):
         super().stop()
 
 
-def start_worker(services: Services, env: dict[str, str], workers: int) -> Any:
+def start_worker(services: Services, env: dict[str, str], workers: int, pool: str) -> Any:
     return services.spawn(
         [sys.executable, "-m", "celery", "-A", "erp", "worker", "-Q", "realtime", "-c",
-         str(workers), "-l", "WARNING", "--without-gossip", "--without-mingle",
+         str(workers), "--pool", pool, "-l", "WARNING", "--without-gossip", "--without-mingle",
          "-n", "bench-webhook@%h"],
         env,
         "worker.log",
@@ -291,6 +327,58 @@ def drain(services: Services, expected: int, timeout: float) -> tuple[dict[str, 
     return services.stats(), time.perf_counter() - started
 
 
+def work_snapshot() -> dict[str, float]:
+    """Cumulative work counters of the scratch database and of Redis: transactions and rows
+    (pg_stat_database), index and sequential scans per table (pg_stat_user_tables), calls per
+    Redis command (INFO commandstats)."""
+    import redis
+    from django.conf import settings
+    from django.db import DatabaseError, connection
+
+    out: dict[str, float] = {}
+    with connection.cursor() as cursor:
+        with contextlib.suppress(DatabaseError):  # PostgreSQL 15+ (else: a second late)
+            cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute(
+            "SELECT xact_commit + xact_rollback, tup_returned, tup_fetched,"
+            " tup_inserted + tup_updated + tup_deleted, sessions FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        )
+        row = cursor.fetchone()
+        for key, value in zip(
+            ("transactions", "returned", "fetched", "written", "sessions"), row, strict=True
+        ):
+            out[f"db {key}"] = float(value)
+        cursor.execute("SELECT relname, seq_scan, coalesce(idx_scan, 0) FROM pg_stat_user_tables")
+        for name, seq, idx in cursor.fetchall():
+            out[f"seq {name}"], out[f"idx {name}"] = float(seq), float(idx)
+        cursor.execute("SELECT indexrelname, idx_tup_read FROM pg_stat_all_indexes")
+        for name, read in cursor.fetchall():
+            out[f"read {name}"] = out.get(f"read {name}", 0.0) + float(read)
+    stats = redis.Redis.from_url(settings.REDIS_URL).info("commandstats")
+    for key, value in stats.items():
+        out[f"redis {key.removeprefix('cmdstat_')}"] = float(value["calls"])
+    return out
+
+
+def work_report(before: dict[str, float], after: dict[str, float], messages: int) -> list[str]:
+    """The work per message between two `work_snapshot`s."""
+    per = {k: (v - before.get(k, 0.0)) / max(1, messages) for k, v in after.items()}
+
+    def top(prefix: str, n: int) -> str:
+        found = sorted(((v, k) for k, v in per.items() if k.startswith(prefix) and v >= 0.05))
+        return ", ".join(f"{k.removeprefix(prefix)} {v:.1f}" for v, k in reversed(found[-n:]))
+
+    db = ", ".join(f"{k.removeprefix('db ')} {per[k]:.1f}" for k in per if k.startswith("db "))
+    return [
+        f"  database per message: {db}",
+        f"  index scans per message: {top('idx ', 8)}",
+        f"  sequential scans per message: {top('seq ', 5) or 'none'}",
+        f"  index entries read per message: {top('read ', 8)}",
+        f"  Redis commands per message: {top('redis ', 10)}",
+    ]
+
+
 def counts(tenant: Any) -> dict[str, int]:
     from django.db.models import Count
 
@@ -399,7 +487,18 @@ def main() -> None:
     parser.add_argument("--duplicates", type=int, default=100)
     parser.add_argument("--rate", type=float, default=0, help="POSTs/s in all; 0: closed loop")
     parser.add_argument("--per-customer", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=2, help="Celery worker processes")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="Celery worker processes (threads with --pool threads)",
+    )
+    parser.add_argument(
+        "--pool",
+        choices=("prefork", "threads"),
+        default="prefork",
+        help="the worker's pool; make run and docker-compose: threads (see the module docstring)",
+    )
     parser.add_argument("--web-workers", type=int, default=1, help="uvicorn workers (make run: 1)")
     parser.add_argument("--drain-timeout", type=float, default=600)
     parser.add_argument("--profile", type=int, default=300, help="0: skip")
@@ -433,12 +532,14 @@ def main() -> None:
             # a reply per message: a customer's messages are not merged into bursts
             tenant = fixture(slug="bench-webhook", processing={"burst_quiet_ms": 0})
             base, web = start_web(services, env, args.web_workers)
-            worker = None if args.defer_answers else start_worker(services, env, args.workers)
+            worker = (
+                None if args.defer_answers else start_worker(services, env, args.workers, args.pool)
+            )
             print(
                 f"services: scratch DB {services.db_name}, valkey, fake model + fake Graph API; "
                 f"uvicorn "
                 f"({args.web_workers} worker(s)) + Celery worker (-Q realtime, {args.workers} "
-                f"processes"
+                f"{'processes' if args.pool == 'prefork' else 'threads'}"
                 f"{', started after the load' if args.defer_answers else ''}); "
                 f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}",
                 flush=True,
@@ -448,6 +549,9 @@ def main() -> None:
                 return
             web_cpu0 = _cpu(web)
             worker_cpu0 = _cpu(worker)
+            busy0, total0 = _machine_busy()
+            programs0 = _cpu_by_program()
+            work0 = work_snapshot()
             acks, statuses, seconds, unique = load(base, args)
             web_cpu = _cpu(web) - web_cpu0
             worker_cpu = _cpu(worker) - worker_cpu0
@@ -470,14 +574,33 @@ def main() -> None:
                 f" load average now {os.getloadavg()[0]:.1f}"
             )
             if worker is None:
-                worker = start_worker(services, env, args.workers)
+                worker = start_worker(services, env, args.workers, args.pool)
             stats, waited = drain(services, unique, args.drain_timeout)
+            answer_cpu = _cpu(worker) - worker_cpu0  # 0 before a deferred worker started
+            busy1, total1 = _machine_busy()
+            programs1 = _cpu_by_program()
+            work1 = work_snapshot()
             found = counts(tenant)
             print(
                 f"  replies sent (at the fake Graph API) {stats['sends']} for {unique} messages"
                 f" | model calls {stats['model_calls']} | read+typing marks "
-                f"{stats['read_marks']} | all answered {waited:.1f} s after the last ack"
+                f"{stats['read_marks']} | all answered {waited:.1f} s after the last ack,"
+                f" {seconds + waited:.1f} s after the first POST"
             )
+            print(
+                f"  Celery worker CPU to answer them all: {answer_cpu:.1f} s "
+                f"({answer_cpu * 1000 / max(1, unique):.1f} ms per message); the machine's "
+                f"cores were busy {100 * (busy1 - busy0) / max(1e-9, total1 - total0):.0f} % "
+                f"of the time ({(busy1 - busy0) * 1000 / max(1, unique):.1f} ms per message, "
+                "PostgreSQL and the fakes included)"
+            )
+            spent = {k: v - programs0.get(k, 0.0) for k, v in programs1.items()}
+            top = sorted(((v, k) for k, v in spent.items() if v >= 0.5), reverse=True)
+            print(
+                "  CPU by program (ms per message): "
+                + ", ".join(f"{k} {v * 1000 / max(1, unique):.1f}" for v, k in top)
+            )
+            print("\n".join(work_report(work0, work1, unique)))
             print(
                 f"  inbound rows {found['inbound_rows']} (distinct ids "
                 f"{found['distinct_ids']}, unanswered {found['unanswered']}) | replies stored "
