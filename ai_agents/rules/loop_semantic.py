@@ -13,10 +13,9 @@ words, the number of answers and turns, the shortest answer. A logistic model ov
 ("Yes.", "¿Algo más?": a short answer may be the whole answer) or when the assistant's last
 answer asks something (the message is then the reply asked for).
 
-Vectors: `vector_of(text)` gives one or None (a miss skips that turn), asked for only once an
-earlier question is a candidate (answered at length, a content word in common); the hot path
-passes a cache-only lookup (a message is embedded when it arrives for a local knowledge base,
-or by the request detector when its screen lets it through), so a miss costs nothing.
+Vectors: `vector_of(text)` gives one or None (a miss skips that turn). They are asked for only
+once an earlier question is a candidate (answered at length, a content word in common): the hot
+path takes them from the cache, or computes them then (~20 ms of CPU each).
 """
 
 from __future__ import annotations

@@ -143,3 +143,11 @@ def test_an_agent_without_a_knowledge_base_embeds_only_what_words_leave_open(
     indirect = _fresh("Necesito que un humano revise mi caso")
     message_process(agent=agent, inbound=Inbound(text=indirect, contact={"external_id": "c2"}))
     assert [text for _thread, text in inferences] == [indirect]
+
+
+def test_the_loop_rules_compute_a_missing_vector_once(inferences: list[tuple[str, str]]) -> None:
+    from ai_agents.conversations.escalation_check import _vector
+
+    text = _fresh("o sea, lo que necesito saber es si la piscina está climatizada")
+    assert _vector(text) == _vector(text)
+    assert [t for _thread, t in inferences] == [text]

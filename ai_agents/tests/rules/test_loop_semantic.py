@@ -119,7 +119,7 @@ def e5_model() -> Any:
     return E5(variant="original")
 
 
-def test_the_hot_path_reads_earlier_vectors_from_the_cache_and_never_computes() -> None:
+def test_the_cached_lookup_reads_this_process_then_the_shared_cache_and_never_computes() -> None:
     from django.core.cache import cache
 
     from ai_agents.knowledge import embeddings
