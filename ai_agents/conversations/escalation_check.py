@@ -3,11 +3,9 @@ need from the turn: before the model (`early_escalation`: the request-for-a-pers
 keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, confidence, the
 model's own `escalate`).
 
-The detector's learned layer (requests for a person) and the re-ask by meaning (loops) reuse
-the query vector retrieval computes for local knowledge bases (`retrieval_prefetch` starts it
-when the message arrives), and compute it where no knowledge base did, only once words alone
-leave the question open (`rules.learned`'s screen, `rules.loop_semantic`'s candidates); when
-they wait for a vector (~20 ms of CPU), the database connection goes back to the pool first.
+The detector's learned layer (requests for a person) reuses the query vector retrieval computes
+for local knowledge bases (`retrieval_prefetch` starts it when the message arrives); when it has
+to wait for that vector (~20 ms of CPU), the database connection goes back to the pool first.
 """
 
 from __future__ import annotations
@@ -48,12 +46,6 @@ def _embed_released(text: str) -> tuple[float, ...]:
     return cached_query_vector(text)
 
 
-def _vector(text: str) -> tuple[float, ...]:
-    """A message's vector for the loop rules: cached (the message was embedded when it arrived,
-    for a knowledge base or the detector), else computed as `_embed_released`."""
-    return cached_local_query_vector(text) or _embed_released(text)
-
-
 def _detect(text: str) -> PersonDecision:
     return detect_person_request(text, embed=_embed_released)
 
@@ -77,7 +69,7 @@ def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | Non
         model_requested=False,
         model_reason=None,
         detect=_detect,
-        loop_vectors=_vector,
+        loop_vectors=cached_local_query_vector,
     )
     turn.text_triggers_clear = decision is None
     return decision

@@ -122,32 +122,3 @@ def test_pipeline_starts_the_next_questions_embedding_on_arrival(
     # its confidence floor: then it offers a person and cites nothing, yet used the chunks).
     replies = Message.objects.for_tenant(tenant_a).filter(role=Message.Role.ASSISTANT)
     assert [bool(m.rag_chunks_used) for m in replies] == [True, True]
-
-
-def test_an_agent_without_a_knowledge_base_embeds_only_what_words_leave_open(
-    tenant_a: Tenant, inferences: list[tuple[str, str]]
-) -> None:
-    """No knowledge base needs the vector: an ordinary question is settled by the detector's
-    screen without one (~20 ms of CPU saved per message); an indirect request for a person is
-    read by the learned layer, over the vector computed then."""
-    from ai_agents.conversations.engine import Inbound, message_process
-    from ai_agents.services.agents import agent_create
-
-    agent = agent_create(tenant=tenant_a, data={"name": "Ana", "system_prompt": "Eres Ana."})
-    ordinary = _fresh("¿Hacen envíos a Sevilla el mismo día?")
-    result = message_process(
-        agent=agent, inbound=Inbound(text=ordinary, contact={"external_id": "c1"})
-    )
-    assert result.reply is not None and inferences == []
-
-    indirect = _fresh("Necesito que un humano revise mi caso")
-    message_process(agent=agent, inbound=Inbound(text=indirect, contact={"external_id": "c2"}))
-    assert [text for _thread, text in inferences] == [indirect]
-
-
-def test_the_loop_rules_compute_a_missing_vector_once(inferences: list[tuple[str, str]]) -> None:
-    from ai_agents.conversations.escalation_check import _vector
-
-    text = _fresh("o sea, lo que necesito saber es si la piscina está climatizada")
-    assert _vector(text) == _vector(text)
-    assert [t for _thread, t in inferences] == [text]
