@@ -4,17 +4,24 @@ keyword triggers, loops) and after it (`model_escalation`: sentiment, intent, co
 model's own `escalate`).
 
 The detector's learned layer (requests for a person) reuses the query vector retrieval computes
-for local knowledge bases (`retrieval_prefetch` starts it when the message arrives); when it has
-to wait for that vector (~20 ms of CPU), the database connection goes back to the pool first.
+for local knowledge bases (`retrieval_prefetch` starts it when the message arrives), and
+computes it where no knowledge base did only once its screen (words alone) leaves the question
+open; when it waits for that vector (~20 ms of CPU), the database connection goes back to the
+pool first. The re-ask by meaning (loops) takes vectors from the cache, and computes one only
+for a message the bot answered (or the one being answered), once an earlier question shares
+words with the message (a message written while a person attended was never the bot's
+question: cache only).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ai_agents.conversations.history_sql import UNANSWERED
 from ai_agents.conversations.no_answer import NO_ANSWER
 from ai_agents.knowledge.embeddings import cached_local_query_vector
 from ai_agents.rules.escalation import EscalationDecision, evaluate_escalation
+from ai_agents.rules.loop_semantic import VectorOf
 from ai_agents.rules.person_request import (
     PersonDecision,
     cached_query_vector,
@@ -46,6 +53,21 @@ def _embed_released(text: str) -> tuple[float, ...]:
     return cached_query_vector(text)
 
 
+def _loop_vectors(turn: Turn) -> VectorOf:
+    """The re-ask by meaning's vectors (see the module docstring)."""
+    handled = {turn.text} | {
+        item.content for item in turn.history if item.role == "user" and item.outcome != UNANSWERED
+    }
+
+    def vector_of(text: str) -> tuple[float, ...] | None:
+        found = cached_local_query_vector(text)
+        if found is None and text in handled:
+            found = _embed_released(text)
+        return found
+
+    return vector_of
+
+
 def _detect(text: str) -> PersonDecision:
     return detect_person_request(text, embed=_embed_released)
 
@@ -69,7 +91,7 @@ def early_escalation(turn: Turn, intent: str | None) -> EscalationDecision | Non
         model_requested=False,
         model_reason=None,
         detect=_detect,
-        loop_vectors=cached_local_query_vector,
+        loop_vectors=_loop_vectors(turn),
     )
     turn.text_triggers_clear = decision is None
     return decision

@@ -12,8 +12,15 @@ from ai_agents.rules.input_bound import input_max_chars
 from erp.tenancy import rows
 
 # (id, role, content, created_at, outcome): `outcome` is the reply's `metadata.outcome`
-# (ai_agents/conversations/no_answer.py), None when it has none.
+# (ai_agents/conversations/no_answer.py), UNANSWERED for a customer message the bot did not
+# answer (its recorded result has no reply: a person held the conversation, a reaction...),
+# else None.
 HistoryRow = tuple[Any, str, str, datetime, str | None]
+UNANSWERED = "unanswered"
+_OUTCOME = (
+    "COALESCE(metadata->>'outcome', CASE WHEN role = 'user'"
+    f" AND jsonb_typeof(metadata->'result'->'reply') = 'null' THEN '{UNANSWERED}' END)"
+)
 PREVIOUS_INTENTS_MAX = 20  # the latest intents of a conversation given to the model
 
 
@@ -49,7 +56,7 @@ def history_statement(
         where += f" AND (role = 'assistant' OR created_at < ({before_sql[0]}))"
         where_params += before_sql[1]
     select = (
-        "SELECT id, role, content, created_at, metadata->>'outcome' AS outcome"  # noqa: S608
+        f"SELECT id, role, content, created_at, {_OUTCOME} AS outcome"  # noqa: S608
         f" FROM ai_agents_message WHERE {where}"
     )
     sql, params = f"{select} ORDER BY created_at DESC LIMIT %s", [*where_params, limit]

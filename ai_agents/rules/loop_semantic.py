@@ -13,8 +13,10 @@ words, the number of answers and turns, the shortest answer. A logistic model ov
 ("Yes.", "¿Algo más?": a short answer may be the whole answer) or when the assistant's last
 answer asks something (the message is then the reply asked for).
 
-Vectors: `vector_of(text)` gives one or None; the hot path passes a cache-only lookup (the
-earlier messages were embedded when they arrived), so a miss skips that turn and costs nothing.
+Vectors: `vector_of(text)` gives one or None (a miss skips that turn), asked for only once an
+earlier question is a candidate (answered at length, a content word in common); the hot path
+(`conversations.escalation_check`) takes them from the cache, else computes them for the
+messages the bot answered.
 """
 
 from __future__ import annotations
@@ -76,6 +78,23 @@ def consulted(assistant_texts: Sequence[str]) -> bool:
     return bool(assistant_texts) and "?" not in assistant_texts[-1]
 
 
+def _candidates(
+    text: str, recent_user_texts: Sequence[str], assistant_texts: Sequence[str]
+) -> list[tuple[str, list[str]]]:
+    """The earlier questions (with the answers since each) this message may ask again: answered
+    at length, and sharing a content word with it (nothing of the question again: a new
+    question, not a re-ask). Words only: no vector is needed to find them."""
+    out = []
+    current = set(content_stems(text))
+    for k in range(1, min(TURNS, len(recent_user_texts), len(assistant_texts)) + 1):
+        question, answers = recent_user_texts[-k], list(assistant_texts[-k:])
+        if min(len(a.split()) for a in answers) >= MIN_ANSWER_WORDS and current & set(
+            content_stems(question)
+        ):
+            out.append((question, answers))
+    return out
+
+
 def features(
     text: str,
     vector: Vector,
@@ -88,17 +107,11 @@ def features(
     best: list[float] | None = None
     turns = min(TURNS, len(recent_user_texts), len(assistant_texts))
     current = set(content_stems(text))
-    for k in range(1, turns + 1):
-        question, answers = recent_user_texts[-k], assistant_texts[-k:]
-        shortest = min(len(a.split()) for a in answers)
-        if shortest < MIN_ANSWER_WORDS:
-            continue
+    for question, answers in _candidates(text, recent_user_texts, assistant_texts):
         qv = vector_of(question)
         if qv is None:
             continue
         said = set(content_stems(question))
-        if not current & said:  # nothing of the question again: a new question, not a re-ask
-            continue
         answered = set().union(*(set(content_stems(a)) for a in answers))
         row = [
             _cos(vector, qv),
@@ -107,7 +120,7 @@ def features(
             len(current & said) / len(current) if current else 0.0,
             float(len(answers)),
             float(turns),
-            float(shortest),
+            float(min(len(a.split()) for a in answers)),
         ]
         if best is None or row[0] > best[0]:
             best = row
@@ -125,6 +138,8 @@ def reasked_by_meaning(
     built = model()
     if built is None or not consulted(assistant_texts) or not recent_user_texts:
         return None
+    if not _candidates(text, recent_user_texts, assistant_texts):
+        return None  # asked before a vector is computed
     vector = vector_of(text)
     if vector is None:
         return None

@@ -14,6 +14,12 @@ decision: the lowest threshold at which layer 1 plus the model keep precision >=
 out-of-fold scores, at that threshold and every higher one. The regularisation and the threshold
 are chosen by leave-one-set-out inside the training data only (`choose`); `--cv` holds each set
 out in turn, chooses inside the other sets, and prints the held-out precision and recall.
+
+The request model's screen (`learned.screen_features`: the same features without the vector) is
+trained the same way, with the request model's lambda; its threshold is SCREEN_MARGIN times the
+lowest out-of-fold screen score among the rows where the out-of-fold request model fires
+(`screen_threshold`), so a message the request model would take is not stopped before it.
+`--cv` prints the held-out figures with the screen and the share of read messages it stops.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ai_agents.rules.learned import (
+    DIM,
     MIN_WORDS,
     NOT_CONSULTED,
     PROTOTYPES,
@@ -47,6 +54,8 @@ TARGET = 0.97
 ITERATIONS = 300
 PROTOTYPE_SET = "prototypes"
 MIN_VETO = 5
+SCREEN_MARGIN = 0.5
+SCREEN = slice(DIM, None)  # the screen's columns of the request features: all but the vector
 # A context vetoes when at most this share of its rows are requests (one odd case, "el agente de
 # viajes que lleva mi reserva", must not lift the veto on every trade agent).
 VETO_MAX_SHARE = 0.05
@@ -117,12 +126,22 @@ def threshold(s: np.ndarray, y: np.ndarray) -> float:
     return best
 
 
-def _out_of_fold(data: Data, lam: float) -> np.ndarray:
+def _out_of_fold(data: Data, lam: float, columns: slice = slice(None)) -> np.ndarray:
     out = np.zeros(len(data.y))
     for name in sorted(set(data.groups) - {PROTOTYPE_SET}):
         held = data.groups == name
-        out[held] = scores(data.x[held], fit(data.x[~held], data.y[~held], lam))
+        model = fit(data.x[~held][:, columns], data.y[~held], lam)
+        out[held] = scores(data.x[held][:, columns], model)
     return out
+
+
+def screen_threshold(data: Data, lam: float, t: float) -> float:
+    """The screen's threshold inside `data` (see the module docstring); 0 (every message goes
+    on to the request model) when the request model fires on none."""
+    rows = data.groups != PROTOTYPE_SET
+    fired = (allowed(data, vetoes(data)) & (_out_of_fold(data, lam) >= t))[rows]
+    screen = _out_of_fold(data, lam, SCREEN)[rows]
+    return SCREEN_MARGIN * float(screen[fired].min()) if fired.any() else 0.0
 
 
 def choose(data: Data, lambdas: tuple[float, ...]) -> tuple[float, float]:
@@ -168,7 +187,8 @@ def _prototypes() -> list[dict]:
 
 def data_hash() -> str:
     """SHA-256 of the training data and the build's settings."""
-    digest = hashlib.sha256(f"{LAMBDAS} {TARGET} {ITERATIONS} {MIN_WORDS}".encode())
+    settings = f"{LAMBDAS} {TARGET} {ITERATIONS} {MIN_WORDS} {SCREEN_MARGIN}"
+    digest = hashlib.sha256(settings.encode())
     for path in [*sorted(FIXTURES.glob("escalation_*.jsonl")), PROTOTYPES]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -255,9 +275,14 @@ def _pr(y: np.ndarray, fired: np.ndarray) -> tuple[float, float]:
     return tp / max(1, int(fired.sum())), tp / max(1, int(y.sum()))
 
 
-def cross_validate(data: Data, label: str, lambdas: tuple[float, ...]) -> list[str]:
-    """Per held-out set: layer 1 alone, then layer 1 + the model chosen inside the others."""
+def cross_validate(
+    data: Data, label: str, lambdas: tuple[float, ...], *, screened: bool = False
+) -> list[str]:
+    """Per held-out set: layer 1 alone, then layer 1 + the model chosen inside the others;
+    `screened` (the request model): then with the screen chosen inside the others too."""
     lines = [f"{label}: held-out set, n positives, rules P/R -> rules+learned P/R (lambda, t)"]
+    if screened:
+        lines[0] += " -> with the screen P/R, read messages it stops"
     for name in sorted(set(data.groups) - {PROTOTYPE_SET}):
         held = data.groups == name
         train = _subset(data, ~held)
@@ -266,20 +291,29 @@ def cross_validate(data: Data, label: str, lambdas: tuple[float, ...]) -> list[s
         free = allowed(_subset(data, held), vetoes(train))
         y, fixed = data.y[held], data.fixed[held]
         before, after = _pr(y, fixed), _pr(y, fixed | (free & (s >= t)))
-        lines.append(
+        line = (
             f"  {name:<9} {int(y.sum()):>4}  P {before[0]:.3f} R {before[1]:.3f} -> "
             f"P {after[0]:.3f} R {after[1]:.3f}  ({lam:g}, {t:.3f})"
         )
+        if screened:
+            st = screen_threshold(train, lam, t)
+            passed = scores(data.x[held][:, SCREEN], fit(train.x[:, SCREEN], train.y, lam)) >= st
+            both = _pr(y, fixed | (free & passed & (s >= t)))
+            stopped = int((free & ~passed).sum()) / max(1, int(free.sum()))
+            line += f" -> P {both[0]:.3f} R {both[1]:.3f}, {stopped:.0%}"
+        lines.append(line)
     return lines
 
 
 def build() -> list[str]:
-    """Trains the request model on every set (+ prototypes) and writes `WEIGHTS`. (The loop
-    model is measured by `--cv`, not shipped.)"""
+    """Trains the request model and its screen on every set (+ prototypes) and writes
+    `WEIGHTS`. (The loop model is measured by `--cv`, not shipped.)"""
     requests, _ = datasets()
     vetoed = vetoes(requests)
     lam, t = choose(requests, LAMBDAS["request"])
     w, b = fit(requests.x, requests.y, lam)
+    sw, sb = fit(requests.x[:, SCREEN], requests.y, lam)
+    st = screen_threshold(requests, lam, t)
     np.savez_compressed(
         WEIGHTS,
         data_hash=np.array(data_hash()),
@@ -287,12 +321,21 @@ def build() -> list[str]:
         request_w=w,
         request_b=np.float32(b),
         request_t=np.float32(t),
+        screen_w=sw,
+        screen_b=np.float32(sb),
+        screen_t=np.float32(st),
     )
     free = allowed(requests, vetoed)
-    p, r = _pr(requests.y, requests.fixed | (free & (scores(requests.x, (w, b)) >= t)))
+    fired = free & (scores(requests.x, (w, b)) >= t)
+    passed = scores(requests.x[:, SCREEN], (sw, sb)) >= st
+    p, r = _pr(requests.y, requests.fixed | fired)
+    ps, rs = _pr(requests.y, requests.fixed | (fired & passed))
+    stopped = int((free & ~passed).sum()) / max(1, int(free.sum()))
     return [
         f"vetoes: {', '.join(sorted(vetoed)) or '-'}",
         f"request: lambda {lam:g}, threshold {t:.3f}, training P {p:.3f} R {r:.3f}",
+        f"screen: threshold {st:.4f}, training P {ps:.3f} R {rs:.3f}, stops {stopped:.0%} of"
+        " the messages the request model reads",
         f"-> {WEIGHTS.relative_to(BASE)}",
     ]
 
@@ -305,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cv:
         requests, loops = datasets()
         lines = (
-            [] if args.loops_only else cross_validate(requests, "user_request", LAMBDAS["request"])
+            []
+            if args.loops_only
+            else cross_validate(requests, "user_request", LAMBDAS["request"], screened=True)
         )
         lines += cross_validate(loops, "conversation_loop", LAMBDAS["loop"])
     else:

@@ -9,8 +9,10 @@
    vector (the one retrieval computes for local knowledge bases, from the same cache), its
    hashed words and layer 1's negative context; it fires at the threshold chosen by
    cross-validation. A negative context never seen on a request in training (a price per
-   person, "persona física", a trade agent...) vetoes it without computing the vector, and a
-   short message with no cue of a person at all ("sí por favor") is not read (`consulted`);
+   person, "persona física", a trade agent...) vetoes it without computing the vector, a
+   short message with no cue of a person at all ("sí por favor") is not read (`consulted`),
+   and a message the screen (the same features without the vector) finds far from any
+   request is not one, also without the vector;
 3. the model's own `escalate` action / intent stays a separate signal in
    `rules.escalation.evaluate_escalation` (layer "model").
 
@@ -23,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ai_agents.rules.learned import consulted, learned, request_features
+import numpy as np
+
+from ai_agents.rules.learned import consulted, learned, screen_features
 from ai_agents.rules.person_phrases import phrase_layer
 
 Embed = Callable[[str], "list[float] | tuple[float, ...]"]
@@ -57,8 +61,13 @@ def detect_person_request(text: str, *, embed: Embed | None = None) -> PersonDec
     context = verdict.detail if verdict.verdict == "not" else ""
     if built is None or context in built.vetoes or not consulted(text, verdict.verdict):
         return PersonDecision(False, "rules", verdict.detail)
+    words = screen_features(text, verdict.verdict, context)
+    screened = built.screen.probability(words)
+    if screened < built.screen.threshold:
+        detail = f"screen p {screened:.3f} < {built.screen.threshold:.3f}"
+        return PersonDecision(False, "learned", detail + (f" ({context})" if context else ""))
     model = built.request
-    vector = (embed or cached_query_vector)(text)
-    score = model.probability(request_features(text, verdict.verdict, context, vector))
+    vector = np.asarray((embed or cached_query_vector)(text), np.float32)
+    score = model.probability(np.concatenate([vector, words]))
     detail = f"p {score:.2f} / {model.threshold:.2f}" + (f" ({context})" if context else "")
     return PersonDecision(score >= model.threshold, "learned", detail, score=score)

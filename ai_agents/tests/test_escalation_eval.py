@@ -208,6 +208,25 @@ def test_the_committed_weights_were_built_from_the_committed_data() -> None:
     assert built.data_hash == person_build.data_hash()
     assert 0.0 < built.request.threshold < 1.0
     assert built.request.weights.shape == (384 + 10 + 2048,)
+    assert 0.0 < built.screen.threshold < built.request.threshold
+    assert built.screen.weights.shape == (10 + 2048,)  # the request model's, without the vector
+
+
+def test_the_screen_lets_through_every_message_the_held_out_request_model_fires_on() -> None:
+    """The screen's threshold is chosen on out-of-fold scores, below every message the request
+    model (also out of fold) fires on, and it still stops the messages far from a request."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(150, 384 + 4)).astype(np.float32)
+    y = x[:, 384] + 0.3 * x[:, 0] > 0.5  # the screen sees the first word feature, not the vector
+    groups = np.array(["a", "b", "c"] * 50)
+    data = person_build.Data(groups, x, y, np.zeros(150, bool), np.array([""] * 150))
+    t = 0.5
+    fired = person_build._out_of_fold(data, 1.0) >= t
+    screen = person_build._out_of_fold(data, 1.0, person_build.SCREEN)
+    threshold = person_build.screen_threshold(data, 1.0, t)
+    assert fired.any() and threshold > 0.0
+    assert (screen[fired] >= threshold).all()
+    assert (screen < threshold).sum() >= 10
 
 
 def test_training_is_deterministic_and_learns() -> None:

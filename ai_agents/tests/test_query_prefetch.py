@@ -122,3 +122,54 @@ def test_pipeline_starts_the_next_questions_embedding_on_arrival(
     # its confidence floor: then it offers a person and cites nothing, yet used the chunks).
     replies = Message.objects.for_tenant(tenant_a).filter(role=Message.Role.ASSISTANT)
     assert [bool(m.rag_chunks_used) for m in replies] == [True, True]
+
+
+def test_an_agent_without_a_knowledge_base_embeds_only_what_words_leave_open(
+    tenant_a: Tenant, inferences: list[tuple[str, str]]
+) -> None:
+    """No knowledge base needs the vector: an ordinary question is settled by the detector's
+    screen without one (~20 ms of CPU saved per message); an indirect request for a person is
+    read by the learned layer, over the vector computed then."""
+    from ai_agents.conversations.engine import Inbound, message_process
+    from ai_agents.services.agents import agent_create
+
+    agent = agent_create(tenant=tenant_a, data={"name": "Ana", "system_prompt": "Eres Ana."})
+    ordinary = _fresh("¿Hacen envíos a Sevilla el mismo día?")
+    result = message_process(
+        agent=agent, inbound=Inbound(text=ordinary, contact={"external_id": "c1"})
+    )
+    assert result.reply is not None and inferences == []
+
+    indirect = _fresh("Necesito que un humano revise mi caso")
+    message_process(agent=agent, inbound=Inbound(text=indirect, contact={"external_id": "c2"}))
+    assert [text for _thread, text in inferences] == [indirect]
+
+
+def test_the_loop_rule_computes_vectors_only_for_messages_the_bot_answered(
+    inferences: list[tuple[str, str]],
+) -> None:
+    """A message written while a person attended (its result has no reply) was never the
+    bot's question: after the hand-back it has no vector unless one was cached."""
+    from types import SimpleNamespace
+
+    from ai_agents.conversations.escalation_check import _loop_vectors
+    from ai_agents.conversations.history_sql import UNANSWERED
+    from ai_agents.rules.history import HistoryItem
+
+    asked, to_person, now = (
+        _fresh("¿la piscina está climatizada?"),
+        _fresh("es el pedido 1234, gracias"),
+        _fresh("o sea, ¿la piscina está caliente?"),
+    )
+    turn = SimpleNamespace(
+        text=now,
+        history=[
+            HistoryItem(role="user", content=asked),
+            HistoryItem(role="assistant", content="Abrimos de 6:00 a 22:00 todos los días."),
+            HistoryItem(role="user", content=to_person, outcome=UNANSWERED),
+        ],
+    )
+    vector_of = _loop_vectors(turn)  # type: ignore[arg-type]  # the two fields it reads
+    assert vector_of(to_person) is None
+    assert vector_of(asked) is not None and vector_of(now) is not None
+    assert sorted(text for _thread, text in inferences) == sorted([asked, now])
