@@ -109,9 +109,10 @@ def consulted(text: str, verdict: str) -> bool:
     return verdict != "none" or len(normalize(text).split()) >= MIN_WORDS
 
 
-def request_features(text: str, verdict: str, context: str, vector: Any) -> Any:
-    """The request model's input: the message vector, then `screen_features`."""
-    return np.concatenate([np.asarray(vector, np.float32), screen_features(text, verdict, context)])
+def request_features(vector: Any, screen: Any) -> Any:
+    """The request model's input: the message vector, then its `screen_features` (one order for
+    the build and the detector)."""
+    return np.concatenate([np.asarray(vector, np.float32), screen])
 
 
 def screen_features(text: str, verdict: str, context: str) -> Any:

@@ -42,6 +42,7 @@ from ai_agents.rules.learned import (
     consulted,
     loop_features,
     request_features,
+    screen_features,
 )
 from ai_agents.rules.loops import loop_detail
 from ai_agents.rules.person_phrases import phrase_layer
@@ -230,7 +231,9 @@ def datasets() -> tuple[Data, Data]:
     for c in cases:
         verdict = phrase_layer(c["message"])
         rq_x.append(
-            request_features(c["message"], verdict.verdict, verdict.detail, vec[c["message"]])
+            request_features(
+                vec[c["message"]], screen_features(c["message"], verdict.verdict, verdict.detail)
+            )
         )
         rq_y.append(c["reason"] == "user_request")
         rq_fixed.append(verdict.verdict == "request")
@@ -251,7 +254,8 @@ def datasets() -> tuple[Data, Data]:
     )
     for p in protos:
         verdict = phrase_layer(p["text"])
-        rq_x.append(request_features(p["text"], verdict.verdict, verdict.detail, vec[p["text"]]))
+        words = screen_features(p["text"], verdict.verdict, verdict.detail)
+        rq_x.append(request_features(vec[p["text"]], words))
         rq_y.append(p["label"])
         rq_fixed.append(verdict.verdict == "request")
         rq_groups.append(PROTOTYPE_SET)

@@ -25,9 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
-from ai_agents.rules.learned import consulted, learned, screen_features
+from ai_agents.rules.learned import consulted, learned, request_features, screen_features
 from ai_agents.rules.person_phrases import phrase_layer
 
 Embed = Callable[[str], "list[float] | tuple[float, ...]"]
@@ -67,7 +65,7 @@ def detect_person_request(text: str, *, embed: Embed | None = None) -> PersonDec
         detail = f"screen p {screened:.3f} < {built.screen.threshold:.3f}"
         return PersonDecision(False, "learned", detail + (f" ({context})" if context else ""))
     model = built.request
-    vector = np.asarray((embed or cached_query_vector)(text), np.float32)
-    score = model.probability(np.concatenate([vector, words]))
+    vector = (embed or cached_query_vector)(text)
+    score = model.probability(request_features(vector, words))
     detail = f"p {score:.2f} / {model.threshold:.2f}" + (f" ({context})" if context else "")
     return PersonDecision(score >= model.threshold, "learned", detail, score=score)
