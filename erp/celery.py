@@ -7,6 +7,7 @@ is restored around the task's execution, so one id follows a message from webhoo
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import threading
@@ -15,6 +16,10 @@ from typing import Any, NamedTuple
 
 from celery import Celery, Task, signals
 from celery.apps.beat import Beat
+from celery.fixups.django import (  # type: ignore[attr-defined]  # celery-types lacks it
+    DjangoFixup,
+    DjangoWorkerFixup,
+)
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from kombu import Exchange, Queue
@@ -91,7 +96,48 @@ class _Celery(Celery):
         return self.subclass_with_self(BeatWithoutTasks)
 
 
-app = _Celery("erp", task_cls=ContextTask)
+class _PoolKeepingWorkerFixup(DjangoWorkerFixup):
+    """Celery's Django worker fix-up, except that a prefork child keeps its connection pool
+    from task to task. Celery closes a prefork child's pool before and after every task
+    (celery#10554): two new PostgreSQL sessions per message answered, each loading the catalog
+    again, which was most of the database's CPU per message in bench/webhook_load.py. Around a
+    task each connection still goes back to the pool (`close()`); the pool itself is closed
+    where it must be, in a child just forked (`on_worker_process_init`: the parent's pool is
+    not the child's to use)."""
+
+    def close_database(self, **kwargs: Any) -> None:
+        for conn in self._db.connections.all(initialized_only=True):
+            with contextlib.suppress(*self.interface_errors):
+                try:
+                    conn.close()
+                except self.DatabaseError as exc:
+                    if "closed" not in str(exc) and "not connected" not in str(exc):
+                        raise
+
+
+class _DjangoFixup(DjangoFixup):
+    _worker_fixup: DjangoWorkerFixup | None
+
+    @property
+    def worker_fixup(self) -> DjangoWorkerFixup:
+        if self._worker_fixup is None:
+            self._worker_fixup = _PoolKeepingWorkerFixup(self.app)
+        return self._worker_fixup
+
+    @worker_fixup.setter
+    def worker_fixup(self, value: DjangoWorkerFixup) -> None:
+        self._worker_fixup = value
+
+
+def django_fixup(app: Celery) -> DjangoFixup:
+    """Celery's Django fix-up (django.setup() before tasks load, connections handed back
+    around each task) with `_PoolKeepingWorkerFixup` for the worker."""
+    fixup = _DjangoFixup(app)
+    fixup.install()
+    return fixup
+
+
+app = _Celery("erp", task_cls=ContextTask, fixups=["erp.celery:django_fixup"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = [
     Queue("realtime", Exchange("realtime"), routing_key="realtime"),

@@ -114,9 +114,10 @@ DATABASE_APP_PASSWORD = env_str("DATABASE_APP_PASSWORD") or ""
 # (CONN_MAX_AGE) are never reused and pile up until PostgreSQL refuses new clients. A psycopg
 # pool per process bounds them: at most DB_POOL_MAX_SIZE connections per web/worker process,
 # however many threads (ASGI requests, real-time worker threads) the process runs; a thread
-# returns its connection when Django closes it (end of request; Celery's Django fixup closes a
-# task's connections before and after it). `make run` and docker-compose give each process its
-# share of a budget of 20 (erp/supervisor.py DB_POOL_PER_CHILD); 10 is for a process started alone.
+# returns its connection when Django closes it (end of request; the worker's Django fix-up,
+# erp/celery.py, hands a task's connections back before and after it and keeps the pool).
+# `make run` and docker-compose give each process its share of a budget of 20
+# (erp/supervisor.py DB_POOL_PER_CHILD); 10 is for a process started alone.
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # A database that is down must cost a request seconds at most, never minutes: connecting gives
 # up after DB_CONNECT_TIMEOUT_SECONDS (libpq's minimum is 2), waiting for a pooled connection
