@@ -14,9 +14,10 @@ once) and the fake Graph API (`erp.testing.fake_graph`, counts the replies it re
 uvicorn (1 worker, like `make run`) serving erp.asgi and a Celery worker (`-Q realtime`,
 by default Celery's process pool with `--workers` processes, as before issue 14; `make run`
 and docker-compose run the real-time queue on the threads pool: `--pool threads --workers N`
-for N threads), both with the production connection pool. (With the process pool, Celery's
-Django fix-up closes the connection pool before and after every task: each task opens new
-PostgreSQL sessions, about 2 per message, which the threads pool does not.)
+for N threads), both with the production connection pool. (Celery's own Django fix-up closes
+a process's connection pool before and after every task: about 2 new PostgreSQL sessions per
+message, each loading the catalog again. Ours, erp/celery.py, keeps it; "sessions" in the
+database line shows which ran.)
 
 Load: `--posts` signed POSTs to /webhooks/whatsapp from `--concurrency` client threads, one
 message per POST (Meta's usual batch), `--per-customer` messages per customer (so some wait
