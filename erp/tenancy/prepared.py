@@ -39,7 +39,7 @@ import hashlib
 import re
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -102,10 +102,19 @@ class _Named:
 
 
 _PLACEHOLDER = re.compile(r"%%|%s")
+_KEYED_PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s")
 
 
 @lru_cache(maxsize=512)
-def _named(sql: str, types: tuple[str, ...]) -> _Named:
+def _keys(sql: str) -> tuple[str, ...]:
+    """The names of a statement's %(name)s placeholders, in order of first appearance."""
+    return tuple(dict.fromkeys(m.group(1) for m in _KEYED_PLACEHOLDER.finditer(sql) if m.group(1)))
+
+
+@lru_cache(maxsize=512)
+def _named(sql: str, types: tuple[str, ...], keys: tuple[str, ...] = ()) -> _Named:
+    """`keys`: the statement's placeholders are %(name)s, each name one parameter ($n of its
+    place in `keys`) however often it appears; without, they are %s, one parameter each."""
     digest = hashlib.blake2b(f"{sql}\0{','.join(types)}".encode(), digest_size=12).hexdigest()
     name = _PREFIX + digest
     count = 0
@@ -117,7 +126,13 @@ def _named(sql: str, types: tuple[str, ...]) -> _Named:
         count += 1
         return f"${count}"
 
-    body = _PLACEHOLDER.sub(number, sql)
+    if keys:
+        body = _KEYED_PLACEHOLDER.sub(
+            lambda m: "%%" if m.group() == "%%" else f"${keys.index(m.group(1)) + 1}", sql
+        )
+        count = len(keys)
+    else:
+        body = _PLACEHOLDER.sub(number, sql)
     assert count == len(types), "a statement's %s placeholders and its values differ"
     declared = f" ({', '.join(types)})" if types else ""
     execute = f"EXECUTE {name}({', '.join(['%s'] * count)})" if count else f"EXECUTE {name}"
@@ -143,13 +158,27 @@ class Batch:
             self._state.unsure = True
 
 
-def batch(connection: Any, statements: Sequence[tuple[str, list[Any]]], cursor: Any) -> Batch:
+def batch(
+    connection: Any,
+    statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any]]],
+    cursor: Any,
+) -> Batch:
     """The query running `statements` by name on `connection` (psycopg's), preparing those
-    it has not prepared yet. `cursor`: Django's, to read the server's list when unsure."""
+    it has not prepared yet. `cursor`: Django's, to read the server's list when unsure.
+    A statement's values are a list (%s placeholders) or a mapping (%(name)s placeholders,
+    each name one parameter of the prepared statement)."""
     state = _connections.get(connection)
     if state is None:
         state = _connections[connection] = _Connection()
-    named = [_named(sql, tuple(_sql_type(p) for p in params)) for sql, params in statements]
+    keyed = [_keys(sql) if isinstance(params, Mapping) else () for sql, params in statements]
+    values_of = [
+        [params[key] for key in keys] if isinstance(params, Mapping) else params
+        for (_sql, params), keys in zip(statements, keyed, strict=True)
+    ]
+    named = [
+        _named(sql, tuple(_sql_type(p) for p in values), keys)
+        for (sql, _params), values, keys in zip(statements, values_of, keyed, strict=True)
+    ]
     missing = [n for n in named if n.name not in state.names]
     if missing and state.unsure:
         _reload(state, cursor)
@@ -158,17 +187,34 @@ def batch(connection: Any, statements: Sequence[tuple[str, list[Any]]], cursor: 
     new = list(dict.fromkeys(n.name for n in missing))[: max(room, 0)]
     by_name = {n.name: n for n in missing}
     prepares = [by_name[name].prepare for name in new]
-    texts = [
-        n.execute if n.name in state.names or n.name in new else sql
-        for n, (sql, _params) in zip(named, statements, strict=True)
-    ]
+    texts: list[str] = []
+    sent_values: list[Any] = []
+    for n, (sql, params), values in zip(named, statements, values_of, strict=True):
+        if n.name in state.names or n.name in new:
+            texts.append(n.execute)
+            sent_values.extend(values)
+        else:
+            written, written_values = _written_out(sql, params)
+            texts.append(written)
+            sent_values.extend(written_values)
     return Batch(
         sql=";\n".join([*prepares, *texts]),
-        params=[p for _sql, statement_params in statements for p in statement_params],
+        params=sent_values,
         skip=len(prepares),
         _state=state,
         _new=new,
     )
+
+
+def _written_out(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """The statement as sent when it is not run by name: with %s placeholders, one value per
+    placeholder (a %(name)s one takes its value each time it appears)."""
+    if not isinstance(params, Mapping):
+        return sql, list(params)
+    found = [m.group(1) for m in _KEYED_PLACEHOLDER.finditer(sql) if m.group(1)]
+    return _KEYED_PLACEHOLDER.sub(lambda m: m.group() if m.group() == "%%" else "%s", sql), [
+        params[key] for key in found
+    ]
 
 
 def _reload(state: _Connection, cursor: Any) -> None:

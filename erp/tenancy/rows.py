@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Model)
 Statement = tuple[str, list[Any]]  # SQL with %s placeholders (a literal % written %%), params
+KeyedStatement = tuple[str, Mapping[str, Any]]  # SQL with %(name)s placeholders, values by name
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Outcome:
     rowcount: int
 
 
-def run_together(statements: Sequence[Statement]) -> list[Outcome]:
+def run_together(statements: Sequence[Statement | KeyedStatement]) -> list[Outcome]:
     """The statements in ONE round trip, in order; one `Outcome` each. PostgreSQL runs them as
     separate commands (each with its own snapshot under READ COMMITTED); an error stops the
     rest and is raised. Each is prepared once per connection and run by name

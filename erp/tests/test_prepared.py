@@ -103,6 +103,24 @@ def test_a_connection_prepares_no_more_than_its_share(monkeypatch):
     assert _server_statements() == before  # sent as written
 
 
+def test_named_placeholders_are_one_parameter_each_however_often_they_appear(monkeypatch):
+    """The knowledge search's statement: %(name)s placeholders, some repeated."""
+    sql = _unique("SELECT %(a)s::int + %(b)s::int * %(a)s::int, %(b)s::int, '100%%'")
+    values = {"a": 2, "b": 10}
+    assert rows.run_together([(sql, values)])[0].rows == [(22, 10, "100%")]
+    ours = [t for t in _server_statements().values() if sql.split("/*")[1] in t]
+    assert len(ours) == 1 and "SELECT $1::int + $2::int * $1::int, $2::int, '100%'" in ours[0]
+    assert rows.run_together([(sql, {"a": 3, "b": 1})])[0].rows == [(6, 1, "100%")]
+
+    # Written out when the connection has prepared its share: the same result.
+    state = prepared._connections[connection.connection]
+    monkeypatch.setattr(prepared, "MAX_PER_CONNECTION", len(state.names))
+    other = _unique("SELECT %(a)s::int - %(b)s::int + %(a)s::int")
+    before = _server_statements()
+    assert rows.run_together([(other, values)])[0].rows == [(-6,)]
+    assert _server_statements() == before
+
+
 @pytest.mark.django_db(transaction=True)
 def test_outside_a_transaction_the_round_trip_is_still_all_or_nothing(tenant_a):
     with tenant_scope(tenant_a):
