@@ -182,8 +182,10 @@ def test_small_tenants_are_searched_exactly_with_recall_one_and_the_large_one_th
     # (The first five runs of a prepared statement are planned with their values.)
     used_hnsw, generic = _prepared_plan(data, small[0], small_vector)
     assert used_hnsw is False and generic >= len(small) + 1 - 5
-    used_hnsw, generic_after = _prepared_plan(data, large, large_vector)
-    assert used_hnsw is True and generic_after == generic + 1
+    # Whichever plan PostgreSQL picks for the next run (new statistics after an ANALYZE of the
+    # chunk table may bring a custom plan back), the chunk count picks the branch.
+    used_hnsw, _generic = _prepared_plan(data, large, large_vector)
+    assert used_hnsw is True
 
     vector, truth = data.query(large)
     hits = _search(large, data.bases[large.pk][0], vector, monkeypatch)
