@@ -40,6 +40,18 @@ def _window(agent: Any, quiet_ms: int, max_ms: int = 8000, **more: Any) -> None:
     agent.save(update_fields=["processing_config"])
 
 
+def _recheck_window(agent: Any, monkeypatch: pytest.MonkeyPatch) -> int:
+    """A quiet window the re-check's task meets inside its last BURST_EARLY_S, widened (1.5 s
+    early, due 1.4 s after the first message) so a slow machine's reads before the re-check
+    looks (conversation, typing, media) cannot use the window up. Returns it in ms."""
+    from ai_agents import tasks
+
+    monkeypatch.setattr(tasks, "BURST_EARLY_S", 1.5)
+    quiet_ms = int(tasks.BURST_EARLY_S * 1000) - 100
+    _window(agent, quiet_ms, 8000)
+    return quiet_ms
+
+
 def _together(texts: list[str], prefix: str, **kw: Any) -> dict[str, Any]:
     """One webhook delivery carrying `texts` from one customer (ids `wamid.<prefix>-<n>`)."""
     data = text_payload(texts[0], f"wamid.{prefix}-0", **kw)
@@ -269,15 +281,14 @@ def test_a_waiting_burst_says_when_it_is_due_its_newest_message_and_its_text(
 
 @pytest.mark.django_db
 def test_a_recheck_queued_before_the_burst_is_due_waits_for_it_then_answers(
-    line: Line, wa_binding: Any
+    line: Line, wa_binding: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The re-check is queued BURST_EARLY_S before the burst is due (its reads done by then):
     it waits the rest out and the reply is never stored before the quiet window ends."""
     from ai_agents import tasks
     from ai_agents.tests.channels.whatsapp.support import respond, stored
 
-    quiet_ms = int(tasks.BURST_EARLY_S * 1000) - 30
-    _window(wa_binding.agent, quiet_ms, 8000)
+    quiet_ms = _recheck_window(wa_binding.agent, monkeypatch)
     respond(line.google, "Sí, enviamos.")
     first = stored(wa_binding.agent, BURST[0], "wamid.early-0", wa_binding)
 
@@ -297,14 +308,15 @@ def test_a_message_arriving_while_the_recheck_waits_starts_the_burst_again(
     from ai_agents.conversations.store import conversation_load
     from ai_agents.tests.channels.whatsapp.support import stored
 
-    quiet_ms = int(tasks.BURST_EARLY_S * 1000) - 30
-    _window(wa_binding.agent, quiet_ms, 8000)
+    _recheck_window(wa_binding.agent, monkeypatch)
     first = stored(wa_binding.agent, BURST[0], "wamid.again-0", wa_binding)
     later: list[Message] = []
 
     def customer_writes_meanwhile(seconds: float) -> None:
-        later.append(stored(wa_binding.agent, BURST[1], "wamid.again-1", wa_binding))
+        # At the end of the wait, so the new message's quiet window is still open (whatever
+        # the machine's speed) when the re-check looks again.
         time.sleep(seconds)
+        later.append(stored(wa_binding.agent, BURST[1], "wamid.again-1", wa_binding))
 
     monkeypatch.setattr(tasks, "_sleep", customer_writes_meanwhile)
 
