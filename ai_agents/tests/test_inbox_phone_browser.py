@@ -69,7 +69,16 @@ def _actions_fit(page: Any, primary: str, language: str, where: str, *, shot: Pa
         # A panel opened from "Más" gives the focus back to "Más" when Esc closes it.
         toggle.click()
         page.locator("#inbox-more-toggle").click()
+        details = page.locator("#inbox-more")
+        expect(details).to_be_visible()
+        # "Más" opened again over the panel: one Esc closes the menu, the next the panel.
+        toggle.click()
+        expect(page.locator("#inbox-release")).to_be_visible()
         page.keyboard.press("Escape")
+        expect(page.locator("#inbox-release")).to_be_hidden()
+        expect(details).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(details).to_be_hidden()
         expect(toggle).to_be_focused()
 
 

@@ -28,11 +28,14 @@
   document.addEventListener("click", function (event) {
     if (isOpen() && !menu.contains(event.target) && !toggle.contains(event.target)) setOpen(false);
   });
+  // Esc closes the menu only, not a panel opened from it earlier as well: heard first (the
+  // capture phase) and marked handled, which the conversation's own Esc respects.
   document.addEventListener("keydown", function (event) {
-    if (event.key === "Escape" && isOpen()) {
+    if (event.key === "Escape" && isOpen() && !event.defaultPrevented) {
+      event.preventDefault();
       setOpen(false);
       toggle.focus();
     }
-  });
+  }, true);
   setOpen(false);
 })();
