@@ -1,7 +1,8 @@
 """What tells a person that a customer is waiting, and how they want to be told.
 
 `GET /inbox/waiting`        {"count", "conversations": [{"id", "contact", "channel_label",
-                            "reason_label", "tenant", "url"}]}: the list's "Esperando respuesta"
+                            "reason_label", "tenant", "url", "alert"}]} (`waiting_rows`'s
+                            WAITING_SHOWN of them): the list's "Esperando respuesta"
                             tab without filters (the customer's last word unanswered by a
                             person, held or not): the page's title count, equal to the tab's
                             badge; a new id is a browser notification / sound when asked for,
@@ -16,19 +17,17 @@ import json
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Case, Q, Value, When
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ai_agents.inbox import labels
 from ai_agents.models import Conversation, InboxPreference
 from ai_agents.rules.escalation_labels import conversation_escalation
-from ai_agents.selectors.conversations import (
-    ConversationFilters,
-    conversation_list,
-    conversation_ordering,
-)
+from ai_agents.selectors.conversations import ConversationFilters, conversation_list
 from ai_agents.services.handoff import claim_is_valid
 from erp.tenancy.scoping import tenant_scope
 from erp.tenancy.selectors import tenant_ids_for
@@ -38,12 +37,23 @@ PREFERENCE_FIELDS = ("notify_desktop", "notify_sound")
 MAX_BODY = 1000
 
 
-def waiting_rows(tenant_ids: list[int]) -> tuple[int, list[Conversation]]:
+def waiting_rows(tenant_ids: list[int], *, user_id: Any) -> tuple[int, list[Conversation]]:
     """How many conversations the waiting tab holds (what a person must act on: a claim alone
-    answers nobody), and the longest-waiting few. Callers set the tenant scope."""
+    answers nobody), and the WAITING_SHOWN a new alert can come from: the ones that alert
+    this person first (nobody holds them under a running lease, or they do), those that
+    started waiting most recently first. So a conversation that starts waiting is listed
+    however many wait longer, and one whose colleague's lease ran out ahead of colleagues'
+    (not ahead of twenty newer ones for this person). Callers set the tenant scope."""
     filters = ConversationFilters(tenant_ids=tuple(sorted(tenant_ids)), tab="waiting")
     rows = conversation_list(filters=filters, user_id=None)
-    shown = rows.order_by(*conversation_ordering(filters))
+    held_by_other = (
+        Q(assigned_to__isnull=False)
+        & Q(claim_expires_at__gt=timezone.now())
+        & ~Q(assigned_to_id=user_id)
+    )
+    shown = rows.annotate(
+        for_me=Case(When(held_by_other, then=Value(0)), default=Value(1))
+    ).order_by("-for_me", "-waiting_key", "-id")
     return rows.count(), list(shown[:WAITING_SHOWN])
 
 
@@ -52,7 +62,7 @@ def waiting_rows(tenant_ids: list[int]) -> tuple[int, list[Conversation]]:
 def inbox_waiting(request: HttpRequest) -> JsonResponse:
     tenant_ids = tenant_ids_for(request.user)
     with tenant_scope(*tenant_ids):
-        count, rows = waiting_rows(tenant_ids)
+        count, rows = waiting_rows(tenant_ids, user_id=request.user.pk)
         body = _waiting_body(count, rows, user_id=request.user.pk)
     return JsonResponse(body)
 

@@ -7,13 +7,16 @@ as words in the tenant's zone."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from ai_agents.models import Contact, InboxPreference
+from ai_agents.inbox.alerts import WAITING_SHOWN
+from ai_agents.models import Contact, Conversation, InboxPreference
 from ai_agents.rules.inbox_labels import contact_display_name
 from ai_agents.services import handoff
 from ai_agents.tests.handoff_helpers import agent_for, conversation_make
@@ -64,6 +67,38 @@ def test_waiting_counts_the_members_tenants_unanswered_conversations_only(
     assert (
         _client(owner.user).get("/inbox/waiting", HTTP_ACCEPT="application/json").status_code == 200
     )
+
+
+@pytest.mark.django_db
+def test_a_conversation_that_starts_waiting_is_listed_however_many_wait_longer(
+    owner: Persona, member: Persona
+) -> None:
+    """The page alerts on ids it has not seen: past WAITING_SHOWN older waiting conversations,
+    a new one (or a colleague's whose lease ran out) must still be in the list."""
+    agent = agent_for(owner.tenant)
+    older = [
+        conversation_make(agent, thread=f"old-{n}", escalated_minutes_ago=60 + n)
+        for n in range(WAITING_SHOWN + 1)
+    ]
+    colleagues = conversation_make(agent, thread="colleague", escalated_minutes_ago=10)
+    handoff.conversation_claim(colleagues, member.user)
+    client = _client(owner.user)
+
+    def listed() -> dict[str, bool]:
+        body = client.get("/inbox/waiting").json()
+        assert len(body["conversations"]) == WAITING_SHOWN
+        return {r["id"]: r["alert"] for r in body["conversations"]}
+
+    assert str(colleagues.pk) not in listed()  # theirs: behind the ones for this person
+    new = conversation_make(agent, thread="new", escalated_minutes_ago=1)
+    assert listed()[str(new.pk)] is True
+    assert str(older[-1].pk) not in listed()  # the longest-waiting drop out of the list
+
+    Conversation.objects.for_tenant(owner.tenant).filter(pk=colleagues.pk).update(
+        claim_expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    assert listed()[str(colleagues.pk)] is True
+    assert client.get("/inbox/waiting").json()["count"] == WAITING_SHOWN + 3
 
 
 @pytest.mark.django_db
