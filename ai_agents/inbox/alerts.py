@@ -33,6 +33,8 @@ from erp.tenancy.scoping import tenant_scope
 from erp.tenancy.selectors import tenant_ids_for
 
 WAITING_SHOWN = 20
+# `for_me` annotated in waiting_rows; `waiting_key` by conversation_list's waiting tab
+_NEWEST_FOR_ME = ("-for_me", "-waiting_key", "-id")
 PREFERENCE_FIELDS = ("notify_desktop", "notify_sound")
 MAX_BODY = 1000
 
@@ -53,7 +55,7 @@ def waiting_rows(tenant_ids: list[int], *, user_id: Any) -> tuple[int, list[Conv
     )
     shown = rows.annotate(
         for_me=Case(When(held_by_other, then=Value(0)), default=Value(1))
-    ).order_by("-for_me", "-waiting_key", "-id")
+    ).order_by(*_NEWEST_FOR_ME)
     return rows.count(), list(shown[:WAITING_SHOWN])
 
 
