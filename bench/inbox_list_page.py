@@ -10,8 +10,10 @@ one list page: the page of 25 cards (`inbox_page_read`: the tab's query plus the
 counts under the same filters and search), the filter choices, the card fields and the cards
 template, in Spanish. Request kinds: each tab without search, the waiting tab with a common
 word, an accent-less word and a contact's name, a search with a channel filter, and the
-second page ("cargar más") of the bot tab. Prints P50/P95 per kind of the time in the database
-(every statement, results received) and of the whole call, and the machine's load average.
+second page ("cargar más") of the bot tab; and what `/inbox/waiting` does (the title count
+and the alerts' rows, which every open inbox page re-reads on each live event). Prints P50/P95
+per kind of the time in the database (every statement, results received) and of the whole
+call, and the machine's load average.
 `--smoke`: a tiny size, seconds (the suite runs it so the bench cannot rot).
 """
 
@@ -23,6 +25,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from django.db import connection  # noqa: E402
 from inbox_search import _copy_messages, _load_tenant, fold  # noqa: E402  (its loaders)
 
 PAGE = 25
+ALERTS = "alerts: /inbox/waiting"
 
 
 def main() -> None:
@@ -83,7 +87,15 @@ def _page(tenant_id: int, params: dict[str, str]) -> int:
     return html.count("inbox-card ")
 
 
-def _timed(tenant_id: int, params: dict[str, str]) -> tuple[float, float, int]:
+def _alerts(tenant_id: int) -> int:
+    """`/inbox/waiting`'s work minus HTTP: the waiting tab's count and the alerts' rows."""
+    from ai_agents.inbox.alerts import _waiting_body, waiting_rows
+
+    count, rows = waiting_rows([tenant_id], user_id=1)
+    return len(_waiting_body(count, rows, user_id=1)["conversations"])
+
+
+def _timed(work: Callable[[], int]) -> tuple[float, float, int]:
     spent = [0.0]
 
     def wrapper(execute: Any, sql: str, sql_params: Any, many: bool, context: Any) -> Any:
@@ -95,7 +107,7 @@ def _timed(tenant_id: int, params: dict[str, str]) -> tuple[float, float, int]:
 
     with connection.execute_wrapper(wrapper):
         t0 = time.perf_counter()
-        cards = _page(tenant_id, params)
+        cards = work()
         whole = (time.perf_counter() - t0) * 1000
     return spent[0], whole, cards
 
@@ -135,23 +147,28 @@ def run(args: argparse.Namespace) -> None:
         first = inbox_page_read(params={"tab": "bot"}, tenant_ids=(tenant.pk,), user_id=1)
         if first.next_cursor:
             requests.append(("bot tab, page 2", {"tab": "bot", "after": first.next_cursor}))
-        for _kind, params in requests:  # warm-up
-            _page(tenant.pk, dict(params))
+        works: list[tuple[str, Callable[[], int]]] = [
+            (kind, lambda params=params: _page(tenant.pk, dict(params)))
+            for kind, params in requests
+        ]
+        works.append((ALERTS, lambda: _alerts(tenant.pk)))
+        for _kind, work in works:  # warm-up
+            work()
         for _ in range(args.rounds):
-            for kind, params in requests:
-                database, elapsed, cards = _timed(tenant.pk, dict(params))
+            for kind, work in works:
+                database, elapsed, cards = _timed(work)
                 in_db.setdefault(kind, []).append(database)
                 whole.setdefault(kind, []).append(elapsed)
                 shown[kind] = cards
     for kind, values in whole.items():
         db = in_db[kind]
         print(
-            f"{kind:>21}: database P50 {statistics.median(db):6.1f} ms, "
+            f"{kind:>22}: database P50 {statistics.median(db):6.1f} ms, "
             f"P95 {percentile(db, 0.95):6.1f} ms; whole page work P50 "
             f"{statistics.median(values):6.1f} ms, P95 {percentile(values, 0.95):6.1f} ms "
             f"({shown[kind]} cards)"
         )
-    every = [t for values in whole.values() for t in values]
+    every = [t for kind, values in whole.items() if kind != ALERTS for t in values]
     print(
         f"all kinds, whole page work (cards + 5 tab counts + filter choices + template): "
         f"P50 {statistics.median(every):.1f} ms, P95 {percentile(every, 0.95):.1f} ms "
