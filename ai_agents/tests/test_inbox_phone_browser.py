@@ -43,6 +43,17 @@ OUT_OF_VIEW = """(selector) => {
 }"""
 
 
+# The visible actions in tab (document) order and in reading order (row, then left to right).
+ORDERS = """() => {
+  const shown = [...document.querySelectorAll(".conv-head .actions button")]
+    .filter(e => e.getClientRects().length > 0)
+    .map(e => [e.id, e.getBoundingClientRect()]);
+  const reading = [...shown].sort(([, a], [, b]) =>
+    Math.abs(a.top - b.top) > a.height / 2 ? a.top - b.top : a.left - b.left);
+  return {tab: shown.map(([id]) => id), reading: reading.map(([id]) => id)};
+}"""
+
+
 def _fits(page: Any, selector: str, where: str) -> None:
     facts = page.evaluate(OUT_OF_VIEW, selector)
     assert facts["out"] == [], f"{where}: {facts}"
@@ -56,6 +67,8 @@ def _actions_fit(page: Any, primary: str, language: str, where: str, *, shot: Pa
     close = actions.get_by_role("button", name=WORDS[language][2], exact=True)
     expect(close).to_be_in_viewport(ratio=1)
     _fits(page, ".conv-head .actions button", where)
+    orders = page.evaluate(ORDERS)
+    assert orders["tab"] == orders["reading"], f"{where}: Tab order is not reading order"
     toggle = page.locator("#inbox-actions-toggle")
     if toggle.is_visible():
         expect(toggle).to_have_text(WORDS[language][3] + " ▾")
