@@ -82,6 +82,8 @@ def test_a_conversation_that_starts_waiting_is_listed_however_many_wait_longer(
     ]
     colleagues = conversation_make(agent, thread="colleague", escalated_minutes_ago=10)
     handoff.conversation_claim(colleagues, member.user)
+    mine = conversation_make(agent, thread="mine", escalated_minutes_ago=30)
+    handoff.conversation_claim(mine, owner.user)  # held by the viewer: it alerts them
     client = _client(owner.user)
 
     def listed() -> dict[str, bool]:
@@ -89,7 +91,9 @@ def test_a_conversation_that_starts_waiting_is_listed_however_many_wait_longer(
         assert len(body["conversations"]) == WAITING_SHOWN
         return {r["id"]: r["alert"] for r in body["conversations"]}
 
-    assert str(colleagues.pk) not in listed()  # theirs: behind the ones for this person
+    first = listed()
+    assert str(colleagues.pk) not in first  # theirs: behind the ones for this person
+    assert first[str(mine.pk)] is True
     new = conversation_make(agent, thread="new", escalated_minutes_ago=1)
     assert listed()[str(new.pk)] is True
     assert str(older[-1].pk) not in listed()  # the longest-waiting drop out of the list
@@ -98,7 +102,7 @@ def test_a_conversation_that_starts_waiting_is_listed_however_many_wait_longer(
         claim_expires_at=timezone.now() - timedelta(minutes=1)
     )
     assert listed()[str(colleagues.pk)] is True
-    assert client.get("/inbox/waiting").json()["count"] == WAITING_SHOWN + 3
+    assert client.get("/inbox/waiting").json()["count"] == WAITING_SHOWN + 4
 
 
 @pytest.mark.django_db

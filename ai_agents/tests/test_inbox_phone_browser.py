@@ -60,6 +60,15 @@ def _fits(page: Any, selector: str, where: str) -> None:
     assert facts["page"] <= 0, f"{where}: {facts}"
 
 
+def _open_details(page: Any) -> None:
+    """The Detalles panel, from "Más" on a phone."""
+    toggle = page.locator("#inbox-actions-toggle")
+    if toggle.is_visible():
+        toggle.click()
+    page.locator("#inbox-more-toggle").click()
+    expect(page.locator("#inbox-more")).to_be_visible()
+
+
 def _actions_fit(page: Any, primary: str, language: str, where: str, *, shot: Path) -> None:
     actions = page.locator(".conv-head .actions")
     if primary:
@@ -69,6 +78,15 @@ def _actions_fit(page: Any, primary: str, language: str, where: str, *, shot: Pa
     _fits(page, ".conv-head .actions button", where)
     orders = page.evaluate(ORDERS)
     assert orders["tab"] == orders["reading"], f"{where}: Tab order is not reading order"
+    if close.is_enabled():  # Esc closes the dialog over a panel, not the panel too
+        _open_details(page)
+        close.click()
+        expect(page.locator("#inbox-close-dialog")).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(page.locator("#inbox-close-dialog")).to_be_hidden()
+        expect(page.locator("#inbox-more")).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(page.locator("#inbox-more")).to_be_hidden()
     toggle = page.locator("#inbox-actions-toggle")
     if toggle.is_visible():
         expect(toggle).to_have_text(WORDS[language][3] + " ▾")

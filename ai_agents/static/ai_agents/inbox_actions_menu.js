@@ -28,10 +28,15 @@
   document.addEventListener("click", function (event) {
     if (isOpen() && !menu.contains(event.target) && !toggle.contains(event.target)) setOpen(false);
   });
-  // Esc closes the menu only, not a panel opened from it earlier as well: heard first (the
-  // capture phase) and marked handled, which the conversation's own Esc respects.
+  // Esc in the menu (or on "Más") closes the menu only, not a panel opened from it earlier as
+  // well: heard first (the capture phase) and marked handled, which the conversation's own
+  // Esc respects. Esc elsewhere (the reply box's canned list) is left to whoever has focus.
+  function inMenu(target) {
+    return target === toggle || menu.contains(target) || target === document.body;
+  }
   document.addEventListener("keydown", function (event) {
-    if (event.key === "Escape" && isOpen() && !event.defaultPrevented) {
+    if (event.key === "Escape" && isOpen() && !event.defaultPrevented && inMenu(event.target)
+        && toggle.getClientRects().length > 0) {
       event.preventDefault();
       setOpen(false);
       toggle.focus();

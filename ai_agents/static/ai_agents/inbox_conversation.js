@@ -367,8 +367,9 @@
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target === text) {
       event.preventDefault();
       if (!send.disabled) form.requestSubmit();
-    } else if (event.key === "Escape" && event.defaultPrevented) {
-      return;  // handled: the "Más" menu closed (inbox_actions_menu.js), the panel stays
+    } else if (event.key === "Escape"
+               && (event.defaultPrevented || document.querySelector("dialog[open]"))) {
+      return;  // the "Más" menu (inbox_actions_menu.js) or a dialog closes; the panel stays
     } else if (event.key === "Escape" && !assignPanel.hidden) {
       setAssign(false);
       focusBack(buttons.assign);
