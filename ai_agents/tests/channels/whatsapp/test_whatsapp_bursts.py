@@ -291,10 +291,19 @@ def test_a_recheck_queued_before_the_burst_is_due_waits_for_it_then_answers(
     quiet_ms = _recheck_window(wa_binding.agent, monkeypatch)
     respond(line.google, "Sí, enviamos.")
     first = stored(wa_binding.agent, BURST[0], "wamid.early-0", wa_binding)
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(tasks, "_sleep", sleep)
 
     tasks.channel_conversation_answer(str(first.conversation_id), str(first.pk), True)
 
     [reply] = _replies(line.tenant)
+    # It waited (once, the rest of the window), not answered at once past a used-up window.
+    assert len(waits) == 1 and 0 < waits[0] <= tasks.BURST_EARLY_S + tasks.BURST_CLOCK_S
     assert (reply.created_at - first.created_at).total_seconds() >= quiet_ms / 1000
     assert [b["text"]["body"] for b in line.graph.sent] == ["Sí, enviamos."]
 
