@@ -92,7 +92,7 @@ def _alerts(tenant_id: int) -> int:
     from ai_agents.inbox.alerts import _waiting_body, waiting_rows
 
     count, rows = waiting_rows([tenant_id], user_id=1)
-    return len(_waiting_body(count, rows, user_id=1)["conversations"])
+    return len(_waiting_body(count, rows)["conversations"])
 
 
 def _timed(work: Callable[[], int]) -> tuple[float, float, int]:

@@ -1,7 +1,7 @@
 """What tells a person that a customer is waiting, and how they want to be told.
 
 `GET /inbox/waiting`        {"count", "conversations": [{"id", "contact", "channel_label",
-                            "reason_label", "tenant", "url", "alert"}]} (`waiting_rows`'s
+                            "reason_label", "tenant", "url", "alert", "since"}]} (`waiting_rows`'s
                             WAITING_SHOWN of them): the list's "Esperando respuesta"
                             tab without filters (the customer's last word unanswered by a
                             person, held or not): the page's title count, equal to the tab's
@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.db.models import Case, Q, Value, When
+from django.db.models import BooleanField, Case, Value, When
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -28,7 +29,7 @@ from ai_agents.inbox import labels
 from ai_agents.models import Conversation, InboxPreference
 from ai_agents.rules.escalation_labels import conversation_escalation
 from ai_agents.selectors.conversations import ConversationFilters, conversation_list
-from ai_agents.services.handoff import claim_is_valid
+from ai_agents.services.handoff import free_or_mine
 from erp.tenancy.scoping import tenant_scope
 from erp.tenancy.selectors import tenant_ids_for
 
@@ -42,19 +43,15 @@ MAX_BODY = 1000
 def waiting_rows(tenant_ids: list[int], *, user_id: Any) -> tuple[int, list[Conversation]]:
     """How many conversations the waiting tab holds (what a person must act on: a claim alone
     answers nobody), and the WAITING_SHOWN a new alert can come from: the ones that alert
-    this person first (nobody holds them under a running lease, or they do), those that
+    this person first (`for_me`: no valid lease of a colleague in the way), those that
     started waiting most recently first. So a conversation that starts waiting is listed
     however many wait longer, and one whose colleague's lease ran out ahead of colleagues'
     (not ahead of twenty newer ones for this person). Callers set the tenant scope."""
     filters = ConversationFilters(tenant_ids=tuple(sorted(tenant_ids)), tab="waiting")
     rows = conversation_list(filters=filters, user_id=None)
-    held_by_other = (
-        Q(assigned_to__isnull=False)
-        & Q(claim_expires_at__gt=timezone.now())
-        & ~Q(assigned_to_id=user_id)
-    )
+    for_me = When(free_or_mine(user_id, timezone.now()), then=Value(True))
     shown = rows.annotate(
-        for_me=Case(When(held_by_other, then=Value(0)), default=Value(1))
+        for_me=Case(for_me, default=Value(False), output_field=BooleanField())
     ).order_by(*_NEWEST_FOR_ME)
     return rows.count(), list(shown[:WAITING_SHOWN])
 
@@ -65,13 +62,14 @@ def inbox_waiting(request: HttpRequest) -> JsonResponse:
     tenant_ids = tenant_ids_for(request.user)
     with tenant_scope(*tenant_ids):
         count, rows = waiting_rows(tenant_ids, user_id=request.user.pk)
-        body = _waiting_body(count, rows, user_id=request.user.pk)
+        body = _waiting_body(count, rows)
     return JsonResponse(body)
 
 
-def _waiting_body(count: int, rows: list[Conversation], *, user_id: Any) -> dict[str, Any]:
+def _waiting_body(count: int, rows: list[Conversation]) -> dict[str, Any]:
     """`alert` on a row: a notification / sound is for this person (nobody holds it, or they
-    do), not for a colleague's conversation (it still counts: the tab shows it)."""
+    do), not for a colleague's conversation (it still counts: the tab shows it). `since`:
+    when it started waiting (UTC, fixed width: the page compares them as strings)."""
     return {
         "count": count,
         "conversations": [
@@ -82,11 +80,16 @@ def _waiting_body(count: int, rows: list[Conversation], *, user_id: Any) -> dict
                 "reason_label": (conversation_escalation(c) or {}).get("reason_label", ""),
                 "tenant": {"id": c.tenant_id, "name": c.tenant.name},
                 "url": reverse("inbox-conversation", args=[c.pk]),
-                "alert": not claim_is_valid(c) or c.assigned_to_id == user_id,
+                "alert": c.for_me,  # type: ignore[attr-defined]  # annotated in waiting_rows
+                "since": _utc(c.waiting_key),  # type: ignore[attr-defined]  # the waiting tab's
             }
             for c in rows
         ],
     }
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def alerts_texts() -> dict[str, str]:

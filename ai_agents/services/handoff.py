@@ -209,8 +209,8 @@ def _closed_error(conversation: Conversation) -> ConversationClosed:
     )
 
 
-def _free_or_mine(user: Any, now: datetime) -> Q:
-    """The lease is nobody's, ours, or ran out."""
+def free_or_mine(user: Any, now: datetime) -> Q:
+    """No valid lease in the way: nobody's, `user`'s (a user or its id), or it ran out."""
     return (
         Q(assigned_to__isnull=True)
         | Q(assigned_to=user)
@@ -237,7 +237,7 @@ def conversation_take(conversation: Conversation, *, holder: Any, acting: Any) -
     updated = (
         _rows(conversation)
         .filter(status__in=Conversation.OPEN_STATUSES)
-        .filter(_free_or_mine(acting, now) | Q(assigned_to=holder))
+        .filter(free_or_mine(acting, now) | Q(assigned_to=holder))
         .update(
             assigned_to=holder,
             escalated_to=holder,  # the person the escalation went to (kept after a release)
@@ -369,7 +369,7 @@ def staff_message_store(
 
 def _holder_or_unclaimed(user: Any, now: datetime) -> Q:
     """Release and close: the holder, or anyone when no valid lease stands in the way."""
-    return _free_or_mine(user, now)
+    return free_or_mine(user, now)
 
 
 def conversation_release(conversation: Conversation, user: Any) -> Conversation:

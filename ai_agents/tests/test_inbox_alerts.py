@@ -93,6 +93,9 @@ def test_a_conversation_that_starts_waiting_is_listed_however_many_wait_longer(
 
     first = listed()
     assert str(colleagues.pk) not in first  # theirs: behind the ones for this person
+    since = [r["since"] for r in client.get("/inbox/waiting").json()["conversations"]]
+    assert since == sorted(since, reverse=True)  # the page compares them as strings
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", s) for s in since)
     assert first[str(mine.pk)] is True
     new = conversation_make(agent, thread="new", escalated_minutes_ago=1)
     assert listed()[str(new.pk)] is True

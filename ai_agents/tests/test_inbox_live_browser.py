@@ -2,7 +2,8 @@
 
 - a customer asks the bot for a person: the open list page's title becomes "(1) …", the
   member's chosen notification and sound come and the row appears, without a reload; another
-  tenant's escalation changes nothing;
+  tenant's escalation changes nothing; past the twenty listed, a conversation that comes back
+  into the list (a newer one was answered) does not sound again;
 - two staff members in two browser contexts: A claims, B's page shows who holds it and since
   when, with Reclamar and Responder disabled; Esc closes B's details panel; A answers with
   Ctrl+Enter; Esc closes the close confirmation; A closes it after confirming and B sees it
@@ -24,6 +25,7 @@ from playwright.sync_api import expect
 
 from ai_agents.conversations.engine import message_process
 from ai_agents.conversations.inbound import Inbound
+from ai_agents.inbox.alerts import WAITING_SHOWN
 from ai_agents.models import Conversation, InboxPreference, Message
 from ai_agents.services import handoff
 from ai_agents.services.inbox_events import inbox_event_publish
@@ -102,6 +104,35 @@ def test_a_new_waiting_conversation_raises_the_title_count_without_a_reload(
         inbox_event_publish(tenant_id=waiting.tenant_id, conversation_id=waiting.pk, kind="status")
         expect(page.locator("#inbox-alerts")).to_have_attribute("data-notified", "2")
         expect(page).to_have_title("(1) Bandeja de conversaciones")
+    finally:
+        page.context.close()
+
+
+def test_past_twenty_waiting_only_a_conversation_that_starts_waiting_alerts(
+    browser: Any, asgi_server: str, owner: Persona, fake_google: FakeGoogle
+) -> None:
+    """With more conversations waiting than `/inbox/waiting` lists, answering the newest one
+    brings an older one back into the list: it waited before, so no sound for it."""
+    agent = agent_for(owner.tenant)
+    for n in range(WAITING_SHOWN):
+        conversation_make(agent, thread=f"old-{n}", escalated_minutes_ago=60 + n)
+    InboxPreference.objects.create(user=owner.user, notify_sound=True)
+    page = _staff_page(browser, asgi_server, owner, "/inbox/")
+    alerts = page.locator("#inbox-alerts")
+    try:
+        expect(page).to_have_title(f"({WAITING_SHOWN}) Bandeja de conversaciones")
+        new = _customer_asks_for_a_person(agent, "Marta")
+        expect(page).to_have_title(f"({WAITING_SHOWN + 1}) Bandeja de conversaciones")
+        expect(alerts).to_have_attribute("data-sounds-played", "1")
+
+        handoff.conversation_claim(new, owner.user)
+        handoff.conversation_reply(new, owner.user, "Hola Marta, soy Ana.")
+        expect(page).to_have_title(f"({WAITING_SHOWN}) Bandeja de conversaciones")
+        expect(alerts).to_have_attribute("data-sounds-played", "1")  # the oldest is back: not new
+
+        _customer_asks_for_a_person(agent, "Luis")
+        expect(alerts).to_have_attribute("data-sounds-played", "2")
+        expect(page.locator("#inbox-alert-live")).to_contain_text("Luis")
     finally:
         page.context.close()
 

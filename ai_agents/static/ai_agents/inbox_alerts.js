@@ -15,6 +15,7 @@
   var baseTitle = document.title;
   var prefs = { notify_desktop: false, notify_sound: false };
   var known = null; // ids already waiting (null until the first read: no alert for those)
+  var floor = ""; // the last list's oldest `since` when it was cut and all for this person
   var timer = null;
   var audio = null;
 
@@ -56,13 +57,21 @@
       .then(function (data) {
         showCount(data.count);
         // Per id, whether it was for this person: a colleague's conversation let go (or
-        // whose lease ran out) becomes theirs to answer and alerts then.
+        // whose lease ran out) becomes theirs to answer and alerts then. An id the last list
+        // did not have alerts when it started waiting after that list's oldest row, if that
+        // list was cut and all for this person (the ones cut off waited longer: one that
+        // comes back into the list, after a newer one was answered, is not new).
         var ids = {};
         data.conversations.forEach(function (row) {
           ids[row.id] = row.alert;
-          if (known !== null && row.alert && !known[row.id]) alertFor(row);
+          if (known === null || !row.alert) return;
+          if (row.id in known ? !known[row.id] : row.since > floor) alertFor(row);
         });
         known = ids;
+        var mine = data.conversations.filter(function (row) { return row.alert; });
+        var cut = data.count > data.conversations.length;
+        floor = cut && mine.length === data.conversations.length
+          ? mine[mine.length - 1].since : "";
       })
       .catch(function () {});
   }
