@@ -102,12 +102,16 @@ def features(
     recent_user_texts: Sequence[str],
     assistant_texts: Sequence[str],
     vector_of: VectorOf,
+    candidates: list[tuple[str, list[str]]] | None = None,
 ) -> list[float] | None:
-    """The features against the closest earlier question (see the module docstring), or None."""
+    """The features against the closest earlier question (see the module docstring), or None.
+    `candidates`: `_candidates`'s list when the caller has it already."""
     best: list[float] | None = None
     turns = min(TURNS, len(recent_user_texts), len(assistant_texts))
     current = set(content_stems(text))
-    for question, answers in _candidates(text, recent_user_texts, assistant_texts):
+    if candidates is None:
+        candidates = _candidates(text, recent_user_texts, assistant_texts)
+    for question, answers in candidates:
         qv = vector_of(question)
         if qv is None:
             continue
@@ -138,7 +142,8 @@ def reasked_by_meaning(
     built = model()
     if built is None or not consulted(assistant_texts) or not recent_user_texts:
         return None
-    if not _candidates(text, recent_user_texts, assistant_texts):
+    candidates = _candidates(text, recent_user_texts, assistant_texts)
+    if not candidates:
         return None  # asked before a vector is computed
     vector = vector_of(text)
     if vector is None:
@@ -149,6 +154,7 @@ def reasked_by_meaning(
         recent_user_texts=recent_user_texts,
         assistant_texts=assistant_texts,
         vector_of=vector_of,
+        candidates=candidates,
     )
     if row is None:
         return None
