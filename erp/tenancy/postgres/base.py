@@ -7,6 +7,12 @@ binding sends `SELECT set_config(...); <statement>` as one simple query; the cur
 past the first result). No round trip is added, and nothing is set at session level, so a
 pooled connection never carries a tenant into the next transaction.
 
+A transaction's BEGIN travels the same way: the driver stays in autocommit (psycopg would send
+BEGIN in a round trip of its own before the first statement), and the first statement of a
+transaction goes as `BEGIN; [SELECT set_config(...);] <statement>`. COMMIT and ROLLBACK are
+psycopg's, sent when the server says a transaction is open; a transaction that sent nothing
+costs no round trip at all.
+
 - In autocommit (outside `atomic`) each statement is its own transaction: it gets the prefix
   whenever a scope is set (the simple query's statements share one implicit transaction).
 - Inside a transaction the value is sent once, and again when the scope changes; a rollback
@@ -25,7 +31,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.backends.postgresql import base, operations
-from psycopg import _queries
+from psycopg import IsolationLevel, _queries
 from psycopg.pq import TransactionStatus
 
 from erp.tenancy.rls import SET_CONFIG_BOUND, scope_value, set_config_params, set_config_sql
@@ -76,27 +82,46 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 return execute(sql, params, many, context)
             finally:
                 self.rls_value = _UNKNOWN
-        if wanted == self.rls_value:
+        # Nothing sent yet in this transaction: its BEGIN travels with the statement, and
+        # the transaction holds no scope yet.
+        begin = self.connection.info.transaction_status == TransactionStatus.IDLE
+        if begin:
+            self.rls_value = ""
+        if wanted == self.rls_value and not begin:
             return execute(sql, params, many, context)
+        scope = wanted if wanted != self.rls_value else None
         self.rls_value = _UNKNOWN
         if many:
             with self.connection.cursor() as cursor:
-                cursor.execute(set_config_sql(wanted))
+                cursor.execute(";\n".join(_heads(self.connection, begin=begin, scope=scope)))
             result = execute(sql, params, many, context)
         else:
-            result = self._prefixed(execute, sql=sql, params=params, context=context, wanted=wanted)
+            result = self._prefixed(
+                execute, sql=sql, params=params, context=context, wanted=scope, begin=begin
+            )
         self.rls_value = wanted
         return result
 
     def _prefixed(
-        self, execute: Any, *, sql: str, params: Any, context: dict[str, Any], wanted: str
+        self,
+        execute: Any,
+        *,
+        sql: str,
+        params: Any,
+        context: dict[str, Any],
+        wanted: str | None,
+        begin: bool = False,
     ) -> Any:
-        if isinstance(params, list | tuple):  # bound: one text for every tenant (cached)
-            sql, params = f"{SET_CONFIG_BOUND};\n{sql}", [*set_config_params(wanted), *params]
-        else:  # no parameters, or named ones: the values written in the text
-            sql = f"{set_config_sql(wanted)};\n{sql}"
-        result = execute(sql, params, False, context)
-        context["cursor"].cursor.nextset()
+        """`sql` run after BEGIN (`begin`) and the scope's setting (`wanted`, None: none) in
+        one simple query; the cursor moves past their results to the statement's."""
+        heads = _heads(
+            self.connection, begin=begin, scope=wanted, bound=isinstance(params, list | tuple)
+        )
+        if wanted is not None and isinstance(params, list | tuple):  # one text for every tenant
+            params = [*set_config_params(wanted), *params]
+        result = execute(";\n".join([*heads, sql]), params, False, context)
+        for _head in heads:
+            context["cursor"].cursor.nextset()
         return result
 
     # A transaction starts or ends: it holds nothing yet.
@@ -105,8 +130,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
         super().connect()
 
     def _set_autocommit(self, autocommit: bool) -> None:
+        # The driver stays in autocommit whatever Django's state: a transaction's BEGIN is
+        # sent by _with_scope with its first statement, not by psycopg in a round trip of
+        # its own (COMMIT and ROLLBACK follow the server's transaction status either way).
         self.rls_value = ""
-        super()._set_autocommit(autocommit)  # type: ignore[misc]  # private: not in django-stubs
+        if not self.connection.autocommit:
+            super()._set_autocommit(True)  # type: ignore[misc]  # private: not in django-stubs
 
     def _commit(self) -> None:
         self.rls_value = ""
@@ -120,3 +149,20 @@ class DatabaseWrapper(base.DatabaseWrapper):
         # Plain: the transaction may be in error until it ran.
         super()._savepoint_rollback(sid)  # type: ignore[misc]  # private: not in django-stubs
         self.rls_value = _UNKNOWN
+
+
+def _heads(connection: Any, *, begin: bool, scope: str | None, bound: bool = False) -> list[str]:
+    """The statements sent in front of one: BEGIN (with the connection's isolation level) when
+    it opens the transaction, the scope's setting when it changes (with `bound`, taking its
+    values as parameters: `SET_CONFIG_BOUND`)."""
+    heads = []
+    if begin:
+        level = connection.isolation_level
+        heads.append(
+            "BEGIN"
+            if level is None
+            else f"BEGIN ISOLATION LEVEL {IsolationLevel(level).name.replace('_', ' ')}"
+        )
+    if scope is not None:
+        heads.append(SET_CONFIG_BOUND if bound else set_config_sql(scope))
+    return heads
