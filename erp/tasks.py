@@ -23,3 +23,17 @@ def ping_database(tenant_id: int) -> str:
 
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     return tenant.slug if tenant else ""
+
+
+@shared_task(name="erp.database_session", soft_time_limit=10, time_limit=20)
+def database_session() -> list[str]:
+    """The worker's PostgreSQL session (backend pid and start): tasks that report the same one
+    ran on a connection the worker kept (its pool is not closed between tasks)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        )
+        pid, started = cursor.fetchone()
+    return [str(pid), started.isoformat()]
