@@ -14,7 +14,7 @@ from unittest import mock
 import psycopg
 import pytest
 from django.contrib.auth.models import Group
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InternalError, ProgrammingError, connection, transaction
 
 from erp.tenancy.scoping import tenant_scope
 
@@ -95,3 +95,32 @@ def test_a_rollback_or_a_failed_statement_keeps_nothing_of_the_transaction(tenan
             raise RuntimeError("undo")
         assert _seen_elsewhere(f"{name}-c") == 0
     Group.objects.filter(name__startswith=name).delete()
+
+
+def test_the_transaction_begins_with_the_connections_access_mode() -> None:
+    """BEGIN is psycopg's own: a read-only connection's transaction refuses a write."""
+    connection.ensure_connection()
+    connection.connection.read_only = True
+    try:
+        with pytest.raises(InternalError, match="read-only transaction"), transaction.atomic():
+            Group.objects.create(name=f"g-{uuid.uuid4().hex[:8]}")
+    finally:
+        connection.connection.read_only = None
+
+
+def test_autocommit_back_on_over_a_transaction_still_open_is_refused() -> None:
+    """As psycopg refused it: a transaction Django believes ended (an error between a block's
+    end and its COMMIT) must not swallow the statements that follow."""
+    name = f"g-{uuid.uuid4().hex[:8]}"
+    transaction.set_autocommit(False)
+    try:
+        Group.objects.create(name=name)
+        with pytest.raises(ProgrammingError, match="transaction status INTRANS"):
+            transaction.set_autocommit(True)
+    finally:
+        transaction.rollback()
+        transaction.set_autocommit(True)
+    assert _seen_elsewhere(name) == 0
+    Group.objects.create(name=name)  # autocommitted again
+    assert _seen_elsewhere(name) == 1
+    Group.objects.filter(name=name).delete()

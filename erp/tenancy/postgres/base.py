@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from django.db import transaction
 from django.db.backends.postgresql import base, operations
-from psycopg import IsolationLevel, _queries
+from psycopg import _queries
 from psycopg.pq import TransactionStatus
 
 from erp.tenancy.rls import SET_CONFIG_BOUND, scope_value, set_config_params, set_config_sql
@@ -60,7 +61,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
         # The scope value the open transaction holds ('' = none).
         self.rls_value = ""
-        # Innermost: the wrappers others add (query counters) see the statements as written.
+        # First, so outermost: wrappers added later (query counters) see a statement with its
+        # prefix (BEGIN, the scope's setting) when it carries one.
         self.execute_wrappers.append(self._with_scope)
 
     def _with_scope(
@@ -92,7 +94,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         scope = wanted if wanted != self.rls_value else None
         self.rls_value = _UNKNOWN
         if many:
-            with self.connection.cursor() as cursor:
+            with self.wrap_database_errors, self.connection.cursor() as cursor:
                 cursor.execute(";\n".join(_heads(self.connection, begin=begin, scope=scope)))
             result = execute(sql, params, many, context)
         else:
@@ -133,6 +135,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
         # The driver stays in autocommit whatever Django's state: a transaction's BEGIN is
         # sent by _with_scope with its first statement, not by psycopg in a round trip of
         # its own (COMMIT and ROLLBACK follow the server's transaction status either way).
+        status = self.connection.info.transaction_status
+        if status != TransactionStatus.IDLE:
+            # What psycopg refused when Django switched its autocommit: the server still holds
+            # a transaction Django believes ended (an exception between a block's end and its
+            # COMMIT). Carrying on would let later statements join it, and lose them with it.
+            with self.wrap_database_errors:
+                raise psycopg.ProgrammingError(
+                    f"can't change 'autocommit' now: connection in transaction status {status.name}"
+                )
         self.rls_value = ""
         if not self.connection.autocommit:
             super()._set_autocommit(True)  # type: ignore[misc]  # private: not in django-stubs
@@ -152,17 +163,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
 
 def _heads(connection: Any, *, begin: bool, scope: str | None, bound: bool = False) -> list[str]:
-    """The statements sent in front of one: BEGIN (with the connection's isolation level) when
-    it opens the transaction, the scope's setting when it changes (with `bound`, taking its
-    values as parameters: `SET_CONFIG_BOUND`)."""
-    heads = []
-    if begin:
-        level = connection.isolation_level
-        heads.append(
-            "BEGIN"
-            if level is None
-            else f"BEGIN ISOLATION LEVEL {IsolationLevel(level).name.replace('_', ' ')}"
-        )
+    """The statements sent in front of one: BEGIN (psycopg's own, with the connection's
+    isolation level and access mode) when it opens the transaction, the scope's setting when it
+    changes (with `bound`, taking its values as parameters: `SET_CONFIG_BOUND`)."""
+    heads = [connection._get_tx_start_command().decode()] if begin else []
     if scope is not None:
         heads.append(SET_CONFIG_BOUND if bound else set_config_sql(scope))
     return heads
