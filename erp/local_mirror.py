@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -115,6 +116,23 @@ class LocalMirror:
             self._publisher_client().publish(self.channel, json.dumps(keys))
         except Exception as exc:
             logger.warning("local_mirror.publish_failed", extra={"error": type(exc).__name__})
+
+    def settled(self, timeout_s: float = 5.0) -> bool:
+        """Whether, within `timeout_s`, this mirror listens and has heard every forget published
+        before the call (tests: a forget still in flight drops what a test reads next). A token
+        of its own is published, again until it arrives: Redis delivers a channel's messages in
+        the order it took them, so the ones before it have arrived too."""
+        token = f"settled:{uuid.uuid4().hex}"
+        since = self.generation()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._live:
+                self._publisher_client().publish(self.channel, json.dumps([token]))
+            for _ in range(10):
+                if self._live and self.forgotten_since(since, token):
+                    return True
+                time.sleep(0.01)
+        return False
 
     def close(self) -> None:
         """Stops listening (the thread ends within a second); the mirror keeps nothing."""

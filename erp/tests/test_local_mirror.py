@@ -30,12 +30,7 @@ def _until(check: Callable[[], bool], seconds: float = 5.0) -> bool:
 
 def _listening(mirror: LocalMirror) -> LocalMirror:
     """`mirror` once Redis confirmed its subscription (a copy put then is kept)."""
-
-    def kept() -> bool:
-        mirror.put("probe", 1, mirror.generation())
-        return mirror.get("probe") == 1
-
-    assert _until(kept), "the mirror never started listening"
+    assert mirror.settled(), "the mirror never started listening"
     return mirror
 
 
@@ -71,6 +66,22 @@ def test_a_value_read_while_a_forget_arrived_is_not_kept(mirror: LocalMirror) ->
     assert mirror.get("a") is MISSING
     mirror.put("a", "read after it", mirror.generation())
     assert mirror.get("a") == "read after it"
+
+
+def test_settled_waits_until_listening_and_every_forget_published_before_is_heard() -> None:
+    """What tests lean on before they count a cached read: nothing in flight drops it later."""
+    mirror = LocalMirror(f"test-mirror:{uuid.uuid4().hex}", ttl_s=60)
+    try:
+        assert mirror.settled()
+        mirror.put("a", "A", mirror.generation())  # kept at once: it listens
+        assert mirror.get("a") == "A"
+        _other_process_forgets(mirror, ["a"])
+
+        assert mirror.settled()
+
+        assert mirror.get("a") is MISSING  # heard, no wait
+    finally:
+        mirror.close()
 
 
 def test_a_forget_marks_its_own_keys_as_forgotten_not_the_others(mirror: LocalMirror) -> None:

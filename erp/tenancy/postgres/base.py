@@ -59,7 +59,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
-        # The scope value the open transaction holds ('' = none).
+        # The scope value the open transaction holds ('' = none); only read inside a
+        # transaction the server says is open (one that sent nothing holds nothing).
         self.rls_value = ""
         # First, so outermost: wrappers added later (query counters) see a statement with its
         # prefix (BEGIN, the scope's setting) when it carries one.
@@ -85,13 +86,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
             finally:
                 self.rls_value = _UNKNOWN
         # Nothing sent yet in this transaction: its BEGIN travels with the statement, and
-        # the transaction holds no scope yet.
+        # the transaction holds no scope yet (whatever an earlier one held).
         begin = self.connection.info.transaction_status == TransactionStatus.IDLE
-        if begin:
-            self.rls_value = ""
-        if wanted == self.rls_value and not begin:
+        held = "" if begin else self.rls_value
+        if wanted == held and not begin:
             return execute(sql, params, many, context)
-        scope = wanted if wanted != self.rls_value else None
+        scope = wanted if wanted != held else None
         self.rls_value = _UNKNOWN
         if many:
             with self.wrap_database_errors, self.connection.cursor() as cursor:
@@ -126,11 +126,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
             context["cursor"].cursor.nextset()
         return result
 
-    # A transaction starts or ends: it holds nothing yet.
-    def connect(self) -> None:
-        self.rls_value = ""
-        super().connect()
-
     def _set_autocommit(self, autocommit: bool) -> None:
         # The driver stays in autocommit whatever Django's state: a transaction's BEGIN is
         # sent by _with_scope with its first statement, not by psycopg in a round trip of
@@ -144,17 +139,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 raise psycopg.ProgrammingError(
                     f"can't change 'autocommit' now: connection in transaction status {status.name}"
                 )
-        self.rls_value = ""
         if not self.connection.autocommit:
             super()._set_autocommit(True)  # type: ignore[misc]  # private: not in django-stubs
-
-    def _commit(self) -> None:
-        self.rls_value = ""
-        super()._commit()  # type: ignore[misc]  # private: not in django-stubs
-
-    def _rollback(self) -> None:
-        self.rls_value = ""
-        super()._rollback()  # type: ignore[misc]  # private: not in django-stubs
 
     def _savepoint_rollback(self, sid: str) -> None:
         # Plain: the transaction may be in error until it ran.

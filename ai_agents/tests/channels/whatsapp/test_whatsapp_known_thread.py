@@ -12,8 +12,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from ai_agents.channels.whatsapp import bindings
 from ai_agents.models import ChannelBinding
 from ai_agents.tests.channels.whatsapp.support import (
+    NUMBER_A,
     conversations,
     post,
     text_payload,
@@ -26,7 +28,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_known_threads_message_is_stored_in_one_round_trip(
     client: Client, wa_binding: ChannelBinding, tenant_a: Any
 ) -> None:
+    # The forgets the binding's creation published may still be in flight: one heard after
+    # the first POST would drop the copy it kept, and the second would read the database.
+    assert bindings._local.settled()
     post(client, text_payload("hola", "wamid.k1"))  # opens the conversation
+    assert bindings.local_has(NUMBER_A)
     with CaptureQueriesContext(connection) as queries:
         response = post(client, text_payload("una pregunta", "wamid.k2"))
 
