@@ -5,7 +5,7 @@
                                       [--no-kb] [--no-triggers] [--skip-load] [--think-ms 0]
                                       [--show-sql]
                                       [--profile N] [--embedding local|remote]
-                                      [--embedding-latency-ms 50] [--smoke]
+                                      [--embedding-latency-ms 50] [--instructions] [--smoke]
 
 The model is an in-process provider that sleeps `--latency-ms` and answers a `respond` action;
 everything else is real: PostgreSQL (turn lease, conversation, contact, history, messages,
@@ -45,6 +45,11 @@ is then a model call like the LLM's, counted as model time, and it costs no CPU 
    closed-loop stress, every conversation sending the instant its reply arrives); with it,
    the conversations also start at random moments within the first think time.
 
+`--instructions` runs the sequential part again under valgrind's callgrind (`bench/_callgrind.py`)
+and prints the instructions per message of the process and of the sending thread: unlike CPU
+times they repeat run to run whatever else loads the machine, so comparing two trees takes one
+run of each (counting slows the sequential part ~50x: 100 messages take ~10 minutes).
+
 Uses the server of DATABASE_URL, or the embedded PostgreSQL under var/, with a scratch database
 of its own (created, migrated, dropped at the end: `_harness.scratch_database`), and REDIS_URL or
 the embedded valkey (started for the run if none answers). `--smoke`: a tiny size, seconds (CI).
@@ -68,12 +73,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import _callgrind
 from _harness import (
     app_role_url,
     connect_as,
     connect_as_app_role,
     percentile,
     scratch_database,
+    statistics_gather,
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "erp.settings")
@@ -341,6 +348,8 @@ POOL_QUESTIONS = [
 ]
 
 
+UNDER_CALLGRIND = {"rag_timeout_ms": 60_000, "llm_timeout_ms": 30_000, "total_timeout_ms": 300_000}
+
 # The sequential run's questions: each of its 20 conversations asks these in turn, so no
 # customer repeats a question (a repeated one is a loop since issue 15: the conversation goes to
 # a person and the bench would measure the stored-only path, not an answer).
@@ -534,11 +543,19 @@ def main() -> None:
         default=0,
         help="pause between a reply and the conversation's next message (0: closed loop)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the sequential run's instructions under valgrind's callgrind (no load run)",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny size, seconds (CI)")
     args = parser.parse_args()
     if args.smoke:
         args.messages, args.latency_ms, args.seconds = 3, 10, 2.0
         args.concurrency, args.processes = 2, 1
+    if args.instructions and not _callgrind.active():
+        sys.exit(_callgrind.rerun(args.messages, "message"))
+    args.skip_load = args.skip_load or args.instructions
     redis_proc = None
     if not embedded.redis_ping(settings.REDIS_URL):  # the embedded valkey, started for the run
         redis_proc = embedded.start_redis(settings.DATA_DIR / "redis")
@@ -578,6 +595,8 @@ def run(args: argparse.Namespace) -> None:
                 "processing_config": {
                     "messages_per_minute": 10_000,
                     "tokens_per_minute": 10_000_000,
+                    # Counted code runs ~50x slower: the same path, not a timed-out search.
+                    **(UNDER_CALLGRIND if args.instructions else {}),
                 },
                 "knowledge_bases": [] if args.no_kb else [kb.pk],
                 **({"escalation_triggers": []} if args.no_triggers else {}),
@@ -587,6 +606,7 @@ def run(args: argparse.Namespace) -> None:
         owner = connect_as_app_role()  # measured as the web and workers run: under row security
         for i in range(10):  # warm up: connections, embedder, caches
             send(agent, f"warm-{i}", uncached(f"¿A qué hora abren? ({i})"))
+        statistics_gather()  # plans as on a running install
 
         overhead: list[float] = []
         own_code: list[float] = []
@@ -604,18 +624,19 @@ def run(args: argparse.Namespace) -> None:
         server_started = _server_cpu_s(dbname)
         process_started = time.process_time()
         usage_started = resource.getrusage(resource.RUSAGE_THREAD)
-        for i in range(args.messages):
-            question = SEQUENTIAL_QUESTIONS[(i // 20) % len(SEQUENTIAL_QUESTIONS)]
-            text = uncached(f"{question} ({i})")
-            statements = _Statements()
-            with connection.execute_wrapper(statements):
-                cpu_started = time.thread_time()
-                total, inner = send(agent, f"seq-{i % 20}", text)
-                cpu.append((time.thread_time() - cpu_started) * 1000)
-            overhead.append((total - inner) * 1000)
-            own_code.append((total - inner - _inner.embedding) * 1000)
-            queries.append(len(statements.seen))
-            last_sql = statements.seen
+        with _callgrind.counted():
+            for i in range(args.messages):
+                question = SEQUENTIAL_QUESTIONS[(i // 20) % len(SEQUENTIAL_QUESTIONS)]
+                text = uncached(f"{question} ({i})")
+                statements = _Statements()
+                with connection.execute_wrapper(statements):
+                    cpu_started = time.thread_time()
+                    total, inner = send(agent, f"seq-{i % 20}", text)
+                    cpu.append((time.thread_time() - cpu_started) * 1000)
+                overhead.append((total - inner) * 1000)
+                own_code.append((total - inner - _inner.embedding) * 1000)
+                queries.append(len(statements.seen))
+                last_sql = statements.seen
         process_cpu = (time.process_time() - process_started) / max(args.messages, 1) * 1000
         server_now = _server_cpu_s(dbname)
         server_cpu = (

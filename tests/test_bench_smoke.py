@@ -10,6 +10,7 @@ carries the bench's process id), never in the database it was configured with.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -83,3 +84,25 @@ def test_a_bench_refuses_a_database_it_did_not_create(db: None) -> None:
             _harness.assert_scratch()
     finally:
         _harness._scratch.pop("name")
+
+
+@pytest.mark.timeout(SMOKE_TIMEOUT_S + 60)
+def test_the_pipeline_bench_counts_instructions_per_message() -> None:
+    """`--instructions`: the sequential run again under callgrind, counting only its messages
+    (the figure an A/B of two trees compares, whatever the machine's load)."""
+    output = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "pipeline.py"), "--smoke", "--instructions"],
+        cwd=BASE_DIR,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=SMOKE_TIMEOUT_S,
+    ).stdout
+
+    match = re.search(
+        r"instructions per message \(callgrind, 3 counted\): process\s+([\d.]+) M", output
+    )
+    assert match, output[-4000:]
+    # A message of the engine runs millions of instructions; the callgrind_control calls that
+    # open and close the window, tens of thousands: counting covered the messages.
+    assert 1 < float(match.group(1)) < 1000, output[-4000:]
