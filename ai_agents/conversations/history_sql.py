@@ -80,7 +80,7 @@ def conversation_history_statement(
 ) -> rows.Statement:
     """`history_statement` for `conversation` as the agent's history config asks (its latest
     messages, the first one with `smart`, each cut to its channel's input limit).
-    `conversation_ref`: the conversation as a subquery (default: its id)."""
+    `conversation_ref`: the conversation as SQL (default: its id as a parameter)."""
     conversation_sql, conversation_params = conversation_ref or ("%s", [conversation.pk])
     return history_statement(
         tenant_id=conversation.tenant_id,
@@ -108,7 +108,7 @@ def intents_statement(
     *, conversation: Conversation, conversation_ref: rows.Statement | None = None
 ) -> rows.Statement:
     """The latest intents detected on the conversation's replies, newest first.
-    `conversation_ref`: the conversation as a subquery (default: its id)."""
+    `conversation_ref`: the conversation as SQL (default: its id as a parameter)."""
     conversation_sql, conversation_params = conversation_ref or ("%s", [conversation.pk])
     return (
         "SELECT metadata->>'intent_detected' FROM ai_agents_message WHERE tenant_id = %s"  # noqa: S608

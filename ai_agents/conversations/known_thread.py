@@ -4,7 +4,8 @@ the round trip that takes the turn (`store.turn_next(first=...)`), with no read 
 One statement stores it: a CTE updates the thread's open conversation's counters (only if it
 is open and not idle for `INACTIVITY_EXPIRY`: such a conversation expires at the door) and
 returns its id, and the message is inserted from that row. The turn's statements that follow
-in the same round trip find the conversation through the message's id. When the CTE found
+in the same round trip find the conversation through a transaction-local setting the INSERT
+sets (`stored_conversation_ref`). When the CTE found
 nothing, nothing was written and everything after it touched no row: `NotStored`, and
 `message_receive` stores the message the usual way (the idle conversation expires there, a
 new one is opened).
@@ -56,12 +57,18 @@ def open_conversation_where(agent: Agent, channel: str, thread_id: str) -> rows.
     )
 
 
-def conversation_ref(message: Message) -> rows.Statement:
-    """The conversation `message` was stored in, as a subquery (None when it was not)."""
-    return (
-        "(SELECT conversation_id FROM ai_agents_message WHERE tenant_id = %s AND id = %s)",
-        [message.tenant_id, message.pk],
-    )
+# The conversation `prepared_store_statement` stored its message in, for the statements after
+# it in the same round trip (one transaction): a transaction-local setting the INSERT sets.
+# Each of them looked the message up again before (an index lookup per statement, about ten
+# per turn: most of what PostgreSQL executed more per message than before issue 14).
+STORED_SETTING = "erp.stored_conversation"
+
+
+def stored_conversation_ref() -> rows.Statement:
+    """The conversation the round trip's `prepared_store_statement` stored its message in, as
+    SQL (NULL when it stored nothing: then the statements that use it touch no row)."""
+    # A subquery: evaluated once per statement (a scan would read the setting for every row).
+    return f"(SELECT NULLIF(current_setting('{STORED_SETTING}', true), '')::uuid)", []
 
 
 def prepared_store_statement(
@@ -86,7 +93,13 @@ def prepared_store_statement(
         ],
     )
     return rows.insert_select_statement(
-        message, prefix=counters, columns={"conversation_id": "c.id"}, from_sql="FROM c"
+        message,
+        prefix=counters,
+        columns={"conversation_id": "s.id"},
+        from_sql=(
+            "FROM c, LATERAL (SELECT c.id,"
+            f" set_config('{STORED_SETTING}', c.id::text, true)) AS s (id, stored)"
+        ),
     )
 
 

@@ -27,10 +27,10 @@ from ai_agents.conversations.known_thread import (
     NotStored,
     Prepared,
     adopt,
-    conversation_ref,
     new_conversation,
     open_conversation_where,
     open_row_statement,
+    stored_conversation_ref,
 )
 from ai_agents.models import Agent, Contact, Conversation, KnowledgeBase, Message
 from ai_agents.selectors.knowledge import agent_knowledge_bases_statement
@@ -181,7 +181,7 @@ def _turn_take_statement(
     lease_s: float,
     ref: rows.Statement | None = None,
 ) -> rows.Statement:
-    """`ref`: the conversation as a subquery (default: its id)."""
+    """`ref`: the conversation as SQL (default: its id as a parameter)."""
     ref_sql, ref_params = ref or ("%s", [conversation.pk])
     return (
         _TURN_TAKE.format(conversation=ref_sql),
@@ -347,7 +347,7 @@ def turn_next(
     transaction (`known_thread`); the conversation is found through it and read whole into
     `conversation`, the stand-in. Raises `NotStored` when it was not stored (nothing was
     written)."""
-    ref = None if first is None else conversation_ref(first.message)
+    ref = None if first is None else stored_conversation_ref()
     counted, first_pending, pending_at = _pending_statements(conversation, upto, ref, token)
     ref_sql, ref_params = ref or ("%s", [conversation.pk])
     *_, taken, _counted, pending, fresh, contact, history, intents, kbs = rows.run_together(
