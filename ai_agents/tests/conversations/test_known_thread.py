@@ -10,13 +10,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ai_agents.conversations.engine import message_process
-from ai_agents.conversations.inbound import Inbound, inbound_accept
+from ai_agents.conversations.inbound import Inbound, inbound_accept, message_prepare
+from ai_agents.conversations.known_thread import STORED_SETTING
 from ai_agents.models import Agent, Contact, Conversation, Message
 from ai_agents.services.agents import agent_create
+from erp.tenancy.scoping import tenant_scope
 from erp.testing.fake_google import FakeGoogle
 
 FAST = {"llm_retry_delay_ms": 0, "llm_timeout_ms": 5000, "total_timeout_ms": 10000}
@@ -109,6 +111,52 @@ def test_an_idle_or_closed_conversation_is_not_joined(
     new, new_messages = _rows(after.conversation_id)
     assert [m.content for m in new_messages] == ["¿Siguen ahí?", "Re: ¿Siguen ahí?"]
     assert new.message_count == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_closed_thread_after_a_known_thread_message_is_not_joined(
+    tenant_a: Any, fake_google: FakeGoogle
+) -> None:
+    """The conversation a known-thread message was stored in reaches the turn's statements
+    through a transaction-local setting: it must end with that round trip, or the next
+    message, which finds the conversation closed and stores nothing there, would take the
+    turn of the old conversation and be answered in it."""
+    agent = _agent(tenant_a)
+    before = _send(agent, fake_google, "Hola")[0]
+    known, round_trips = _send(agent, fake_google, "Una pregunta")
+    assert (round_trips, known.conversation_id) == (3, before.conversation_id)
+    Conversation.objects.unscoped().filter(pk=before.conversation_id).update(status="closed")
+
+    after = _send(agent, fake_google, "¿Siguen ahí?")[0]
+
+    assert after.conversation_id != before.conversation_id
+    old, messages = _rows(before.conversation_id)
+    assert (old.message_count, len(messages)) == (4, 4)
+    assert [m.content for m in _rows(after.conversation_id)[1]] == [
+        "¿Siguen ahí?",
+        "Re: ¿Siguen ahí?",
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_stored_conversation_is_known_to_its_transaction_only(
+    tenant_a: Any, fake_google: FakeGoogle
+) -> None:
+    agent = _agent(tenant_a)
+    before = _send(agent, fake_google, "Hola")[0]
+    prepared = message_prepare(
+        agent=agent, inbound=Inbound(text="Otra", contact={"external_id": "ana"})
+    )
+    assert prepared is not None
+    read = f"SELECT current_setting('{STORED_SETTING}', true)"
+
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        with transaction.atomic():
+            cursor.execute(*prepared.statement)
+            cursor.execute(read)
+            assert cursor.fetchone()[0] == str(before.conversation_id)
+        cursor.execute(read)
+        assert cursor.fetchone()[0] in ("", None)  # gone with the transaction
 
 
 @pytest.mark.django_db(transaction=True)
